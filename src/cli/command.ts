@@ -1,0 +1,60 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+/** One `bin/advanced-daemonset` subcommand. Each lives beside the code it drives. */
+export interface Command {
+  name: string;
+  /** One line for the top-level help. */
+  summary: string;
+  /** Full help text printed by `--help`. */
+  usage: string;
+  /** Returns the process exit code. */
+  run(argv: string[]): Promise<number>;
+}
+
+/** An error whose message is meant for the user as is: printed without a stack trace. */
+export class UserError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+    this.name = 'UserError';
+  }
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/**
+ * parseArgs with the conventions every subcommand shares: `--help`/`-h` prints usage and
+ * returns undefined; unknown flags become a UserError that names the flag and points at --help.
+ */
+export function parseCommandArgs<O extends Options>(
+  command: Pick<Command, 'name' | 'usage'>,
+  argv: string[],
+  options: O,
+  allowPositionals = false,
+) {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals,
+      strict: true,
+    });
+  } catch (err) {
+    throw new UserError(`${command.name}: ${(err as Error).message}\nRun with --help for usage.`, 2);
+  }
+  if (parsed.values.help) {
+    process.stdout.write(command.usage.endsWith('\n') ? command.usage : `${command.usage}\n`);
+    return undefined;
+  }
+  return parsed;
+}
+
+/** Parses a non-negative integer flag value, with a message naming the flag. */
+export function intFlag(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value)) throw new UserError(`--${name} must be a non-negative integer, got "${value}"`, 2);
+  return Number(value);
+}
