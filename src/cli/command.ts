@@ -45,7 +45,7 @@ export function parseCommandArgs<O extends Options>(
   } catch (err) {
     throw new UserError(`${command.name}: ${(err as Error).message}\nRun with --help for usage.`, 2);
   }
-  if (parsed.values.help) {
+  if ((parsed.values as { help?: boolean }).help) {
     process.stdout.write(command.usage.endsWith('\n') ? command.usage : `${command.usage}\n`);
     return undefined;
   }
