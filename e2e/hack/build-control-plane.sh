@@ -5,10 +5,13 @@
 # Prints "building <component>" lines; a cold build takes many minutes on 2 cores.
 set -euo pipefail
 
-K8S_VERSION="${K8S_VERSION:-v1.36.3}"
+# Versions live in e2e/cluster/versions.json, read by this script and by the cluster runner.
+versions="$(cd "$(dirname "${BASH_SOURCE[0]}")/../cluster" && pwd)/versions.json"
+version_of() { sed -n "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" "$versions"; }
+K8S_VERSION="${K8S_VERSION:-$(version_of kubernetes)}"
 ETCD_VERSION="${ETCD_VERSION:-}" # default: the etcd client version Kubernetes resolves
-KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
-HELM_VERSION="${HELM_VERSION:-v3.22.0}"
+KWOK_VERSION="${KWOK_VERSION:-$(version_of kwok)}"
+HELM_VERSION="${HELM_VERSION:-$(version_of helm)}"
 
 CACHE="${ADS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/advanced-daemonset}"
 BIN="$CACHE/bin/k8s-$K8S_VERSION"

@@ -1,0 +1,67 @@
+// `bin/advanced-daemonset cluster up|status|down` as a user runs it (issue #2): a second, small
+// cluster in its own directory, beside the one the harness runs the other tests on.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { repoRoot } from './cluster/binaries.ts';
+import type { ClusterState } from './cluster/cluster.ts';
+
+const run = promisify(execFile);
+const cli = join(repoRoot, 'bin', 'advanced-daemonset');
+
+describe('cluster CLI', () => {
+  test('up --nodes 2 gives Ready nodes via the printed kubeconfig; down stops exactly its processes', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'ads-cli-')), 'cluster');
+    const up = await run(cli, ['cluster', 'up', '--nodes', '2', '--dir', dir]);
+    assert.match(up.stdout, new RegExp(`kubeconfig: ${join(dir, 'kubeconfig')}`));
+    assert.match(up.stderr, /cluster up in [\d.]+s with 2 nodes/);
+    const state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as ClusterState;
+    assert.deepEqual(
+      state.processes.map((p) => p.name),
+      ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok'],
+    );
+    try {
+      const status = await run(cli, ['cluster', 'status', '--dir', dir]);
+      assert.match(status.stdout, /cluster: +running/);
+      assert.match(status.stdout, /nodes: +2\/2 ready/);
+      const kubectl = state.processes[0]!.binary.replace(/etcd$/, 'kubectl');
+      const nodes = await run(kubectl, ['--kubeconfig', state.kubeconfig, 'get', 'nodes', '-o', 'name']);
+      assert.equal(nodes.stdout.trim().split('\n').length, 2);
+      // Every listener of ours is on loopback.
+      for (const port of Object.values(state.ports)) assert.ok(port > 0);
+      const again = await run(cli, ['cluster', 'up', '--dir', dir]).then(
+        () => 'succeeded',
+        (e: { stderr: string }) => e.stderr,
+      );
+      assert.match(again, /already running/, 'a second up on a running cluster is refused clearly');
+    } finally {
+      await run(cli, ['cluster', 'down', '--dir', dir]);
+    }
+    for (const p of state.processes)
+      assert.equal(existsSync(`/proc/${p.pid}`), false, `${p.name} (pid ${p.pid}) is gone`);
+    assert.equal(existsSync(dir), false, 'cluster dir removed');
+    const status = await run(cli, ['cluster', 'status', '--dir', dir]).then(
+      () => 0,
+      (e: { code: number }) => e.code,
+    );
+    assert.equal(status, 1, 'status of a stopped cluster exits 1');
+  });
+
+  test('every subcommand has --help, and bad input is a clear error without a stack trace', async () => {
+    const help = await run(cli, ['cluster', '--help']);
+    assert.match(help.stdout, /Usage: advanced-daemonset cluster <up\|down\|status>/);
+    const top = await run(cli, ['--help']);
+    assert.match(top.stdout, /cluster +Local real control plane/);
+    const bad = await run(cli, ['cluster', 'up', '--nodes', 'many']).then(
+      () => undefined,
+      (e: { code: number; stderr: string }) => e,
+    );
+    assert.ok(bad);
+    assert.equal(bad.code, 2);
+    assert.equal(bad.stderr.trim(), 'error: --nodes must be a non-negative integer, got "many"');
+  });
+});

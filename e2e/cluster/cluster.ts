@@ -1,0 +1,485 @@
+// A local Kubernetes control plane made only of upstream components, run as processes on
+// 127.0.0.1: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (fake nodes).
+// State (PKI, kubeconfig, pids, logs, etcd data) lives in one directory; `down` stops exactly the
+// pids it recorded and removes that directory.
+import { spawn, execFile } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, closeSync } from 'node:fs';
+import { request } from 'node:https';
+import { createServer } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { stringify as toYaml } from 'yaml';
+import { UserError } from '../../src/cli/command.ts';
+import { createCA, createKeyPair, createLeaf } from '../../certs/pki.ts';
+import { binaries, cacheDir, repoRoot, versions } from './binaries.ts';
+
+const run = promisify(execFile);
+
+export interface ProcessRecord {
+  name: string;
+  pid: number;
+  binary: string;
+  log: string;
+}
+
+export interface ClusterState {
+  dir: string;
+  kubeconfig: string;
+  server: string;
+  kubernetesVersion: string;
+  ports: Record<string, number>;
+  processes: ProcessRecord[];
+  nodes: number;
+  startedAt: string;
+}
+
+export type Progress = (line: string) => void;
+
+export function defaultClusterDir(): string {
+  return process.env.ADS_CLUSTER_DIR ?? join(cacheDir(), 'cluster');
+}
+
+const statePath = (dir: string) => join(dir, 'state.json');
+
+export function readState(dir: string): ClusterState | undefined {
+  try {
+    return JSON.parse(readFileSync(statePath(dir), 'utf8')) as ClusterState;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when pid is alive and still runs the binary we started (pids get reused). */
+export function processAlive(p: ProcessRecord): boolean {
+  try {
+    const cmdline = readFileSync(`/proc/${p.pid}/cmdline`, 'utf8');
+    return cmdline.split('\0')[0] === p.binary;
+  } catch {
+    return false;
+  }
+}
+
+/** Waits until the pid has left the process table (exited and reaped, not just a zombie). */
+async function waitGone(pid: number, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (existsSync(`/proc/${pid}`) && Date.now() < deadline) await sleep(50);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/**
+ * kube-apiserver refuses a loopback --advertise-address and dies when it cannot find a default
+ * route, so give it the first non-loopback IPv4 of this host (it is never listened on: we bind
+ * 127.0.0.1). A documentation-range address stands in on a host with no network at all.
+ */
+function advertiseAddress(): string {
+  for (const addrs of Object.values(networkInterfaces())) {
+    for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return '192.0.2.1';
+}
+
+function tail(file: string, lines = 30): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+function startProcess(dir: string, name: string, binary: string, args: string[]): ProcessRecord {
+  const log = join(dir, 'logs', `${name}.log`);
+  const fd = openSync(log, 'a');
+  // detached: own process group, so Ctrl-C in the terminal reaches only our CLI, which then stops
+  // the components in order; unref: `up` can exit and leave the cluster running.
+  const child = spawn(binary, args, { detached: true, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  child.unref();
+  if (child.pid === undefined) throw new UserError(`could not start ${name} (${binary})`);
+  return { name, pid: child.pid, binary, log };
+}
+
+function failure(p: ProcessRecord, what: string): UserError {
+  return new UserError(
+    `${p.name} ${what}.\n  command: ${p.binary}\n  log: ${p.log}\n------ last lines of the log ------\n${tail(p.log)}`,
+  );
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls check() until it returns true; fails early with the log tail if the process died. */
+async function waitFor(p: ProcessRecord, what: string, timeoutMs: number, check: () => Promise<boolean>) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!processAlive(p)) throw failure(p, `exited before it was ${what}`);
+    if (await check().catch(() => false)) return;
+    await sleep(250);
+  }
+  throw failure(p, `was not ${what} after ${Math.round(timeoutMs / 1000)}s`);
+}
+
+/**
+ * GET over TLS. Without `tls`, the peer is a component's self-signed health endpoint on loopback:
+ * only liveness is checked there, so its certificate is not verified.
+ */
+function httpGetOk(url: string, tls?: { ca: string; cert: string; key: string }): Promise<boolean> {
+  return new Promise((resolve) => {
+    const options = tls ? { ...tls, timeout: 2000 } : { rejectUnauthorized: false, timeout: 2000 };
+    const req = request(url, options, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('error', () => resolve(false));
+    req.on('timeout', () => req.destroy());
+    req.end();
+  });
+}
+
+export interface KubectlResult {
+  stdout: string;
+  stderr: string;
+}
+
+export async function kubectl(kubeconfig: string, args: string[], input?: string): Promise<KubectlResult> {
+  const child = run(binaries().kubectl, ['--kubeconfig', kubeconfig, ...args], { maxBuffer: 256 * 1024 * 1024 });
+  if (input !== undefined) {
+    child.child.stdin?.end(input);
+  }
+  return child;
+}
+
+export function nodeName(i: number, total: number): string {
+  return `kwok-node-${String(i).padStart(Math.max(3, String(total - 1).length), '0')}`;
+}
+
+/** A fake Node object as kwok manages it (labels as a kubelet would set them). */
+export function fakeNode(name: string, labels: Record<string, string> = {}) {
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name,
+      annotations: { 'kwok.x-k8s.io/node': 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+      labels: {
+        'kubernetes.io/hostname': name,
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/arch': 'amd64',
+        type: 'kwok',
+        ...labels,
+      },
+    },
+    spec: {},
+    status: {},
+  };
+}
+
+export async function createNodes(kubeconfig: string, names: string[]): Promise<void> {
+  // In chunks so a 1,000-node cluster does not become one huge request.
+  for (let i = 0; i < names.length; i += 200) {
+    const items = names.slice(i, i + 200).map((n) => fakeNode(n));
+    await kubectl(kubeconfig, ['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
+  }
+}
+
+interface NodeList {
+  items: {
+    metadata: { name: string };
+    spec?: { taints?: { key: string }[] };
+    status?: { conditions?: { type: string; status: string }[] };
+  }[];
+}
+
+/** Nodes that are Ready and carry no not-ready/unreachable taint (so daemon pods can land). */
+export async function countReadyNodes(kubeconfig: string): Promise<{ ready: number; total: number }> {
+  const { stdout } = await kubectl(kubeconfig, ['get', 'nodes', '-o', 'json']);
+  const list = JSON.parse(stdout) as NodeList;
+  const ready = list.items.filter(
+    (n) =>
+      n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') &&
+      !(n.spec?.taints ?? []).some((t) => t.key.startsWith('node.kubernetes.io/')),
+  ).length;
+  return { ready, total: list.items.length };
+}
+
+export async function waitForNodesReady(kubeconfig: string, want: number, progress: Progress, timeoutMs = 300_000) {
+  const deadline = Date.now() + timeoutMs;
+  let last = -1;
+  for (;;) {
+    const { ready } = await countReadyNodes(kubeconfig);
+    if (ready !== last) progress(`  nodes ready and untainted: ${ready}/${want}`);
+    last = ready;
+    if (ready >= want) return;
+    if (Date.now() > deadline)
+      throw new UserError(`only ${ready} of ${want} nodes became Ready within ${timeoutMs / 1000}s`);
+    await sleep(1000);
+  }
+}
+
+function kubeconfigYaml(server: string, ca: string, cert: string, key: string): string {
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+  return toYaml({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'ads-local', cluster: { server, 'certificate-authority-data': b64(ca) } }],
+    users: [{ name: 'ads-admin', user: { 'client-certificate-data': b64(cert), 'client-key-data': b64(key) } }],
+    contexts: [{ name: 'ads-local', context: { cluster: 'ads-local', user: 'ads-admin' } }],
+    'current-context': 'ads-local',
+  });
+}
+
+export interface UpOptions {
+  dir?: string;
+  nodes?: number;
+  progress?: Progress;
+}
+
+export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
+  const dir = opts.dir ?? defaultClusterDir();
+  const progress = opts.progress ?? ((l: string) => process.stderr.write(`${l}\n`));
+  const nodes = opts.nodes ?? 3;
+  const existing = readState(dir);
+  if (existing && existing.processes.every(processAlive)) {
+    throw new UserError(
+      `a cluster is already running from ${dir} (kubeconfig ${existing.kubeconfig}); run 'cluster down' first`,
+    );
+  }
+  if (existing) await clusterDown({ dir, progress: () => {} });
+
+  const bin = binaries();
+  const t0 = Date.now();
+  mkdirSync(join(dir, 'logs'), { recursive: true });
+  mkdirSync(join(dir, 'pki'), { recursive: true });
+
+  const ports = {
+    etcdClient: await freePort(),
+    etcdPeer: await freePort(),
+    apiserver: await freePort(),
+    controllerManager: await freePort(),
+    scheduler: await freePort(),
+    kwok: await freePort(),
+  };
+  const server = `https://127.0.0.1:${ports.apiserver}`;
+
+  progress('generating PKI (CA, apiserver serving cert, admin client cert, service-account keys)');
+  const pki = (f: string) => join(dir, 'pki', f);
+  const ca = await createCA('advanced-daemonset-local-ca');
+  const serving = await createLeaf(ca, {
+    commonName: 'kube-apiserver',
+    usage: 'server',
+    ipAddresses: ['127.0.0.1', '10.96.0.1'],
+    dnsNames: [
+      'localhost',
+      'kubernetes',
+      'kubernetes.default',
+      'kubernetes.default.svc',
+      'kubernetes.default.svc.cluster.local',
+    ],
+  });
+  const admin = await createLeaf(ca, {
+    commonName: 'kubernetes-admin',
+    organizations: ['system:masters'],
+    usage: 'client',
+  });
+  const sa = await createKeyPair();
+  writeFileSync(pki('ca.crt'), ca.certPem);
+  writeFileSync(pki('ca.key'), ca.keyPem, { mode: 0o600 });
+  writeFileSync(pki('apiserver.crt'), serving.certPem);
+  writeFileSync(pki('apiserver.key'), serving.keyPem, { mode: 0o600 });
+  writeFileSync(pki('admin.crt'), admin.certPem);
+  writeFileSync(pki('admin.key'), admin.keyPem, { mode: 0o600 });
+  writeFileSync(pki('sa.pub'), sa.publicPem);
+  writeFileSync(pki('sa.key'), sa.privatePem, { mode: 0o600 });
+  const kubeconfig = join(dir, 'kubeconfig');
+  writeFileSync(kubeconfig, kubeconfigYaml(server, ca.certPem, admin.certPem, admin.keyPem), { mode: 0o600 });
+
+  const state: ClusterState = {
+    dir,
+    kubeconfig,
+    server,
+    kubernetesVersion: versions.kubernetes,
+    ports,
+    processes: [],
+    nodes,
+    startedAt: new Date().toISOString(),
+  };
+  const save = () => writeFileSync(statePath(dir), JSON.stringify(state, null, 2));
+  const start = (name: string, binary: string, args: string[]) => {
+    const p = startProcess(dir, name, binary, args);
+    state.processes.push(p);
+    save();
+    return p;
+  };
+
+  try {
+    progress(`starting etcd on 127.0.0.1:${ports.etcdClient}`);
+    const etcdUrl = `http://127.0.0.1:${ports.etcdClient}`;
+    const peerUrl = `http://127.0.0.1:${ports.etcdPeer}`;
+    const etcd = start('etcd', bin.etcd, [
+      '--name=ads',
+      `--data-dir=${join(dir, 'etcd')}`,
+      `--listen-client-urls=${etcdUrl}`,
+      `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=${peerUrl}`,
+      `--initial-advertise-peer-urls=${peerUrl}`,
+      `--initial-cluster=ads=${peerUrl}`,
+      '--listen-metrics-urls=',
+      '--unsafe-no-fsync=true',
+      '--quota-backend-bytes=8589934592',
+      '--auto-compaction-retention=1',
+      '--log-level=warn',
+    ]);
+    await waitFor(etcd, 'healthy', 60_000, () => httpGetOkPlain(`${etcdUrl}/health`));
+
+    progress(`starting kube-apiserver ${versions.kubernetes} on ${server}`);
+    const apiserver = start('kube-apiserver', bin.kubeApiserver, [
+      `--etcd-servers=${etcdUrl}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${ports.apiserver}`,
+      `--advertise-address=${advertiseAddress()}`,
+      `--tls-cert-file=${pki('apiserver.crt')}`,
+      `--tls-private-key-file=${pki('apiserver.key')}`,
+      `--client-ca-file=${pki('ca.crt')}`,
+      '--authorization-mode=Node,RBAC',
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${pki('sa.pub')}`,
+      `--service-account-signing-key-file=${pki('sa.key')}`,
+      '--service-cluster-ip-range=10.96.0.0/16',
+      '--allow-privileged=true',
+      '--enable-priority-and-fairness=false',
+      '--profiling=false',
+      '--v=1',
+    ]);
+    const tls = { ca: ca.certPem, cert: admin.certPem, key: admin.keyPem };
+    await waitFor(apiserver, 'ready', 120_000, () => httpGetOk(`${server}/readyz`, tls));
+
+    progress('starting kube-controller-manager, kube-scheduler and kwok');
+    const kcm = start('kube-controller-manager', bin.kubeControllerManager, [
+      `--kubeconfig=${kubeconfig}`,
+      '--leader-elect=false',
+      '--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,node-lifecycle-controller,taint-eviction-controller,daemonset-controller,root-ca-certificate-publisher-controller,pod-garbage-collector-controller',
+      `--service-account-private-key-file=${pki('sa.key')}`,
+      `--root-ca-file=${pki('ca.crt')}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${ports.controllerManager}`,
+      '--node-monitor-period=5s',
+      '--node-monitor-grace-period=60s',
+      '--kube-api-qps=100',
+      '--kube-api-burst=200',
+      '--v=1',
+    ]);
+    const scheduler = start('kube-scheduler', bin.kubeScheduler, [
+      `--kubeconfig=${kubeconfig}`,
+      '--leader-elect=false',
+      '--bind-address=127.0.0.1',
+      `--secure-port=${ports.scheduler}`,
+      '--kube-api-qps=100',
+      '--kube-api-burst=200',
+      '--v=1',
+    ]);
+    const kwok = start('kwok', bin.kwok, [
+      `--kubeconfig=${kubeconfig}`,
+      `--config=${join(repoRoot, 'e2e', 'cluster', 'kwok-stages.yaml')}`,
+      '--manage-all-nodes=true',
+      '--cidr=10.244.0.0/16',
+      `--server-address=127.0.0.1:${ports.kwok}`,
+      '--node-lease-duration-seconds=0',
+      '--v=1',
+    ]);
+    const healthz = (p: number) => () => httpGetOk(`https://127.0.0.1:${p}/healthz`);
+    await waitFor(kcm, 'healthy', 60_000, healthz(ports.controllerManager));
+    await waitFor(scheduler, 'healthy', 60_000, healthz(ports.scheduler));
+    await waitFor(kwok, 'healthy', 60_000, () => httpGetOkPlain(`http://127.0.0.1:${ports.kwok}/healthz`));
+    // The ServiceAccount admission plugin rejects pods until the namespace's default SA exists.
+    await waitFor(kcm, 'creating the default service account', 60_000, async () => {
+      await kubectl(kubeconfig, ['get', 'serviceaccount', 'default', '-n', 'default']);
+      return true;
+    });
+
+    if (nodes > 0) {
+      progress(`creating ${nodes} fake nodes`);
+      await createNodes(
+        kubeconfig,
+        Array.from({ length: nodes }, (_, i) => nodeName(i, nodes)),
+      );
+      await waitForNodesReady(kubeconfig, nodes, progress);
+    }
+  } catch (err) {
+    await clusterDown({ dir, progress: () => {}, keepDir: true });
+    throw err;
+  }
+  progress(`cluster up in ${((Date.now() - t0) / 1000).toFixed(1)}s with ${nodes} nodes`);
+  return state;
+}
+
+function httpGetOkPlain(url: string): Promise<boolean> {
+  return fetch(url, { signal: AbortSignal.timeout(2000) }).then(
+    (r) => r.ok,
+    () => false,
+  );
+}
+
+export interface DownOptions {
+  dir?: string;
+  progress?: Progress;
+  /** Keep logs after a failed start, so the user can read them. */
+  keepDir?: boolean;
+}
+
+/** Stops the recorded processes (reverse start order, SIGTERM then SIGKILL) and removes the dir. */
+export async function clusterDown(opts: DownOptions = {}): Promise<boolean> {
+  const dir = opts.dir ?? defaultClusterDir();
+  const progress = opts.progress ?? ((l: string) => process.stderr.write(`${l}\n`));
+  const state = readState(dir);
+  if (!state) {
+    progress(`no cluster recorded in ${dir}`);
+    return false;
+  }
+  for (const p of [...state.processes].reverse()) {
+    if (!processAlive(p)) continue;
+    progress(`stopping ${p.name} (pid ${p.pid})`);
+    try {
+      process.kill(p.pid, 'SIGTERM');
+    } catch {
+      continue;
+    }
+    const deadline = Date.now() + 10_000;
+    while (processAlive(p) && Date.now() < deadline) await sleep(100);
+    if (processAlive(p)) {
+      try {
+        process.kill(p.pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+      while (processAlive(p)) await sleep(50);
+    }
+    await waitGone(p.pid);
+  }
+  if (!opts.keepDir) rmSync(dir, { recursive: true, force: true });
+  progress(opts.keepDir ? `cluster stopped; logs kept in ${join(dir, 'logs')}` : `cluster stopped and ${dir} removed`);
+  return true;
+}
+
+export interface ClusterStatus {
+  state?: ClusterState;
+  running: { name: string; pid: number; alive: boolean }[];
+  nodes?: { ready: number; total: number };
+}
+
+export async function clusterStatus(dir = defaultClusterDir()): Promise<ClusterStatus> {
+  const state = readState(dir);
+  if (!state) return { running: [] };
+  const running = state.processes.map((p) => ({ name: p.name, pid: p.pid, alive: processAlive(p) }));
+  let nodes;
+  if (running.every((r) => r.alive)) nodes = await countReadyNodes(state.kubeconfig).catch(() => undefined);
+  return { state, running, nodes };
+}

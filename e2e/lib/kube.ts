@@ -1,0 +1,171 @@
+// Helpers for e2e tests: kubectl against the harness's cluster, polling with clear failure
+// messages, and per-test isolation (own namespace, own labelled fake nodes).
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { binaries } from '../cluster/binaries.ts';
+import { fakeNode } from '../cluster/cluster.ts';
+
+export function kubeconfig(): string {
+  const kc = process.env.KUBECONFIG;
+  if (!kc) throw new Error('KUBECONFIG is not set: run e2e tests through `npm run test:e2e` (e2e/run.ts)');
+  return kc;
+}
+
+export class KubectlError extends Error {
+  constructor(
+    readonly args: string[],
+    readonly stderr: string,
+    readonly code: number | null,
+  ) {
+    super(`kubectl ${args.join(' ')} failed (exit ${code}): ${stderr.trim()}`);
+  }
+}
+
+export function kubectl(args: string[], input?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      binaries().kubectl,
+      ['--kubeconfig', kubeconfig(), ...args],
+      { maxBuffer: 256 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        if (err) reject(new KubectlError(args, stderr || err.message, (err as { code?: number }).code ?? null));
+        else resolve(stdout);
+      },
+    );
+    if (input !== undefined) child.stdin?.end(input);
+  });
+}
+
+export async function kubectlJson<T = unknown>(args: string[]): Promise<T> {
+  return JSON.parse(await kubectl([...args, '-o', 'json'])) as T;
+}
+
+/** kubectl apply/create of plain objects (JSON is YAML). */
+export async function apply(obj: unknown, verb: 'apply' | 'create' = 'apply', extra: string[] = []): Promise<string> {
+  const args =
+    verb === 'apply'
+      ? ['apply', '--server-side', '--force-conflicts', '-f', '-', ...extra]
+      : ['create', '-f', '-', ...extra];
+  return kubectl(args, JSON.stringify(obj));
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Polls `check` until it returns a value other than undefined/false, or throws when `timeoutMs`
+ * passes. The failure says what was awaited and what was last seen, so a red test explains itself.
+ */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  { timeoutMs = 60_000, intervalMs = 300 }: { timeoutMs?: number; intervalMs?: number } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined && v !== false) return v;
+      last = v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      const seen = last instanceof Error ? last.message : JSON.stringify(last);
+      throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}; last seen: ${seen}`);
+    }
+    await sleep(intervalMs);
+  }
+}
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomBytes(3).toString('hex')}`;
+}
+
+export async function createNamespace(prefix: string): Promise<string> {
+  const name = uniqueName(prefix);
+  await apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, 'create');
+  await eventually(`default service account in ${name}`, async () => {
+    await kubectl(['get', 'serviceaccount', 'default', '-n', name]);
+    return true;
+  });
+  return name;
+}
+
+export async function deleteNamespace(name: string): Promise<void> {
+  await kubectl(['delete', 'namespace', name, '--wait=false', '--ignore-not-found']);
+}
+
+interface NodeJson {
+  metadata: { name: string; labels?: Record<string, string> };
+  spec?: { taints?: { key: string }[] };
+  status?: { conditions?: { type: string; status: string }[] };
+}
+
+export function nodeReady(n: NodeJson): boolean {
+  return (
+    (n.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True') &&
+    !(n.spec?.taints ?? []).some((t) => t.key.startsWith('node.kubernetes.io/'))
+  );
+}
+
+/**
+ * Fake nodes of this test alone: all carry label `e2e-group=<group>`, so a DaemonSet with that
+ * nodeSelector lands only on them. Names sort in creation order (`<group>-0`, `-1`, ...).
+ */
+export async function createTestNodes(
+  group: string,
+  count: number,
+  labels: (i: number) => Record<string, string> = () => ({}),
+): Promise<string[]> {
+  const names = Array.from({ length: count }, (_, i) => `${group}-${i}`);
+  const items = names.map((n, i) => fakeNode(n, { 'e2e-group': group, ...labels(i) }));
+  await kubectl(['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
+  await waitNodesReady(names);
+  return names;
+}
+
+export async function waitNodesReady(names: string[]): Promise<void> {
+  await eventually(`nodes ${names.join(',')} Ready and untainted`, async () => {
+    const list = await kubectlJson<{ items: NodeJson[] }>(['get', 'nodes', ...names]);
+    return list.items.length === names.length && list.items.every(nodeReady);
+  });
+}
+
+export async function deleteNodes(names: string[]): Promise<void> {
+  if (names.length > 0) await kubectl(['delete', 'node', ...names, '--ignore-not-found', '--wait=false']);
+}
+
+export interface PodJson {
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: { kind: string; name: string; uid: string; controller?: boolean }[];
+    deletionTimestamp?: string;
+    finalizers?: string[];
+    creationTimestamp?: string;
+  };
+  spec: {
+    nodeName?: string;
+    containers: { name: string; image: string }[];
+    readinessGates?: { conditionType: string }[];
+  };
+  status?: {
+    phase?: string;
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: { name: string; image: string; imageID: string; restartCount: number; ready: boolean }[];
+  };
+}
+
+export function podReady(p: PodJson): boolean {
+  return (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+}
+
+export async function listPods(namespace: string, selector?: string): Promise<PodJson[]> {
+  const args = ['get', 'pods', '-n', namespace];
+  if (selector) args.push('-l', selector);
+  return (await kubectlJson<{ items: PodJson[] }>(args)).items;
+}

@@ -1,0 +1,69 @@
+// `npm run test:e2e`: builds the control plane if needed, starts one local cluster for the whole
+// run, runs every e2e/**/*.e2e.ts against it with node's test runner, and tears it down.
+// Set ADS_E2E_KUBECONFIG to run against a cluster you already started (faster while iterating),
+// and pass test-name filters through: `npm run test:e2e -- --test-name-pattern=rollback`.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { ensureBinaries, repoRoot } from './cluster/binaries.ts';
+import { clusterDown, clusterUp, readState } from './cluster/cluster.ts';
+
+function findTests(dir: string): string[] {
+  return readdirSync(dir).flatMap((entry) => {
+    const p = join(dir, entry);
+    if (statSync(p).isDirectory()) return findTests(p);
+    return p.endsWith('.e2e.ts') ? [p] : [];
+  });
+}
+
+const say = (l: string) => process.stderr.write(`[e2e] ${l}\n`);
+
+async function main(): Promise<number> {
+  const files = findTests(join(repoRoot, 'e2e')).sort();
+  const extraArgs = process.argv.slice(2);
+  let kubeconfig = process.env.ADS_E2E_KUBECONFIG;
+  let dir: string | undefined;
+  if (!kubeconfig) {
+    say('checking control-plane binaries (a cold build takes many minutes)');
+    await ensureBinaries();
+    dir = mkdtempSync(join(tmpdir(), 'ads-e2e-'));
+    const state = await clusterUp({ dir, nodes: 0, progress: (l) => say(l) });
+    kubeconfig = state.kubeconfig;
+  }
+  let code = 1;
+  try {
+    say(`running ${files.length} e2e files: ${files.map((f) => relative(repoRoot, f)).join(', ')}`);
+    code = await new Promise<number>((resolve, reject) => {
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', ...extraArgs, ...files],
+        {
+          stdio: 'inherit',
+          cwd: repoRoot,
+          env: { ...process.env, KUBECONFIG: kubeconfig, ADS_E2E_CLUSTER_DIR: dir ?? '' },
+        },
+      );
+      child.on('error', reject);
+      child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0)));
+    });
+  } finally {
+    if (dir) {
+      if (code !== 0) {
+        const state = readState(dir);
+        say(`e2e failed; component logs kept in ${join(dir, 'logs')}`);
+        for (const p of state?.processes ?? []) say(`  ${p.name}: ${p.log}`);
+      }
+      await clusterDown({ dir, progress: (l) => say(l), keepDir: code !== 0 });
+    }
+  }
+  return code;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    say(`error: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  },
+);
