@@ -1,0 +1,239 @@
+// Reflector/informer edge cases against the in-process fake apiserver: the ones a real
+// apiserver cannot be made to produce on demand (410 mid-watch, ERROR event, silent and dropped
+// connections, a restart). Normal list/watch behaviour is proven on the real control plane in e2e.
+import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import { KubeClient, resources } from '../../src/k8s/client.ts';
+import type { Pod } from '../../src/k8s/types.ts';
+import {
+  DeletedFinalStateUnknown,
+  indexByControllerUID,
+  indexPodsByNodeName,
+  Informer,
+  stripManagedFields,
+} from './informer.ts';
+import { FakeApiServer } from './testing/fake-apiserver.ts';
+
+const PODS = 'core/v1/pods';
+
+function pod(name: string, nodeName = 'n1', extra: Record<string, unknown> = {}): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      namespace: 'ns',
+      ownerReferences: [
+        { apiVersion: 'apps.kruise.io/v1alpha1', kind: 'DaemonSet', name: 'ds', uid: 'ds-uid', controller: true },
+      ],
+      managedFields: [{}],
+    },
+    spec: { nodeName, containers: [{ name: 'c' }] },
+    ...extra,
+  };
+}
+
+async function until(what: string, cond: () => boolean, ms = 1500): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('Informer', () => {
+  const server = new FakeApiServer();
+  let client: KubeClient;
+  let informer: Informer<Pod>;
+  let stop: AbortController;
+  let running: Promise<void>;
+  let seen: string[];
+  const errorLogs: string[] = [];
+  const logger = pino({ level: 'warn' }, { write: (s: string) => void errorLogs.push(s) });
+
+  before(async () => {
+    await server.start();
+    client = new KubeClient(server.restConfig(), { qps: 0 });
+  });
+  after(async () => {
+    client.close();
+    await server.stop();
+  });
+
+  beforeEach(async () => {
+    for (const p of ['p1', 'p2', 'p3']) server.upsert(PODS, pod(p, p === 'p3' ? 'n2' : 'n1'));
+    seen = [];
+    informer = new Informer<Pod>({
+      name: 'pods',
+      client,
+      type: resources.pods,
+      namespace: 'ns',
+      pageSize: 2,
+      indexers: { nodeName: indexPodsByNodeName, controllerUID: indexByControllerUID },
+      transform: stripManagedFields,
+      backoff: { initialMs: 10, maxMs: 40 },
+      logger,
+    });
+    informer.addEventHandler({
+      onAdd: (p, initial) => seen.push(`add:${p.metadata.name}${initial ? ':initial' : ''}`),
+      onUpdate: (o, n) =>
+        seen.push(`update:${n.metadata.name}:${o.metadata.resourceVersion}->${n.metadata.resourceVersion}`),
+      onDelete: (p) =>
+        seen.push(
+          p instanceof DeletedFinalStateUnknown ? `tombstone:${p.obj.metadata.name}` : `delete:${p.metadata.name}`,
+        ),
+    });
+    stop = new AbortController();
+    running = informer.run(stop.signal);
+    assert.equal(await informer.waitForCacheSync(AbortSignal.timeout(1500)), true);
+    await until('watch open', () => server.watchCount === 1);
+    seen.length = 0;
+    server.requests.length = 0;
+  });
+
+  afterEach(async () => {
+    stop.abort();
+    await running; // stopping resolves; it does not throw
+    server.silentWatches = false;
+    server.goneMode = 'event';
+    for (const p of [...informer.store.listKeys()]) server.removeSilently(PODS, 'ns', p.split('/')[1] ?? '');
+    for (const p of ['p1', 'p2', 'p3', 'p4', 'p5']) server.removeSilently(PODS, 'ns', p);
+    const errors = errorLogs.filter((l) => JSON.parse(l).level >= 50);
+    assert.deepEqual(errors, [], 'no error logs');
+    errorLogs.length = 0;
+  });
+
+  test('lists in pages, indexes, strips managedFields, then follows the watch', async () => {
+    assert.equal(informer.store.size, 3);
+    assert.deepEqual(
+      informer.store
+        .byIndex('nodeName', 'n1')
+        .map((p) => p.metadata.name)
+        .sort(),
+      ['p1', 'p2'],
+    );
+    assert.equal(informer.store.byIndex('controllerUID', 'ds-uid').length, 3);
+    assert.deepEqual(informer.store.byIndex('namespace', 'ns').length, 3);
+    const p1 = informer.store.getByName('ns', 'p1');
+    assert.equal(p1?.metadata.managedFields, undefined);
+    assert.equal(p1?.kind, 'Pod', 'kind filled in on list items');
+
+    // Handlers added late get the cache replayed as adds.
+    const late: string[] = [];
+    informer.addEventHandler({ onAdd: (p) => late.push(p.metadata.name ?? '') });
+    assert.equal(late.length, 3);
+
+    server.upsert(PODS, pod('p4', 'n2'));
+    server.upsert(PODS, pod('p1', 'n2'));
+    server.remove(PODS, 'ns', 'p2');
+    await until('three events', () => seen.length >= 3);
+    assert.deepEqual(
+      seen.map((s) => s.replace(/:\d+->\d+$/, '')),
+      ['add:p4', 'update:p1', 'delete:p2'],
+    );
+    assert.deepEqual(
+      informer.store
+        .byIndex('nodeName', 'n2')
+        .map((p) => p.metadata.name)
+        .sort(),
+      ['p1', 'p3', 'p4'],
+    );
+    assert.deepEqual(informer.store.byIndex('nodeName', 'n1'), []);
+    assert.equal(informer.lastSyncResourceVersion(), String(server.resourceVersion));
+  });
+
+  test('a dropped connection is rewatched from the last resourceVersion, without a relist', async () => {
+    server.upsert(PODS, pod('p4'));
+    await until('p4', () => informer.store.has('ns/p4'));
+    const rv = informer.lastSyncResourceVersion();
+    server.dropWatches();
+    server.upsert(PODS, pod('p5')); // happens while disconnected; replayed from the log
+    await until('p5 after rewatch', () => informer.store.has('ns/p5'));
+    const watches = server.requests.filter((r) => r.query.get('watch') === 'true');
+    assert.equal(watches.at(-1)?.query.get('resourceVersion'), rv);
+    assert.equal(watches.at(-1)?.query.get('allowWatchBookmarks'), 'true');
+    const timeout = Number(watches.at(-1)?.query.get('timeoutSeconds'));
+    assert.ok(timeout >= 300 && timeout < 600, `timeoutSeconds ${timeout} in [300, 600)`);
+    assert.equal(server.requests.filter((r) => r.query.get('watch') !== 'true').length, 0, 'no list');
+    assert.deepEqual(seen, ['add:p4', 'add:p5']);
+  });
+
+  test('an ERROR 410 event mid-watch relists and emits the difference, with tombstones', async () => {
+    const oldRv = informer.store.getByName('ns', 'p1')?.metadata.resourceVersion;
+    server.upsertSilently(PODS, pod('p1', 'n2'));
+    server.removeSilently(PODS, 'ns', 'p2');
+    server.upsertSilently(PODS, pod('p4'));
+    server.compact();
+    server.sendWatchError({ code: 410, reason: 'Expired', message: 'too old resource version' });
+    await until('relist diff', () => seen.length >= 3);
+    assert.deepEqual(
+      seen.sort(),
+      [
+        'add:p4',
+        `tombstone:p2`,
+        `update:p1:${oldRv}->${server.get(PODS, 'ns', 'p1')?.metadata.resourceVersion}`,
+      ].sort(),
+    );
+    assert.equal(informer.store.has('ns/p2'), false);
+    assert.ok(
+      server.requests.some((r) => r.query.get('limit') === '2'),
+      'relisted',
+    );
+    await until('rewatch', () => server.watchCount === 1);
+    server.upsert(PODS, pod('p5'));
+    await until('events after relist', () => informer.store.has('ns/p5'));
+  });
+
+  test('an HTTP 410 on rewatch relists', async () => {
+    server.goneMode = 'http';
+    server.upsertSilently(PODS, pod('p4'));
+    server.compact();
+    server.dropWatches();
+    await until('p4 via relist', () => informer.store.has('ns/p4'));
+    assert.ok(
+      server.requests.some(
+        (r) => r.query.get('watch') === 'true' && r.query.get('resourceVersion') !== informer.lastSyncResourceVersion(),
+      ),
+    );
+    assert.deepEqual(seen, ['add:p4']);
+  });
+
+  test('a silent watch is aborted by the inactivity watchdog and rewatched', async () => {
+    stop.abort();
+    await running;
+    server.silentWatches = true;
+    const quiet = new Informer<Pod>({
+      name: 'quiet',
+      client,
+      type: resources.pods,
+      namespace: 'ns',
+      inactivityTimeoutMs: 100,
+      backoff: { initialMs: 10, maxMs: 20 },
+      logger,
+    });
+    const ac = new AbortController();
+    const run = quiet.run(ac.signal);
+    await quiet.waitForCacheSync();
+    const watches = () => server.requests.filter((r) => r.query.get('watch') === 'true').length;
+    await until('a second watch after silence', () => watches() >= 2);
+    server.silentWatches = false;
+    await until('a live watch', () => server.watchCount === 1, 1000);
+    server.upsert(PODS, pod('p4'));
+    await until('p4', () => quiet.store.has('ns/p4'));
+    ac.abort();
+    await run;
+    assert.ok(errorLogs.some((l) => /watch silent/.test(l)));
+    errorLogs.length = 0;
+  });
+
+  test('survives an apiserver restart (connection refused → backoff → rewatch)', async () => {
+    await server.stop();
+    server.upsert(PODS, pod('p4')); // written while the apiserver is unreachable
+    await new Promise((r) => setTimeout(r, 60)); // a few refused attempts
+    await server.start(server.port);
+    await until('p4 after restart', () => informer.store.has('ns/p4'));
+    assert.ok(errorLogs.some((l) => /ECONNREFUSED/.test(l)));
+    errorLogs.length = 0;
+  });
+});

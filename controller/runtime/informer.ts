@@ -1,0 +1,335 @@
+// A shared index informer, as client-go's tools/cache: a reflector filling an indexed store,
+// and event handlers told about every change. Handlers run synchronously, in order, right after
+// the store changed, so a handler always sees the store at least as new as the event; they
+// should only map the object to keys and enqueue them (architecture.md).
+//
+// Hand-written rather than client-node's makeInformer: that cache has no custom indexes (only
+// name/namespace), no bookmarks, no server-side timeout and no silent-watch detection.
+import type { KubeClient, ResourceType } from '../../src/k8s/client.ts';
+import { objectKey, type KubeObject, type Pod } from '../../src/k8s/types.ts';
+import { defaultLogger, type Logger } from './log.ts';
+import { Reflector, type BackoffOptions, type ReflectorStore } from './reflector.ts';
+
+/** Values of one index for an object (an object may sit under several values, or none). */
+export type IndexFunc<T> = (obj: T) => string[];
+
+/** The object was deleted while we were not watching; `obj` is the last state we had (client-go's tombstone). */
+export class DeletedFinalStateUnknown<T> {
+  constructor(
+    readonly key: string,
+    readonly obj: T,
+  ) {}
+}
+
+/** The object from a delete notification, whether or not it is a tombstone. */
+export function deletedObject<T>(obj: T | DeletedFinalStateUnknown<T>): T {
+  return obj instanceof DeletedFinalStateUnknown ? obj.obj : obj;
+}
+
+export interface EventHandler<T> {
+  /** `isInInitialList`: the object came with the first list (client-go ≥ 1.27 passes the same flag). */
+  onAdd?(obj: T, isInInitialList: boolean): void;
+  onUpdate?(oldObj: T, newObj: T): void;
+  onDelete?(obj: T | DeletedFinalStateUnknown<T>): void;
+}
+
+export const NAMESPACE_INDEX = 'namespace';
+
+/** client-go's MetaNamespaceIndexFunc. */
+export const indexByNamespace: IndexFunc<KubeObject> = (obj) =>
+  obj.metadata.namespace ? [obj.metadata.namespace] : [];
+
+/** Pods by spec.nodeName (unscheduled pods are not indexed). */
+export const indexPodsByNodeName: IndexFunc<Pod> = (pod) => (pod.spec?.nodeName ? [pod.spec.nodeName] : []);
+
+/** Objects by the UID of their controller owner reference. */
+export const indexByControllerUID: IndexFunc<KubeObject> = (obj) => {
+  const ref = obj.metadata.ownerReferences?.find((r) => r.controller);
+  return ref ? [ref.uid] : [];
+};
+
+/**
+ * Drops metadata.managedFields, which the controller never reads and which can be half of an
+ * object's size (controller-runtime's TransformStripManagedFields). Updates from a stripped
+ * copy are fine: the apiserver keeps the stored managedFields when a request omits them.
+ */
+export function stripManagedFields<T extends KubeObject>(obj: T): T {
+  if (obj.metadata && 'managedFields' in obj.metadata) delete obj.metadata.managedFields;
+  return obj;
+}
+
+/**
+ * A thread-safe-store equivalent (client-go's cache.Indexer): objects by namespace/name key,
+ * plus named indexes. Objects handed out are the cached ones: treat them as read-only and
+ * structuredClone before changing anything.
+ */
+export class Indexer<T extends KubeObject> {
+  private readonly items = new Map<string, T>();
+  private readonly indices = new Map<string, Map<string, Set<string>>>();
+  private readonly indexers = new Map<string, IndexFunc<T>>();
+
+  constructor(indexers: Record<string, IndexFunc<T>> = {}) {
+    for (const [name, fn] of Object.entries(indexers)) this.addIndexer(name, fn);
+  }
+
+  /** Adds an index; existing objects are indexed at once. */
+  addIndexer(name: string, fn: IndexFunc<T>): void {
+    if (this.indexers.has(name)) throw new Error(`indexer ${name} already exists`);
+    this.indexers.set(name, fn);
+    const index = new Map<string, Set<string>>();
+    this.indices.set(name, index);
+    for (const [key, obj] of this.items) addToIndex(index, fn(obj), key);
+  }
+
+  get(key: string): T | undefined {
+    return this.items.get(key);
+  }
+
+  /** By namespace and name (namespace '' or undefined for cluster-scoped objects). */
+  getByName(namespace: string | undefined, name: string): T | undefined {
+    return this.items.get(namespace ? `${namespace}/${name}` : name);
+  }
+
+  has(key: string): boolean {
+    return this.items.has(key);
+  }
+
+  get size(): number {
+    return this.items.size;
+  }
+
+  list(): T[] {
+    return [...this.items.values()];
+  }
+
+  listKeys(): string[] {
+    return [...this.items.keys()];
+  }
+
+  /** Objects whose index `indexName` includes `value`. */
+  byIndex(indexName: string, value: string): T[] {
+    const keys = this.indexKeys(indexName, value);
+    const out: T[] = [];
+    for (const key of keys) {
+      const obj = this.items.get(key);
+      if (obj) out.push(obj);
+    }
+    return out;
+  }
+
+  indexKeys(indexName: string, value: string): string[] {
+    const index = this.indices.get(indexName);
+    if (!index) throw new Error(`index ${indexName} does not exist`);
+    return [...(index.get(value) ?? [])];
+  }
+
+  /** All values of an index. */
+  listIndexValues(indexName: string): string[] {
+    const index = this.indices.get(indexName);
+    if (!index) throw new Error(`index ${indexName} does not exist`);
+    return [...index.keys()];
+  }
+
+  /** Stores the object under `key`; returns the previous one. */
+  set(key: string, obj: T): T | undefined {
+    const old = this.items.get(key);
+    this.items.set(key, obj);
+    for (const [name, fn] of this.indexers) {
+      const index = this.indices.get(name) as Map<string, Set<string>>;
+      if (old) removeFromIndex(index, fn(old), key);
+      addToIndex(index, fn(obj), key);
+    }
+    return old;
+  }
+
+  /** Removes the object under `key`; returns it. */
+  delete(key: string): T | undefined {
+    const old = this.items.get(key);
+    if (!old) return undefined;
+    this.items.delete(key);
+    for (const [name, fn] of this.indexers)
+      removeFromIndex(this.indices.get(name) as Map<string, Set<string>>, fn(old), key);
+    return old;
+  }
+}
+
+function addToIndex(index: Map<string, Set<string>>, values: string[], key: string): void {
+  for (const v of values) {
+    let set = index.get(v);
+    if (!set) index.set(v, (set = new Set()));
+    set.add(key);
+  }
+}
+
+function removeFromIndex(index: Map<string, Set<string>>, values: string[], key: string): void {
+  for (const v of values) {
+    const set = index.get(v);
+    if (!set) continue;
+    set.delete(key);
+    if (set.size === 0) index.delete(v);
+  }
+}
+
+export interface InformerOptions<T extends KubeObject> {
+  /** For logs and metrics, e.g. "pods". */
+  name: string;
+  client: KubeClient;
+  type: ResourceType;
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Extra indexes; "namespace" is always there. */
+  indexers?: Record<string, IndexFunc<T>>;
+  /** Redeliver every cached object to onUpdate this often (client-go's resyncPeriod). Off by default. */
+  resyncPeriodMs?: number;
+  transform?: (obj: T) => T;
+  pageSize?: number;
+  watchTimeoutSeconds?: [number, number];
+  inactivityTimeoutMs?: number;
+  backoff?: BackoffOptions;
+  logger?: Logger;
+}
+
+export class Informer<T extends KubeObject = KubeObject> implements ReflectorStore<T> {
+  readonly name: string;
+  /** The cache. Read-only for callers. */
+  readonly store: Indexer<T>;
+  private readonly handlers = new Set<EventHandler<T>>();
+  private readonly reflector: Reflector<T>;
+  private readonly log: Logger;
+  private synced = false;
+  private syncWaiters: (() => void)[] = [];
+  private running = false;
+
+  constructor(private readonly opts: InformerOptions<T>) {
+    this.name = opts.name;
+    this.log = (opts.logger ?? defaultLogger()).child({ informer: opts.name });
+    this.store = new Indexer<T>({ [NAMESPACE_INDEX]: indexByNamespace, ...opts.indexers });
+    this.reflector = new Reflector<T>({ ...opts, logger: opts.logger }, this);
+  }
+
+  /**
+   * Registers handlers. If the cache already holds objects they are replayed as adds first,
+   * as client-go does for handlers added to a running informer. Returns an unregister function.
+   */
+  addEventHandler(handler: EventHandler<T>): () => void {
+    this.handlers.add(handler);
+    if (this.synced) {
+      for (const obj of this.store.list()) this.call('onAdd', () => handler.onAdd?.(obj, true));
+    }
+    return () => this.handlers.delete(handler);
+  }
+
+  /** Lists and watches until `signal` aborts; resolves then, without an error. */
+  async run(signal: AbortSignal): Promise<void> {
+    if (this.running) throw new Error(`informer ${this.name} is already running`);
+    this.running = true;
+    let resync: NodeJS.Timeout | undefined;
+    if (this.opts.resyncPeriodMs) {
+      resync = setInterval(() => this.resync(), this.opts.resyncPeriodMs);
+      resync.unref();
+    }
+    try {
+      await this.reflector.run(signal);
+    } finally {
+      clearInterval(resync);
+      this.running = false;
+    }
+  }
+
+  /** True once the first list has been stored and delivered to handlers. */
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** Resolves true once synced, false if `signal` aborts first. */
+  waitForCacheSync(signal?: AbortSignal): Promise<boolean> {
+    if (this.synced) return Promise.resolve(true);
+    if (signal?.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const onAbort = () => resolve(false);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.syncWaiters.push(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(true);
+      });
+    });
+  }
+
+  lastSyncResourceVersion(): string {
+    return this.reflector.lastSyncResourceVersion();
+  }
+
+  // --- ReflectorStore --------------------------------------------------------------------------
+
+  replace(items: T[], _resourceVersion: string): void {
+    const initial = !this.synced;
+    const seen = new Set<string>();
+    for (const obj of items) {
+      const key = objectKey(obj);
+      seen.add(key);
+      const old = this.store.set(key, obj);
+      if (!old) this.notifyAdd(obj, initial);
+      else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) this.notifyUpdate(old, obj);
+    }
+    // Objects that vanished while the watch was down: their final state is unknown.
+    for (const key of this.store.listKeys()) {
+      if (seen.has(key)) continue;
+      const old = this.store.delete(key);
+      if (old) this.notifyDelete(new DeletedFinalStateUnknown(key, old));
+    }
+    if (initial) {
+      this.synced = true;
+      for (const w of this.syncWaiters.splice(0)) w();
+    }
+  }
+
+  upsert(obj: T): void {
+    const old = this.store.set(objectKey(obj), obj);
+    if (old) this.notifyUpdate(old, obj);
+    else this.notifyAdd(obj, false);
+  }
+
+  remove(obj: T): void {
+    const key = objectKey(obj);
+    // Prefer the event's object: it is the final state.
+    this.store.delete(key);
+    this.notifyDelete(obj);
+  }
+
+  // --- notifications ---------------------------------------------------------------------------
+
+  private resync(): void {
+    for (const obj of this.store.list()) this.notifyUpdate(obj, obj);
+  }
+
+  private notifyAdd(obj: T, initial: boolean): void {
+    for (const h of this.handlers) this.call('onAdd', () => h.onAdd?.(obj, initial));
+  }
+
+  private notifyUpdate(old: T, obj: T): void {
+    for (const h of this.handlers) this.call('onUpdate', () => h.onUpdate?.(old, obj));
+  }
+
+  private notifyDelete(obj: T | DeletedFinalStateUnknown<T>): void {
+    for (const h of this.handlers) this.call('onDelete', () => h.onDelete?.(obj));
+  }
+
+  /** A throwing handler is a bug in that handler; it must not stop the informer or other handlers. */
+  private call(what: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.log.error({ err, handler: what }, 'event handler threw');
+    }
+  }
+}
+
+/** Waits for several informers (client-go's cache.WaitForCacheSync). False if `signal` aborts first. */
+export async function waitForCacheSync(
+  signal: AbortSignal | undefined,
+  ...informers: { waitForCacheSync(signal?: AbortSignal): Promise<boolean> }[]
+): Promise<boolean> {
+  const results = await Promise.all(informers.map((i) => i.waitForCacheSync(signal)));
+  return results.every(Boolean);
+}

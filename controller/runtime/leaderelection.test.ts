@@ -1,0 +1,180 @@
+// Leader election against the in-process fake apiserver, for what a real apiserver will not do
+// on demand: two candidates racing for the same resourceVersion (a Lease conflict), and renewals
+// failing. The two-manager takeover on the real control plane is an e2e test.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import { KubeClient } from '../../src/k8s/client.ts';
+import type { Lease } from '../../src/k8s/types.ts';
+import { LeaderElector } from './leaderelection.ts';
+import { registry } from './metrics.ts';
+import { FakeApiServer } from './testing/fake-apiserver.ts';
+
+const LEASES = 'coordination.k8s.io/v1/leases';
+const logger = pino({ level: 'silent' });
+const timing = { leaseDurationMs: 1000, renewDeadlineMs: 400, retryPeriodMs: 100 };
+
+async function until(what: string, cond: () => boolean, ms = 1800): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('LeaderElector', () => {
+  const server = new FakeApiServer();
+  let client: KubeClient;
+  before(async () => {
+    await server.start();
+    client = new KubeClient(server.restConfig(), { qps: 0 });
+  });
+  after(async () => {
+    client.close();
+    await server.stop();
+  });
+
+  const lease = (name: string) => server.get(LEASES, 'kube-system', name) as Lease | undefined;
+
+  test('racing candidates: one leads; on shutdown it releases and the other takes over', async () => {
+    // A free lease: both candidates PUT with the same resourceVersion, one gets a Conflict.
+    server.upsert(LEASES, {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'race', namespace: 'kube-system' },
+      spec: { holderIdentity: '', leaseDurationSeconds: 1, leaseTransitions: 3 },
+    });
+    let leaders = 0;
+    let maxLeaders = 0;
+    const stopped: string[] = [];
+    const newLeaders: string[] = [];
+    const make = (identity: string) =>
+      new LeaderElector({
+        client,
+        namespace: 'kube-system',
+        name: 'race',
+        identity,
+        ...timing,
+        logger,
+        callbacks: {
+          onStartedLeading: async (signal) => {
+            leaders++;
+            maxLeaders = Math.max(maxLeaders, leaders);
+            await new Promise((r) => signal.addEventListener('abort', r, { once: true }));
+            leaders--;
+          },
+          onStoppedLeading: () => stopped.push(identity),
+          onNewLeader: (id) => newLeaders.push(`${identity} sees ${id}`),
+        },
+      });
+    const a = make('a');
+    const b = make('b');
+    const stopA = new AbortController();
+    const stopB = new AbortController();
+    const runA = a.run(stopA.signal);
+    const runB = b.run(stopB.signal);
+    await until('a leader', () => a.isLeader() || b.isLeader());
+    await new Promise((r) => setTimeout(r, 250)); // a few renew rounds
+    assert.equal(maxLeaders, 1);
+    const [first, second, stopFirst, runFirst] = a.isLeader() ? [a, b, stopA, runA] : [b, a, stopB, runB];
+    assert.equal(lease('race')?.spec?.holderIdentity, first.identity);
+    assert.equal(lease('race')?.spec?.leaseTransitions, 4);
+    assert.equal(second.getLeader(), first.identity);
+    assert.ok(
+      server.requests.some((r) => r.method === 'PUT'),
+      'acquired by update',
+    );
+    assert.match(await registry.metrics(), /leader_election_master_status\{name="race"\} 1/);
+
+    const released = Date.now();
+    stopFirst.abort();
+    await runFirst;
+    assert.deepEqual(stopped, [first.identity]);
+    assert.equal(first.isLeader(), false);
+    // Released, so the standby takes over at its next retry, well before leaseDuration.
+    await until('takeover', () => second.isLeader(), 900);
+    assert.ok(Date.now() - released < 900);
+    assert.equal(maxLeaders, 1);
+    assert.equal(lease('race')?.spec?.holderIdentity, second.identity);
+    assert.equal(lease('race')?.spec?.leaseTransitions, 5);
+    assert.ok(newLeaders.includes(`${second.identity} sees ${first.identity}`));
+
+    (second === a ? stopA : stopB).abort();
+    await Promise.all([runA, runB]);
+    assert.equal(lease('race')?.spec?.holderIdentity, '');
+    assert.equal(lease('race')?.spec?.leaseDurationSeconds, 1);
+  });
+
+  test('a lease held by someone else is taken only after leaseDuration of our own observation', async () => {
+    server.upsert(LEASES, {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'ghost', namespace: 'kube-system' },
+      // A renewTime far in the future must not matter: expiry is judged by our clock.
+      spec: {
+        holderIdentity: 'ghost',
+        leaseDurationSeconds: 1,
+        renewTime: '2999-01-01T00:00:00.000000Z',
+        leaseTransitions: 0,
+      },
+    });
+    const elector = new LeaderElector({
+      client,
+      namespace: 'kube-system',
+      name: 'ghost',
+      identity: 'me',
+      ...timing,
+      logger,
+      callbacks: { onStartedLeading: () => {} },
+    });
+    const ac = new AbortController();
+    const started = Date.now();
+    const run = elector.run(ac.signal);
+    await until('acquired', () => elector.isLeader());
+    assert.ok(Date.now() - started >= 1000, 'waited for the lease to expire');
+    assert.equal(lease('ghost')?.spec?.leaseTransitions, 1);
+    ac.abort();
+    await run;
+  });
+
+  test('renewals failing past renewDeadline lose leadership (no release)', async () => {
+    let stoppedCalled = false;
+    let leaderSignal: AbortSignal | undefined;
+    const elector = new LeaderElector({
+      client,
+      namespace: 'kube-system',
+      name: 'flaky',
+      identity: 'me',
+      ...timing,
+      logger,
+      callbacks: {
+        onStartedLeading: (signal) => {
+          leaderSignal = signal;
+        },
+        onStoppedLeading: () => (stoppedCalled = true),
+      },
+    });
+    const ac = new AbortController();
+    const run = elector.run(ac.signal);
+    await until('leading', () => elector.isLeader());
+    assert.ok(lease('flaky'), 'created the lease');
+    server.hook = (r, res) => {
+      if (r.method === 'PUT' && r.path.includes('/leases/')) {
+        res.writeHead(500, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ kind: 'Status', code: 500, reason: 'InternalError', message: 'etcd down' }));
+        return true;
+      }
+      return false;
+    };
+    const failedAt = Date.now();
+    await run; // returns by itself: leadership lost
+    server.hook = undefined;
+    assert.equal(ac.signal.aborted, false);
+    assert.equal(elector.isLeader(), false);
+    assert.equal(stoppedCalled, true);
+    assert.equal(leaderSignal?.aborted, true);
+    const lostAfter = Date.now() - failedAt;
+    assert.ok(lostAfter >= 300 && lostAfter < 1000, `lost after ${lostAfter} ms`);
+    assert.equal(lease('flaky')?.spec?.holderIdentity, 'me', 'not released: we could not write');
+  });
+});

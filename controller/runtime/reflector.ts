@@ -1,0 +1,300 @@
+// The reflector: keeps a store in step with the apiserver by list-then-watch, as client-go's
+// tools/cache.Reflector. Hand-written because client-node's informer lacks what keeps a cache
+// correct for days (ecosystem-aesthetics-perf.md §1.2–1.4): watch bookmarks, a server-side watch
+// timeout, an inactivity watchdog for silent connections, paged lists, rewatch from the last
+// resourceVersion, and backoff with jitter when the apiserver is down.
+//
+// The loop:
+//   list (paged, consistent read) → store.replace(items, rv)
+//   watch from rv with allowWatchBookmarks and timeoutSeconds ∈ [300, 600) s
+//     - stream ends cleanly (server timeout)        → watch again from the last rv
+//     - connection drops mid-stream                 → watch again from the last rv
+//     - no bytes for inactivityTimeoutMs            → abort, watch again from the last rv
+//     - 410 Gone (HTTP or ERROR event), other ERROR → relist (store.replace emits the diff)
+//     - connection refused, 5xx, 429               → back off 800 ms → 30 s with jitter, retry
+// A watch counts as healthy when it got a 200 and delivered an event or lasted a second; only
+// unhealthy attempts grow the backoff, so a flapping apiserver is not hammered, while a watch
+// that simply expired is renewed at once.
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  ApiError,
+  apiErrorFromStatus,
+  apiVersionOf,
+  isGone,
+  resourcePath,
+  type KubeClient,
+  type ResourceType,
+  type Status,
+  type WatchEvent,
+} from '../../src/k8s/client.ts';
+import type { KubeObject } from '../../src/k8s/types.ts';
+import { defaultLogger, type Logger } from './log.ts';
+import { reflectorLastEventTimestamp, reflectorLists, reflectorWatches, reflectorWatchRestarts } from './metrics.ts';
+
+/** What the reflector feeds. The informer implements it (store + event handlers). */
+export interface ReflectorStore<T> {
+  /** A full list: the store becomes exactly `items`. */
+  replace(items: T[], resourceVersion: string): void;
+  /** ADDED or MODIFIED. */
+  upsert(obj: T): void;
+  /** DELETED. */
+  remove(obj: T): void;
+}
+
+export interface BackoffOptions {
+  initialMs?: number;
+  maxMs?: number;
+  /** Each delay is multiplied by a random factor in [1, 1 + jitter], then capped at maxMs. */
+  jitter?: number;
+}
+
+export interface ReflectorOptions<T> {
+  /** For logs and metrics, e.g. "pods". */
+  name: string;
+  client: KubeClient;
+  type: ResourceType;
+  /** Restrict to one namespace; all namespaces when absent. */
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Page size of lists (client-go's pager default is 500). */
+  pageSize?: number;
+  /** Range of the random server-side watch timeout, in seconds. Default [300, 600] as client-go. */
+  watchTimeoutSeconds?: [number, number];
+  /**
+   * Abort a watch that has received no bytes for this long. Default: its timeoutSeconds plus
+   * 60 s, since the apiserver ends every watch at timeoutSeconds (and sends bookmarks meanwhile),
+   * so longer silence means a dead connection that TCP has not noticed.
+   */
+  inactivityTimeoutMs?: number;
+  /** Backoff between failed attempts: 800 ms → 30 s with jitter 1.0, as client-go's reflector. */
+  backoff?: BackoffOptions;
+  /** Applied to every object before it reaches the store (e.g. stripManagedFields). */
+  transform?: (obj: T) => T;
+  logger?: Logger;
+}
+
+/** The watch was aborted by our own inactivity watchdog. */
+export class WatchInactiveError extends Error {
+  constructor(ms: number) {
+    super(`no data on the watch for ${ms} ms`);
+    this.name = 'WatchInactiveError';
+  }
+}
+
+/** Exponential backoff with jitter: attempt n waits min(max, initial·2ⁿ·(1 + rand·jitter)). */
+export class Backoff {
+  private failures = 0;
+  readonly initialMs: number;
+  readonly maxMs: number;
+  readonly jitter: number;
+  constructor(opts: BackoffOptions = {}) {
+    this.initialMs = opts.initialMs ?? 800;
+    this.maxMs = opts.maxMs ?? 30_000;
+    this.jitter = opts.jitter ?? 1.0;
+  }
+  next(): number {
+    const base = Math.min(this.maxMs, this.initialMs * 2 ** this.failures);
+    this.failures++;
+    return Math.min(this.maxMs, base * (1 + Math.random() * this.jitter));
+  }
+  reset(): void {
+    this.failures = 0;
+  }
+  get attempts(): number {
+    return this.failures;
+  }
+}
+
+/** What to do after a watch ends: watch again or relist, after `delayMs`. */
+interface WatchOutcome {
+  next: 'watch' | 'list';
+  delayMs: number;
+}
+
+export class Reflector<T extends KubeObject> {
+  private readonly log: Logger;
+  private readonly backoff: Backoff;
+  private readonly path: string;
+  private resourceVersion = '';
+
+  constructor(
+    private readonly opts: ReflectorOptions<T>,
+    private readonly store: ReflectorStore<T>,
+  ) {
+    this.log = (opts.logger ?? defaultLogger()).child({ informer: opts.name });
+    this.backoff = new Backoff(opts.backoff);
+    this.path = resourcePath(opts.type, { namespace: opts.namespace });
+  }
+
+  /** The resourceVersion of the last list, event or bookmark seen. */
+  lastSyncResourceVersion(): string {
+    return this.resourceVersion;
+  }
+
+  /** Runs until `signal` aborts; then resolves (stopping is not an error). */
+  async run(signal: AbortSignal): Promise<void> {
+    let needList = true;
+    while (!signal.aborted) {
+      if (needList) {
+        try {
+          await this.list(signal);
+          // No backoff reset here: only a healthy watch proves the apiserver is fine, so a
+          // list that is always followed by an instant 410 still backs off.
+        } catch (err) {
+          if (signal.aborted) break;
+          const delay = retryDelay(err, this.backoff);
+          this.log.warn({ err, resource: this.path, retryInMs: Math.round(delay) }, 'list failed; retrying');
+          if (!(await pause(delay, signal))) break;
+          continue;
+        }
+      }
+      const outcome = await this.watch(signal);
+      if (signal.aborted) break;
+      needList = outcome.next === 'list';
+      if (!(await pause(outcome.delayMs, signal))) break;
+    }
+  }
+
+  private async list(signal: AbortSignal): Promise<void> {
+    const { client, type, namespace, labelSelector, fieldSelector, pageSize = 500, transform } = this.opts;
+    reflectorLists.inc({ name: this.opts.name });
+    const started = performance.now();
+    const list = await client.listAll<T>(type, { namespace, labelSelector, fieldSelector, pageSize, signal });
+    const apiVersion = apiVersionOf(type);
+    const items = list.items.map((item) => {
+      // List items come without apiVersion/kind; events and owner references need them.
+      item.apiVersion ??= apiVersion;
+      item.kind ??= type.kind;
+      return transform ? transform(item) : item;
+    });
+    const rv = list.metadata.resourceVersion ?? '';
+    this.store.replace(items, rv);
+    this.resourceVersion = rv;
+    this.log.debug(
+      { resource: this.path, items: items.length, resourceVersion: rv, ms: Math.round(performance.now() - started) },
+      'listed',
+    );
+  }
+
+  private async watch(stop: AbortSignal): Promise<WatchOutcome> {
+    const { client, type, namespace, labelSelector, fieldSelector, transform, name } = this.opts;
+    const [minTimeout, maxTimeout] = this.opts.watchTimeoutSeconds ?? [300, 600];
+    const timeoutSeconds = Math.floor(minTimeout + Math.random() * Math.max(0, maxTimeout - minTimeout));
+    const inactivityMs = this.opts.inactivityTimeoutMs ?? timeoutSeconds * 1000 + 60_000;
+
+    const abort = new AbortController();
+    const signal = AbortSignal.any([stop, abort.signal]);
+    const watchdog = setTimeout(() => abort.abort(new WatchInactiveError(inactivityMs)), inactivityMs);
+    watchdog.unref();
+    const started = performance.now();
+    let events = 0;
+    reflectorWatches.inc({ name });
+    // Healthy: the apiserver answered and the stream carried an event or lasted a second.
+    const healthy = () => events > 0 || performance.now() - started >= 1000;
+
+    try {
+      await client.watch<T>(
+        type,
+        {
+          namespace,
+          labelSelector,
+          fieldSelector,
+          resourceVersion: this.resourceVersion,
+          allowWatchBookmarks: true,
+          timeoutSeconds,
+          signal,
+          onActivity: () => watchdog.refresh(),
+        },
+        (event) => {
+          events++;
+          this.handleEvent(event, transform);
+        },
+      );
+      // The server ended the stream: its timeoutSeconds elapsed, or it is shutting down.
+      if (healthy()) {
+        this.backoff.reset();
+        return { next: 'watch', delayMs: 0 };
+      }
+      // client-go's "very short watch": something is off; do not spin.
+      reflectorWatchRestarts.inc({ name, reason: 'short' });
+      this.log.warn({ resource: this.path, resourceVersion: this.resourceVersion }, 'very short watch; backing off');
+      return { next: 'watch', delayMs: this.backoff.next() };
+    } catch (err) {
+      if (stop.aborted) return { next: 'watch', delayMs: 0 };
+      const ok = healthy();
+      if (ok) this.backoff.reset();
+      if (isGone(err) || err instanceof WatchErrorEvent) {
+        reflectorWatchRestarts.inc({ name, reason: isGone(err) ? 'gone' : 'error_event' });
+        this.log.info(
+          { resource: this.path, resourceVersion: this.resourceVersion, reason: (err as Error).message },
+          'watch expired; relisting',
+        );
+        return { next: 'list', delayMs: ok ? 0 : this.backoff.next() };
+      }
+      const inactive = abort.signal.aborted && abort.signal.reason instanceof WatchInactiveError;
+      reflectorWatchRestarts.inc({ name, reason: inactive ? 'inactive' : 'error' });
+      const delayMs = ok ? 0 : retryDelay(err, this.backoff);
+      this.log.warn(
+        {
+          err: inactive ? abort.signal.reason : err,
+          resource: this.path,
+          resourceVersion: this.resourceVersion,
+          events,
+          retryInMs: Math.round(delayMs),
+        },
+        inactive ? 'watch silent; rewatching' : 'watch failed; rewatching',
+      );
+      return { next: 'watch', delayMs };
+    } finally {
+      clearTimeout(watchdog);
+    }
+  }
+
+  private handleEvent(event: WatchEvent<T>, transform: ((obj: T) => T) | undefined): void {
+    const obj = event.object;
+    reflectorLastEventTimestamp.set({ name: this.opts.name }, Date.now() / 1000);
+    switch (event.type) {
+      case 'ADDED':
+      case 'MODIFIED':
+        this.store.upsert(transform ? transform(obj) : obj);
+        break;
+      case 'DELETED':
+        this.store.remove(transform ? transform(obj) : obj);
+        break;
+      case 'BOOKMARK':
+        break;
+      case 'ERROR':
+        throw new WatchErrorEvent(apiErrorFromStatus('watch', this.path, obj as unknown as Status));
+      default:
+        this.log.warn({ type: (event as { type: string }).type }, 'unknown watch event type');
+        return;
+    }
+    const rv = obj?.metadata?.resourceVersion;
+    if (rv) this.resourceVersion = rv;
+  }
+}
+
+/** An ERROR event in the watch stream; 410 inside it means the resourceVersion is compacted. */
+class WatchErrorEvent extends ApiError {
+  constructor(err: ApiError) {
+    super('watch', err.path, err.code, err.status, err.retryAfterSeconds);
+  }
+}
+
+function retryDelay(err: unknown, backoff: Backoff): number {
+  const next = backoff.next();
+  if (err instanceof ApiError && err.retryAfterSeconds) return Math.max(next, err.retryAfterSeconds * 1000);
+  return next;
+}
+
+/** Sleeps unless aborted first; returns false when aborted. */
+async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (ms <= 0) return !signal.aborted;
+  try {
+    await sleep(ms, undefined, { signal });
+    return true;
+  } catch {
+    return false;
+  }
+}

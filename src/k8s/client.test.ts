@@ -1,0 +1,242 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeApiServer } from '../../controller/runtime/testing/fake-apiserver.ts';
+import {
+  ApiError,
+  defaultUserAgent,
+  isAlreadyExists,
+  isConflict,
+  isGone,
+  isNotFound,
+  KubeClient,
+  resourcePath,
+  resources,
+  TokenBucket,
+  TransportError,
+  type RequestObservation,
+  type WatchEvent,
+} from './client.ts';
+import type { KubeObject, Pod } from './types.ts';
+
+const pod = (name: string, labels: Record<string, string> = {}): Pod => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'ns', labels },
+  spec: { containers: [{ name: 'c', image: 'busybox' }] },
+  unknownTopLevelField: { kept: true },
+});
+
+describe('resourcePath', () => {
+  test('core, grouped, namespaced, cluster-scoped, subresource', () => {
+    assert.equal(
+      resourcePath(resources.pods, { namespace: 'a', name: 'p' }, 'status'),
+      '/api/v1/namespaces/a/pods/p/status',
+    );
+    assert.equal(resourcePath(resources.pods), '/api/v1/pods');
+    assert.equal(resourcePath(resources.nodes, { name: 'n1' }), '/api/v1/nodes/n1');
+    assert.equal(
+      resourcePath(resources.daemonSets, { namespace: 'x' }),
+      '/apis/apps.kruise.io/v1alpha1/namespaces/x/daemonsets',
+    );
+  });
+});
+
+describe('TokenBucket', () => {
+  test('burst, then one token per 1/qps seconds (reservation semantics)', () => {
+    let now = 0;
+    const b = new TokenBucket(10, 3, () => now);
+    assert.deepEqual([b.reserve(), b.reserve(), b.reserve()], [0, 0, 0]);
+    assert.equal(Math.round(b.reserve()), 100);
+    assert.equal(Math.round(b.reserve()), 200);
+    now = 1000; // the debt of 2 is paid and the bucket refilled, but never beyond burst
+    assert.equal(b.reserve(), 0);
+    assert.equal(b.tryAccept(), true);
+    assert.equal(b.tryAccept(), true);
+    assert.equal(b.tryAccept(), false);
+  });
+});
+
+describe('KubeClient against the fake apiserver', () => {
+  const server = new FakeApiServer();
+  let client: KubeClient;
+  const observed: RequestObservation[] = [];
+  before(async () => {
+    await server.start();
+    client = new KubeClient(server.restConfig(), { qps: 0, onRequest: (o) => observed.push(o) });
+  });
+  after(async () => {
+    client.close();
+    await server.stop();
+  });
+
+  test('create/get/update/patch/delete keep unknown fields and send the right headers', async () => {
+    const created = await client.create(resources.pods, pod('a'));
+    assert.equal(created.metadata.name, 'a');
+    assert.deepEqual(created.unknownTopLevelField, { kept: true });
+    const last = server.requests.at(-1);
+    assert.equal(last?.userAgent, defaultUserAgent);
+    assert.equal(last?.authorization, 'Bearer fake-token');
+    assert.match(defaultUserAgent, /^advanced-daemonset\/\d+\.\d+\.\d+/);
+    assert.equal(last?.contentType, 'application/json');
+
+    const got = await client.get<Pod>(resources.pods, { namespace: 'ns', name: 'a' });
+    assert.equal(got.metadata.uid, created.metadata.uid);
+
+    got.metadata.labels = { x: '1' };
+    const updated = await client.update(resources.pods, got);
+    assert.notEqual(updated.metadata.resourceVersion, got.metadata.resourceVersion);
+
+    // A stale resourceVersion is a Conflict.
+    await assert.rejects(client.update(resources.pods, got), (err) => isConflict(err) && !isAlreadyExists(err));
+
+    await client.patch(resources.pods, updated.metadata, { metadata: { labels: { y: '2' } } }, { type: 'merge' });
+    assert.equal(server.requests.at(-1)?.contentType, 'application/merge-patch+json');
+    await client.patch(resources.pods, updated.metadata, { status: { phase: 'Running' } }, { type: 'strategic' });
+    assert.equal(server.requests.at(-1)?.contentType, 'application/strategic-merge-patch+json');
+    await client.patchStatus(
+      resources.pods,
+      updated.metadata,
+      { status: { phase: 'Running' } },
+      {
+        type: 'apply',
+        fieldManager: 'test',
+        force: true,
+      },
+    );
+    const applied = server.requests.at(-1);
+    assert.equal(applied?.contentType, 'application/apply-patch+yaml');
+    assert.equal(applied?.path, '/api/v1/namespaces/ns/pods/a/status');
+    assert.equal(applied?.query.get('fieldManager'), 'test');
+    assert.equal(applied?.query.get('force'), 'true');
+    await assert.rejects(client.patch(resources.pods, updated.metadata, {}, { type: 'apply' }), /fieldManager/);
+
+    await assert.rejects(client.create(resources.pods, pod('a')), (err) => {
+      assert.ok(err instanceof ApiError);
+      assert.equal(err.reason, 'AlreadyExists');
+      assert.equal(err.verb, 'create');
+      assert.equal(err.path, '/api/v1/namespaces/ns/pods');
+      return isAlreadyExists(err);
+    });
+
+    await assert.rejects(
+      client.delete(resources.pods, { namespace: 'ns', name: 'a' }, { preconditions: { uid: 'other' } }),
+      isConflict,
+    );
+    await client.delete(
+      resources.pods,
+      { namespace: 'ns', name: 'a' },
+      {
+        preconditions: { uid: created.metadata.uid },
+        propagationPolicy: 'Background',
+      },
+    );
+    assert.deepEqual(server.requests.at(-1)?.body, {
+      apiVersion: 'v1',
+      kind: 'DeleteOptions',
+      preconditions: { uid: created.metadata.uid },
+      propagationPolicy: 'Background',
+    });
+    await assert.rejects(client.get(resources.pods, { namespace: 'ns', name: 'a' }), (err) => {
+      assert.match(String(err), /get \/api\/v1\/namespaces\/ns\/pods\/a: 404 NotFound/);
+      return isNotFound(err);
+    });
+    assert.ok(observed.some((o) => o.code === '404' && o.method === 'GET' && o.host === `127.0.0.1:${server.port}`));
+  });
+
+  test('listAll pages with limit/continue and falls back to a full list when the token expires', async () => {
+    for (const n of ['p1', 'p2', 'p3', 'p4', 'p5']) server.upsert('core/v1/pods', pod(n, { app: 'x' }));
+    const list = await client.listAll<Pod>(resources.pods, { namespace: 'ns', pageSize: 2, labelSelector: 'app=x' });
+    assert.deepEqual(
+      list.items.map((p) => p.metadata.name),
+      ['p1', 'p2', 'p3', 'p4', 'p5'],
+    );
+    const pages = server.requests.filter(
+      (r) => r.path === '/api/v1/namespaces/ns/pods' && r.query.get('limit') === '2',
+    );
+    assert.equal(pages.length, 3);
+    assert.equal(pages[0]?.query.get('labelSelector'), 'app=x');
+
+    server.hook = (r) => {
+      if (r.query.get('continue')) server.compact();
+      return false;
+    };
+    const again = await client.listAll<Pod>(resources.pods, { namespace: 'ns', pageSize: 2 });
+    server.hook = undefined;
+    assert.equal(again.items.length, 5);
+    assert.equal(server.requests.at(-1)?.query.get('limit'), null, 'last request is the unpaged fallback');
+  });
+
+  test('429 with Retry-After is retried', async () => {
+    let refused = 0;
+    server.hook = (r, res) => {
+      if (r.path.endsWith('/pods/p1') && refused < 2) {
+        refused++;
+        res.writeHead(429, { 'Retry-After': '0', 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ kind: 'Status', reason: 'TooManyRequests', code: 429, message: 'slow down' }));
+        return true;
+      }
+      return false;
+    };
+    const got = await client.get(resources.pods, { namespace: 'ns', name: 'p1' });
+    server.hook = undefined;
+    assert.equal(got.metadata.name, 'p1');
+    assert.equal(refused, 2);
+  });
+
+  test('watch streams events, returns ApiError for 410, and stops on abort', async () => {
+    const events: WatchEvent<KubeObject>[] = [];
+    const ac = new AbortController();
+    const rv = String(server.resourceVersion);
+    const done = client.watch(resources.pods, { namespace: 'ns', resourceVersion: rv, signal: ac.signal }, (e) => {
+      events.push(e);
+      if (events.length === 2) ac.abort();
+    });
+    await waitFor(() => server.watchCount === 1);
+    server.upsert('core/v1/pods', pod('w1'));
+    server.remove('core/v1/pods', 'ns', 'w1');
+    await assert.rejects(done, (err) => (err as Error).name === 'AbortError');
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['ADDED', 'DELETED'],
+    );
+
+    server.goneMode = 'http';
+    server.compact();
+    server.upsert('core/v1/pods', pod('w2'));
+    await assert.rejects(
+      client.watch(resources.pods, { namespace: 'ns', resourceVersion: '1' }, () => {}),
+      isGone,
+    );
+    server.goneMode = 'event';
+  });
+
+  test('a refused connection is a TransportError naming the request', async () => {
+    const dead = new FakeApiServer();
+    await dead.start();
+    const config = dead.restConfig();
+    await dead.stop();
+    const c = new KubeClient(config);
+    await assert.rejects(c.list(resources.nodes), (err) => {
+      assert.ok(err instanceof TransportError);
+      assert.equal(err.errno, 'ECONNREFUSED');
+      assert.match(err.message, /^list \/api\/v1\/nodes:/);
+      return true;
+    });
+  });
+
+  test('client-side rate limit spaces requests', async () => {
+    const slow = new KubeClient(server.restConfig(), { qps: 20, burst: 1 });
+    const start = performance.now();
+    await Promise.all([1, 2, 3].map(() => slow.list(resources.nodes)));
+    assert.ok(performance.now() - start >= 90, 'three requests at 20 qps / burst 1 take ≥ 100 ms');
+    slow.close();
+  });
+});
+
+async function waitFor(cond: () => boolean, ms = 1000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

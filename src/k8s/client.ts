@@ -1,0 +1,948 @@
+// A small raw-JSON REST client for the Kubernetes API.
+//
+// Why not client-node's generated APIs: they (de)serialize through class models (unknown fields
+// of our CRD are dropped, timestamps become Dates), need per-call Content-Type overrides for
+// patches, and have no client-side rate limiting. Why not client-node's fetch path either: its
+// applySecurityAuthentication builds a fresh undici Agent on every call (no connection reuse) and
+// reads the CA file each time. So we take only what client-node does well, parsing kubeconfig
+// and resolving credentials (tokens, exec plugins, token files, client certs, CA; see
+// kubeconfig.ts, which turns a KubeConfig into a RestConfig), and speak HTTP ourselves over one
+// keep-alive node:https agent. This mirrors client-go's rest.Client: generic over the resource
+// path, a token-bucket rate limiter (flowcontrol), Retry-After on 429, typed errors with the
+// reason the apiserver gives (k8s.io/apimachinery/pkg/api/errors).
+//
+// This module does not import client-node at run time (it costs about a second to load), so
+// processes and tests that only talk HTTP to an apiserver start fast; a KubeConfig instance is
+// only used through its methods.
+import http from 'node:http';
+import https from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pkg from '../../package.json' with { type: 'json' };
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeObject, ObjectMeta } from './types.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Resource addressing
+
+/** One REST resource: what client-go calls a GroupVersionResource, plus scope. */
+export interface ResourceType {
+  /** '' for the core group. */
+  group: string;
+  version: string;
+  /** Plural, lower case: "pods". */
+  resource: string;
+  namespaced: boolean;
+  /** Kind of one object; informers use it to fill kind on list items, which the apiserver omits. */
+  kind: string;
+}
+
+export const resources = {
+  pods: { group: '', version: 'v1', resource: 'pods', namespaced: true, kind: 'Pod' },
+  nodes: { group: '', version: 'v1', resource: 'nodes', namespaced: false, kind: 'Node' },
+  namespaces: { group: '', version: 'v1', resource: 'namespaces', namespaced: false, kind: 'Namespace' },
+  events: { group: '', version: 'v1', resource: 'events', namespaced: true, kind: 'Event' },
+  secrets: { group: '', version: 'v1', resource: 'secrets', namespaced: true, kind: 'Secret' },
+  leases: { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', namespaced: true, kind: 'Lease' },
+  controllerRevisions: {
+    group: 'apps',
+    version: 'v1',
+    resource: 'controllerrevisions',
+    namespaced: true,
+    kind: 'ControllerRevision',
+  },
+  /** The native apps/v1 DaemonSet. */
+  nativeDaemonSets: { group: 'apps', version: 'v1', resource: 'daemonsets', namespaced: true, kind: 'DaemonSet' },
+  /** OpenKruise's Advanced DaemonSet, the one this project serves. */
+  daemonSets: {
+    group: 'apps.kruise.io',
+    version: 'v1alpha1',
+    resource: 'daemonsets',
+    namespaced: true,
+    kind: 'DaemonSet',
+  },
+  customResourceDefinitions: {
+    group: 'apiextensions.k8s.io',
+    version: 'v1',
+    resource: 'customresourcedefinitions',
+    namespaced: false,
+    kind: 'CustomResourceDefinition',
+  },
+  mutatingWebhookConfigurations: {
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    resource: 'mutatingwebhookconfigurations',
+    namespaced: false,
+    kind: 'MutatingWebhookConfiguration',
+  },
+  validatingWebhookConfigurations: {
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    resource: 'validatingwebhookconfigurations',
+    namespaced: false,
+    kind: 'ValidatingWebhookConfiguration',
+  },
+} as const satisfies Record<string, ResourceType>;
+
+/** "apps/v1", or "v1" for the core group. */
+export function apiVersionOf(type: ResourceType): string {
+  return type.group ? `${type.group}/${type.version}` : type.version;
+}
+
+/** Where one object (or a collection, without name) lives. ObjectMeta fits, so `pod.metadata` can be passed. */
+export interface ObjectTarget {
+  namespace?: string;
+  name?: string;
+}
+
+/** URL path of a collection or object: /api/v1/namespaces/ns/pods/name/status. */
+export function resourcePath(type: ResourceType, target: ObjectTarget = {}, subresource?: string): string {
+  let path = type.group ? `/apis/${type.group}/${type.version}` : `/api/${type.version}`;
+  if (type.namespaced && target.namespace) path += `/namespaces/${encodeURIComponent(target.namespace)}`;
+  path += `/${type.resource}`;
+  if (target.name !== undefined) {
+    if (!target.name) throw new Error(`empty name for ${type.resource}`);
+    path += `/${encodeURIComponent(target.name)}`;
+  }
+  if (subresource) {
+    if (target.name === undefined) throw new Error(`subresource ${subresource} needs an object name`);
+    path += `/${subresource}`;
+  }
+  return path;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/** metav1.Status, as the apiserver returns it for failures (and in watch ERROR events). */
+export interface Status {
+  apiVersion?: string;
+  kind?: 'Status';
+  status?: 'Success' | 'Failure';
+  message?: string;
+  reason?: string;
+  code?: number;
+  details?: {
+    name?: string;
+    group?: string;
+    kind?: string;
+    uid?: string;
+    causes?: unknown[];
+    retryAfterSeconds?: number;
+  };
+  [key: string]: unknown;
+}
+
+/** metav1.StatusReason values the controller branches on; others pass through as strings. */
+export type StatusReason =
+  | 'NotFound'
+  | 'AlreadyExists'
+  | 'Conflict'
+  | 'Gone'
+  | 'Expired'
+  | 'TooManyRequests'
+  | 'Invalid'
+  | 'Forbidden'
+  | 'Unauthorized'
+  | 'BadRequest'
+  | 'MethodNotAllowed'
+  | 'UnsupportedMediaType'
+  | 'InternalError'
+  | 'ServiceUnavailable'
+  | 'Timeout'
+  | 'Unknown'
+  | (string & {});
+
+function reasonForCode(code: number): StatusReason {
+  switch (code) {
+    case 400:
+      return 'BadRequest';
+    case 401:
+      return 'Unauthorized';
+    case 403:
+      return 'Forbidden';
+    case 404:
+      return 'NotFound';
+    case 405:
+      return 'MethodNotAllowed';
+    case 409:
+      return 'Conflict';
+    case 410:
+      return 'Gone';
+    case 415:
+      return 'UnsupportedMediaType';
+    case 422:
+      return 'Invalid';
+    case 429:
+      return 'TooManyRequests';
+    case 500:
+      return 'InternalError';
+    case 503:
+      return 'ServiceUnavailable';
+    case 504:
+      return 'Timeout';
+    default:
+      return 'Unknown';
+  }
+}
+
+/** The apiserver answered with a failure status. */
+export class ApiError extends Error {
+  readonly code: number;
+  readonly reason: StatusReason;
+  /** Seconds the server asked us to wait (Retry-After header or status details), if any. */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(
+    readonly verb: string,
+    readonly path: string,
+    code: number,
+    readonly status: Status | undefined,
+    retryAfterSeconds?: number,
+  ) {
+    const reason = status?.reason || reasonForCode(code);
+    super(`${verb} ${path}: ${code} ${reason}: ${status?.message ?? ''}`.trimEnd());
+    this.name = 'ApiError';
+    this.code = code;
+    this.reason = reason;
+    this.retryAfterSeconds = retryAfterSeconds ?? status?.details?.retryAfterSeconds;
+  }
+}
+
+/** The request never got an HTTP answer: connection refused or reset, DNS, TLS, timeout. */
+export class TransportError extends Error {
+  readonly errno: string | undefined;
+  constructor(
+    readonly verb: string,
+    readonly path: string,
+    cause: unknown,
+  ) {
+    const errno = (cause as { code?: string } | undefined)?.code;
+    super(`${verb} ${path}: ${(cause as Error | undefined)?.message ?? String(cause)}`, { cause });
+    this.name = 'TransportError';
+    this.errno = errno;
+  }
+}
+
+const hasReason = (err: unknown, ...reasons: StatusReason[]) => err instanceof ApiError && reasons.includes(err.reason);
+export const isNotFound = (err: unknown) => hasReason(err, 'NotFound') || (err instanceof ApiError && err.code === 404);
+export const isAlreadyExists = (err: unknown) => hasReason(err, 'AlreadyExists');
+/** 409 that is not AlreadyExists: an optimistic-concurrency (resourceVersion / precondition) failure. */
+export const isConflict = (err: unknown) => hasReason(err, 'Conflict');
+/** 410: resourceVersion too old (watch or list continue token); the cure is a relist. */
+export const isGone = (err: unknown) =>
+  err instanceof ApiError && (err.code === 410 || hasReason(err, 'Gone', 'Expired'));
+export const isTooManyRequests = (err: unknown) => err instanceof ApiError && err.code === 429;
+export const isInvalid = (err: unknown) => hasReason(err, 'Invalid');
+export const isForbidden = (err: unknown) => hasReason(err, 'Forbidden');
+export const isTransportError = (err: unknown): err is TransportError => err instanceof TransportError;
+export const isAbortError = (err: unknown) =>
+  err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
+
+// ---------------------------------------------------------------------------------------------
+// Rate limiting
+
+/**
+ * A token bucket with golang.org/x/time/rate's reservation semantics: `qps` tokens a second,
+ * at most `burst` saved up; `reserve()` always takes a token and says how long to wait for it.
+ * Used by the client (client-go flowcontrol's QPS/Burst) and by the work queue (client-go's
+ * BucketRateLimiter). Hand-written because no npm package offers reservations with a
+ * pluggable clock; it is twenty lines.
+ */
+export class TokenBucket {
+  private tokens: number;
+  private last: number;
+
+  constructor(
+    readonly qps: number,
+    readonly burst: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.tokens = burst;
+    this.last = now();
+  }
+
+  /** Takes one token; returns milliseconds until it is actually available (0 = now). */
+  reserve(): number {
+    if (!(this.qps > 0) || this.qps === Infinity) return 0;
+    const now = this.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
+    this.last = now;
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : (-this.tokens / this.qps) * 1000;
+  }
+
+  /** Takes a token only if one is available now. */
+  tryAccept(): boolean {
+    if (!(this.qps > 0) || this.qps === Infinity) return true;
+    const now = this.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
+    this.last = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options and shapes
+
+export interface KubeList<T> {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { resourceVersion?: string; continue?: string; remainingItemCount?: number };
+  items: T[];
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+export interface WatchEvent<T = KubeObject> {
+  type: WatchEventType;
+  /** For ERROR events this is a Status, not a T. */
+  object: T;
+}
+
+interface RequestOptions {
+  signal?: AbortSignal;
+}
+
+export interface ListOptions extends RequestOptions {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+  resourceVersion?: string;
+  resourceVersionMatch?: 'NotOlderThan' | 'Exact';
+}
+
+export interface WatchOptions extends RequestOptions {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  resourceVersion?: string;
+  allowWatchBookmarks?: boolean;
+  /** Server-side timeout: the apiserver ends the watch cleanly after this. */
+  timeoutSeconds?: number;
+  /** Called whenever bytes arrive (events and keep-alive newlines alike); feeds inactivity watchdogs. */
+  onActivity?: () => void;
+}
+
+export interface WriteOptions extends RequestOptions {
+  fieldManager?: string;
+  dryRun?: boolean;
+}
+
+export type PatchType = 'json' | 'merge' | 'strategic' | 'apply';
+
+const patchContentTypes: Record<PatchType, string> = {
+  json: 'application/json-patch+json',
+  merge: 'application/merge-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+  // JSON is YAML, so an apply body can be sent as JSON under the YAML media type (what kubectl does).
+  apply: 'application/apply-patch+yaml',
+};
+
+export interface PatchOptions extends WriteOptions {
+  type: PatchType;
+  /** Server-side apply only: take ownership of conflicting fields. */
+  force?: boolean;
+  subresource?: string;
+}
+
+export interface DeleteOptions extends RequestOptions {
+  preconditions?: { uid?: string; resourceVersion?: string };
+  propagationPolicy?: 'Orphan' | 'Background' | 'Foreground';
+  gracePeriodSeconds?: number;
+  dryRun?: boolean;
+}
+
+/** What the client reports after each request; metrics.ts turns it into rest_client_* series. */
+export interface RequestObservation {
+  verb: string;
+  method: string;
+  host: string;
+  /** HTTP status as a string, or "<error>" when there was no response (client-go's convention). */
+  code: string;
+  durationSeconds: number;
+}
+
+/**
+ * Where the apiserver is and how to authenticate: client-go's rest.Config, reduced to what we
+ * use. Build one from a kubeconfig with kubeconfig.ts's loadRestConfig / restConfigFromKubeConfig.
+ */
+export interface RestConfig {
+  /** e.g. https://127.0.0.1:6443 (a path prefix is kept). */
+  server: string;
+  /** PEM CA bundle to trust; the system roots when absent. */
+  ca?: string | Buffer;
+  /** Client certificate and key (PEM). */
+  cert?: string | Buffer;
+  key?: string | Buffer;
+  insecureSkipTLSVerify?: boolean;
+  tlsServerName?: string;
+  /** Credentials that do not change: a bearer token, basic auth, impersonation headers. */
+  headers?: Record<string, string>;
+  /**
+   * Credentials that rotate (exec plugins, projected service-account tokens): called at most
+   * every 10 s and after a 401; its headers override `headers`.
+   */
+  refreshHeaders?: () => Promise<Record<string, string>>;
+}
+
+export interface KubeClientOptions {
+  /** Client-side sustained requests per second (client-go rest.Config.QPS). 0 or Infinity disables. */
+  qps?: number;
+  /** Client-side burst (rest.Config.Burst). */
+  burst?: number;
+  /** Defaults to advanced-daemonset/<package version>. Benchmarks count requests by it. */
+  userAgent?: string;
+  /** Per-request timeout for everything but watches. */
+  requestTimeoutMs?: number;
+  /** How many times a 429 (or a 5xx with Retry-After) is retried, as client-go's maxRetries (10). */
+  maxRetries?: number;
+  /** Upper bound on one Retry-After wait. */
+  maxRetryAfterSeconds?: number;
+  /** Most concurrent connections to the apiserver. */
+  maxSockets?: number;
+  onRequest?: (o: RequestObservation) => void;
+}
+
+export const defaultUserAgent = `advanced-daemonset/${pkg.version}`;
+
+// Kruise's kruise-manager defaults (--rest-config-qps 30, --rest-config-burst 50): the same
+// client budget as the controller we replace, so the apiserver sees a familiar load.
+const DEFAULT_QPS = 30;
+const DEFAULT_BURST = 50;
+
+interface Transport {
+  agent: http.Agent;
+  base: URL;
+  headers: Record<string, string>;
+  headersAt: number;
+}
+
+const AUTH_REFRESH_MS = 10_000;
+
+/**
+ * The REST client. Objects go in and come out as plain JSON (unknown fields survive); `T`
+ * is only a type assertion. Construct with `createKubeClient({ kubeconfig, qps, burst })`
+ * (kubeconfig.ts), `KubeClient.fromKubeConfig(kc, options)` or `new KubeClient(restConfig, options)`.
+ */
+export class KubeClient {
+  readonly userAgent: string;
+  private readonly limiter: TokenBucket;
+  private readonly requestTimeoutMs: number;
+  private readonly maxRetries: number;
+  private readonly maxRetryAfterSeconds: number;
+  private readonly maxSockets: number;
+  private readonly onRequest: ((o: RequestObservation) => void) | undefined;
+  private transport: Transport | undefined;
+  private readonly pending: Promise<Transport>;
+  private config: RestConfig | undefined;
+  private readonly serverUrl: string;
+
+  /**
+   * `config` may be a promise (credentials are resolved asynchronously from a kubeconfig), so
+   * construction stays synchronous; requests wait for it.
+   */
+  constructor(config: RestConfig | Promise<RestConfig>, opts: KubeClientOptions = {}, server?: string) {
+    this.userAgent = opts.userAgent ?? defaultUserAgent;
+    this.limiter = new TokenBucket(opts.qps ?? DEFAULT_QPS, opts.burst ?? DEFAULT_BURST);
+    this.requestTimeoutMs = opts.requestTimeoutMs ?? 60_000;
+    this.maxRetries = opts.maxRetries ?? 10;
+    this.maxRetryAfterSeconds = opts.maxRetryAfterSeconds ?? 60;
+    this.maxSockets = opts.maxSockets ?? 64;
+    this.onRequest = opts.onRequest;
+    this.serverUrl = server ?? (config instanceof Promise ? '' : config.server);
+    this.pending = Promise.resolve(config).then((c) => {
+      this.config = c;
+      this.transport = buildTransport(c, this.maxSockets);
+      return this.transport;
+    });
+    // A failure surfaces on the first request; do not let it become an unhandled rejection.
+    this.pending.catch(() => {});
+  }
+
+  /**
+   * A client for the current context of `kc` (credentials resolved in the background, see
+   * restConfigFromKubeConfig). Usually reached through kubeconfig.ts's createKubeClient.
+   */
+  static fromKubeConfig(kc: KubeConfig, opts: KubeClientOptions = {}): KubeClient {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error('kubeconfig has no current cluster');
+    return new KubeClient(restConfigFromKubeConfig(kc), opts, cluster.server);
+  }
+
+  /** The apiserver URL, e.g. https://127.0.0.1:6443. */
+  get server(): string {
+    return this.config?.server ?? this.serverUrl;
+  }
+
+  /** Closes pooled connections. In-flight requests and watches fail with a TransportError. */
+  close(): void {
+    this.transport?.agent.destroy();
+  }
+
+  // --- verbs -----------------------------------------------------------------------------------
+
+  async get<T = KubeObject>(
+    type: ResourceType,
+    target: ObjectTarget,
+    opts: RequestOptions & { subresource?: string } = {},
+  ) {
+    const path = resourcePath(type, requireName(type, target), opts.subresource);
+    return this.request<T>('get', 'GET', path, {}, undefined, undefined, opts.signal);
+  }
+
+  /** One page (or everything, without `limit`). */
+  async list<T = KubeObject>(type: ResourceType, opts: ListOptions = {}): Promise<KubeList<T>> {
+    const path = resourcePath(type, { namespace: opts.namespace });
+    const query = {
+      labelSelector: opts.labelSelector,
+      fieldSelector: opts.fieldSelector,
+      limit: opts.limit,
+      continue: opts.continue,
+      resourceVersion: opts.resourceVersion,
+      resourceVersionMatch: opts.resourceVersionMatch,
+    };
+    return this.request<KubeList<T>>('list', 'GET', path, query, undefined, undefined, opts.signal);
+  }
+
+  /**
+   * All pages of a list, as client-go's pager: `pageSize` items at a time, one consistent
+   * snapshot. If the continue token expires mid-way (410), it falls back to one unpaged list,
+   * as client-go's ListPager does (FullListIfExpired).
+   */
+  async listAll<T = KubeObject>(
+    type: ResourceType,
+    opts: Omit<ListOptions, 'limit' | 'continue'> & { pageSize?: number } = {},
+  ): Promise<KubeList<T>> {
+    const { pageSize = 500, ...rest } = opts;
+    const items: T[] = [];
+    let cont: string | undefined;
+    let first: KubeList<T> | undefined;
+    for (;;) {
+      let page: KubeList<T>;
+      try {
+        page = await this.list<T>(type, { ...rest, limit: pageSize, continue: cont });
+      } catch (err) {
+        if (cont && isGone(err)) return this.list<T>(type, rest);
+        throw err;
+      }
+      first ??= page;
+      for (const item of page.items ?? []) items.push(item);
+      cont = page.metadata?.continue;
+      if (!cont) {
+        return {
+          apiVersion: page.apiVersion,
+          kind: page.kind,
+          metadata: { resourceVersion: page.metadata?.resourceVersion ?? first.metadata?.resourceVersion },
+          items,
+        };
+      }
+    }
+  }
+
+  async create<T extends KubeObject = KubeObject>(
+    type: ResourceType,
+    obj: T,
+    opts: WriteOptions & { namespace?: string; subresource?: string; name?: string } = {},
+  ): Promise<T> {
+    const namespace = opts.namespace ?? obj.metadata?.namespace;
+    const path = resourcePath(type, { namespace, name: opts.subresource ? opts.name : undefined }, opts.subresource);
+    return this.request<T>('create', 'POST', path, writeQuery(opts), obj, 'application/json', opts.signal);
+  }
+
+  /** PUT: full replacement. Carries metadata.resourceVersion, so it fails with Conflict on a stale copy. */
+  async update<T extends KubeObject = KubeObject>(
+    type: ResourceType,
+    obj: T,
+    opts: WriteOptions & { subresource?: string } = {},
+  ): Promise<T> {
+    const path = resourcePath(type, requireName(type, obj.metadata), opts.subresource);
+    return this.request<T>('update', 'PUT', path, writeQuery(opts), obj, 'application/json', opts.signal);
+  }
+
+  /** PUT to the status subresource. */
+  async updateStatus<T extends KubeObject = KubeObject>(type: ResourceType, obj: T, opts: WriteOptions = {}) {
+    return this.update<T>(type, obj, { ...opts, subresource: 'status' });
+  }
+
+  /**
+   * PATCH with the right Content-Type for `type` (a recurring client-node pitfall, javascript#862).
+   * `patch` is a JSON Patch array for 'json', an object otherwise. 'apply' needs fieldManager.
+   */
+  async patch<T = KubeObject>(
+    type: ResourceType,
+    target: ObjectTarget,
+    patch: unknown,
+    opts: PatchOptions,
+  ): Promise<T> {
+    if (opts.type === 'apply' && !opts.fieldManager) throw new Error('server-side apply needs a fieldManager');
+    if (opts.type === 'json' && !Array.isArray(patch)) throw new Error('a JSON patch must be an array of operations');
+    const path = resourcePath(type, requireName(type, target), opts.subresource);
+    const query = { ...writeQuery(opts), force: opts.type === 'apply' && opts.force ? 'true' : undefined };
+    return this.request<T>('patch', 'PATCH', path, query, patch, patchContentTypes[opts.type], opts.signal);
+  }
+
+  /** PATCH the status subresource. */
+  async patchStatus<T = KubeObject>(type: ResourceType, target: ObjectTarget, patch: unknown, opts: PatchOptions) {
+    return this.patch<T>(type, target, patch, { ...opts, subresource: 'status' });
+  }
+
+  /**
+   * DELETE with DeleteOptions. Preconditions (uid, resourceVersion) make it fail with Conflict
+   * rather than delete a different incarnation of the name. Returns the object (when deletion is
+   * deferred by finalizers or grace) or a Status.
+   */
+  async delete<T = KubeObject | Status>(
+    type: ResourceType,
+    target: ObjectTarget,
+    opts: DeleteOptions = {},
+  ): Promise<T> {
+    const path = resourcePath(type, requireName(type, target));
+    const body: Record<string, unknown> = { apiVersion: 'v1', kind: 'DeleteOptions' };
+    if (opts.preconditions) body.preconditions = opts.preconditions;
+    if (opts.propagationPolicy) body.propagationPolicy = opts.propagationPolicy;
+    if (opts.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = opts.gracePeriodSeconds;
+    if (opts.dryRun) body.dryRun = ['All'];
+    return this.request<T>('delete', 'DELETE', path, {}, body, 'application/json', opts.signal);
+  }
+
+  /**
+   * Streams a watch: newline-delimited JSON events, each handed to `onEvent` as it arrives.
+   * Resolves when the server ends the stream (timeoutSeconds elapsed, apiserver shutdown),
+   * rejects with ApiError for a non-200 answer (e.g. 410 Gone), TransportError when the
+   * connection breaks, or the signal's reason when aborted. An exception from `onEvent` ends
+   * the watch and rejects with it. ERROR events are passed on, not thrown: the caller decides.
+   */
+  async watch<T = KubeObject>(
+    type: ResourceType,
+    opts: WatchOptions,
+    onEvent: (event: WatchEvent<T>) => void,
+  ): Promise<void> {
+    const path = resourcePath(type, { namespace: opts.namespace });
+    const query = {
+      watch: 'true',
+      labelSelector: opts.labelSelector,
+      fieldSelector: opts.fieldSelector,
+      resourceVersion: opts.resourceVersion,
+      allowWatchBookmarks: opts.allowWatchBookmarks ? 'true' : undefined,
+      timeoutSeconds: opts.timeoutSeconds,
+    };
+    await this.throttle(opts.signal);
+    const t = await this.getTransport();
+    const url = buildUrl(t.base, path, query);
+    const started = performance.now();
+    const signal = opts.signal;
+    signal?.throwIfAborted();
+
+    return new Promise<void>((resolve, reject) => {
+      let settled = false;
+      let req: http.ClientRequest | undefined = undefined;
+      const finish = (err?: unknown) => {
+        if (settled) return;
+        settled = true;
+        signal?.removeEventListener('abort', onAbort);
+        if (err !== undefined) {
+          req?.destroy();
+          reject(err);
+        } else resolve();
+      };
+      const onAbort = () => finish(signal?.reason ?? new DOMException('aborted', 'AbortError'));
+      signal?.addEventListener('abort', onAbort, { once: true });
+
+      req = this.send(t, 'GET', url, undefined, undefined);
+      req.on('error', (err) => finish(signal?.aborted ? signal.reason : new TransportError('watch', path, err)));
+      req.on('response', (res) => {
+        const code = res.statusCode ?? 0;
+        this.observe('watch', 'GET', t.base.host, String(code), started);
+        if (code !== 200) {
+          readBody(res)
+            .then((text) => finish(apiErrorFrom('watch', path, code, text, res.headers['retry-after'])))
+            .catch((err: unknown) => finish(new TransportError('watch', path, err)));
+          return;
+        }
+        res.setEncoding('utf8');
+        let buffered = '';
+        let ended = false;
+        res.on('data', (chunk: string) => {
+          if (settled) return;
+          opts.onActivity?.();
+          buffered += chunk;
+          let nl: number;
+          while ((nl = buffered.indexOf('\n')) >= 0) {
+            const line = buffered.slice(0, nl).trim();
+            buffered = buffered.slice(nl + 1);
+            if (!line) continue;
+            let event: WatchEvent<T>;
+            try {
+              event = JSON.parse(line) as WatchEvent<T>;
+            } catch (err) {
+              // A torn or corrupt stream: client-go ends the watch on a decode error too.
+              finish(new TransportError('watch', path, err));
+              return;
+            }
+            try {
+              onEvent(event);
+            } catch (err) {
+              finish(err);
+              return;
+            }
+            if (settled) return;
+          }
+        });
+        res.on('end', () => {
+          ended = true;
+          finish();
+        });
+        res.on('error', (err) => finish(signal?.aborted ? signal.reason : new TransportError('watch', path, err)));
+        res.on('close', () => {
+          if (!ended) finish(new TransportError('watch', path, new Error('watch stream closed before its end')));
+        });
+      });
+      req.end();
+    });
+  }
+
+  // --- plumbing --------------------------------------------------------------------------------
+
+  private async throttle(signal?: AbortSignal): Promise<void> {
+    const delay = this.limiter.reserve();
+    if (delay > 0) await sleep(delay, undefined, { signal });
+  }
+
+  private async request<T>(
+    verb: string,
+    method: string,
+    path: string,
+    query: Record<string, string | number | undefined>,
+    body: unknown,
+    contentType: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<T> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    let authRetried = false;
+    let resetRetried = false;
+    for (let attempt = 0; ; attempt++) {
+      await this.throttle(signal);
+      const t = await this.getTransport();
+      const url = buildUrl(t.base, path, query);
+      const started = performance.now();
+      const timeout = AbortSignal.timeout(this.requestTimeoutMs);
+      const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+      let code: number;
+      let text: string;
+      let retryAfter: string | string[] | undefined;
+      try {
+        ({ code, text, retryAfter } = await this.roundTrip(t, method, url, payload, contentType, combined));
+      } catch (err) {
+        this.observe(verb, method, t.base.host, '<error>', started);
+        if (signal?.aborted) throw signal.reason;
+        // A pooled keep-alive socket the server already closed surfaces as ECONNRESET on reuse.
+        // Reads are safe to repeat once; writes are not (the server may have applied them).
+        const errno = (err as { code?: string }).code;
+        if (method === 'GET' && !resetRetried && (errno === 'ECONNRESET' || errno === 'EPIPE')) {
+          resetRetried = true;
+          continue;
+        }
+        throw new TransportError(verb, path, err);
+      }
+      this.observe(verb, method, t.base.host, String(code), started);
+      if (code >= 200 && code < 300) return (text ? JSON.parse(text) : {}) as T;
+
+      const error = apiErrorFrom(verb, path, code, text, retryAfter);
+      if (code === 401 && this.config?.refreshHeaders && !authRetried) {
+        // Rotated token (exec plugin, projected service account token): refresh and try once more.
+        authRetried = true;
+        t.headersAt = -Infinity;
+        continue;
+      }
+      // client-go (rest.Request.retry / checkWait): retry 429, and 5xx that carry Retry-After.
+      if ((code === 429 || (code >= 500 && error.retryAfterSeconds !== undefined)) && attempt < this.maxRetries) {
+        const seconds = Math.min(error.retryAfterSeconds ?? 1, this.maxRetryAfterSeconds);
+        await sleep(seconds * 1000, undefined, { signal });
+        continue;
+      }
+      throw error;
+    }
+  }
+
+  private roundTrip(
+    t: Transport,
+    method: string,
+    url: URL,
+    payload: string | undefined,
+    contentType: string | undefined,
+    signal: AbortSignal,
+  ): Promise<{ code: number; text: string; retryAfter: string | string[] | undefined }> {
+    return new Promise((resolve, reject) => {
+      const req = this.send(t, method, url, payload, contentType, signal);
+      req.on('error', reject);
+      req.on('response', (res) => {
+        readBody(res).then(
+          (text) => resolve({ code: res.statusCode ?? 0, text, retryAfter: res.headers['retry-after'] }),
+          reject,
+        );
+      });
+      req.end(payload);
+    });
+  }
+
+  private send(
+    t: Transport,
+    method: string,
+    url: URL,
+    payload: string | undefined,
+    contentType: string | undefined,
+    signal?: AbortSignal,
+  ): http.ClientRequest {
+    const headers: Record<string, string | number> = {
+      ...t.headers,
+      Accept: 'application/json',
+      'User-Agent': this.userAgent,
+    };
+    if (payload !== undefined) {
+      headers['Content-Type'] = contentType ?? 'application/json';
+      headers['Content-Length'] = Buffer.byteLength(payload);
+    }
+    const mod = url.protocol === 'https:' ? https : http;
+    return mod.request(url, { method, headers, agent: t.agent, signal });
+  }
+
+  private observe(verb: string, method: string, host: string, code: string, started: number): void {
+    if (!this.onRequest) return;
+    try {
+      this.onRequest({ verb, method, host, code, durationSeconds: (performance.now() - started) / 1000 });
+    } catch {
+      // Metrics must never break a request.
+    }
+  }
+
+  private async getTransport(): Promise<Transport> {
+    const t = this.transport ?? (await this.pending);
+    const config = this.config as RestConfig;
+    if (config.refreshHeaders && performance.now() - t.headersAt > AUTH_REFRESH_MS) {
+      t.headers = { ...config.headers, ...(await config.refreshHeaders()) };
+      t.headersAt = performance.now();
+    }
+    return t;
+  }
+}
+
+function buildTransport(config: RestConfig, maxSockets: number): Transport {
+  const base = new URL(config.server);
+  // keepAlive also turns on TCP keep-alive probes (30 s, as client-go), which is what notices
+  // a dead peer under an idle watch; 'lifo' keeps the pool small under bursty load.
+  const common = { keepAlive: true, keepAliveMsecs: 30_000, maxSockets, scheduling: 'lifo' as const };
+  const agent =
+    base.protocol === 'https:'
+      ? new https.Agent({
+          ...common,
+          ca: config.ca,
+          cert: config.cert,
+          key: config.key,
+          servername: config.tlsServerName,
+          rejectUnauthorized: !config.insecureSkipTLSVerify,
+        })
+      : new http.Agent(common);
+  return { agent, base, headers: { ...config.headers }, headersAt: config.refreshHeaders ? -Infinity : 0 };
+}
+
+function requireName(type: ResourceType, target: ObjectTarget | ObjectMeta): ObjectTarget {
+  if (!target.name) throw new Error(`${type.resource}: an object name is required`);
+  if (type.namespaced && !target.namespace) throw new Error(`${type.resource}/${target.name}: a namespace is required`);
+  return { namespace: target.namespace, name: target.name };
+}
+
+function writeQuery(opts: WriteOptions): Record<string, string | undefined> {
+  return { fieldManager: opts.fieldManager, dryRun: opts.dryRun ? 'All' : undefined };
+}
+
+function buildUrl(base: URL, path: string, query: Record<string, string | number | undefined>): URL {
+  const url = new URL(base.pathname.replace(/\/$/, '') + path, base);
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+  return url;
+}
+
+function readBody(res: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', reject);
+  });
+}
+
+function apiErrorFrom(
+  verb: string,
+  path: string,
+  code: number,
+  text: string,
+  retryAfterHeader: string | string[] | undefined,
+): ApiError {
+  let status: Status | undefined;
+  try {
+    const parsed = JSON.parse(text) as Status;
+    if (parsed && typeof parsed === 'object') status = parsed;
+  } catch {
+    status = text ? { message: text.slice(0, 500) } : undefined;
+  }
+  const header = Array.isArray(retryAfterHeader) ? retryAfterHeader[0] : retryAfterHeader;
+  const retryAfter = header !== undefined && /^\d+$/.test(header) ? Number(header) : undefined;
+  return new ApiError(verb, path, code, status, retryAfter);
+}
+
+/** Turns a watch ERROR event's Status into an ApiError (410 there means "relist"). */
+export function apiErrorFromStatus(verb: string, path: string, status: Status): ApiError {
+  return new ApiError(verb, path, status.code ?? 500, status);
+}
+
+// ---------------------------------------------------------------------------------------------
+// From a kubeconfig
+
+/**
+ * Resolves the current context of `kc` into a RestConfig, through client-node's own
+ * credential code (tokens, token files, exec plugins, client certificates, CA, basic auth,
+ * impersonation). Static credentials are read once; exec plugins and token files (in-cluster
+ * projected tokens rotate) become `refreshHeaders`, which the client calls at most every 10 s
+ * and after a 401.
+ */
+export async function restConfigFromKubeConfig(kc: KubeConfig): Promise<RestConfig> {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('kubeconfig has no current cluster');
+  const user = kc.getCurrentUser();
+  const opts = await httpsOptions(kc, cluster.server);
+  const config: RestConfig = {
+    server: cluster.server,
+    ca: opts.ca as string | Buffer | undefined,
+    cert: opts.cert as string | Buffer | undefined,
+    key: opts.key as string | Buffer | undefined,
+    insecureSkipTLSVerify: cluster.skipTLSVerify || opts.rejectUnauthorized === false,
+    tlsServerName: cluster.tlsServerName,
+    headers: headersFrom(opts),
+  };
+  if (user?.exec || user?.authProvider) {
+    config.refreshHeaders = async () => headersFrom(await httpsOptions(kc, cluster.server));
+  }
+  return config;
+}
+
+async function httpsOptions(kc: KubeConfig, server: string): Promise<https.RequestOptions> {
+  const opts: https.RequestOptions = {};
+  try {
+    await kc.applyToHTTPSOptions(opts);
+  } catch (err) {
+    // client-node refuses plain http unless skip-tls-verify is set, after it has filled in the
+    // credentials. kubectl accepts it (e.g. `kubectl proxy` on http://127.0.0.1:8001); so do we.
+    if (!server.startsWith('http:')) throw err;
+  }
+  return opts;
+}
+
+function headersFrom(opts: https.RequestOptions): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(opts.headers ?? {})) if (v !== undefined) headers[k] = String(v);
+  if (opts.auth) headers.Authorization = `Basic ${Buffer.from(opts.auth).toString('base64')}`;
+  return headers;
+}
