@@ -1,0 +1,511 @@
+// The DaemonSet controller's imperative shell: event handlers map objects to DaemonSet keys;
+// reconcile reads the caches into a snapshot, asks the pure planner (src/daemonset/plan.ts) what
+// to do, and executes the plan with expectations and events. It decides nothing itself.
+import type { DaemonSet } from '../../src/api/types.ts';
+import { adoptPatch, claimObjects, releasePatch } from '../../src/daemonset/claim.ts';
+import { getControllerOf } from '../../src/daemonset/pods.ts';
+import { nodeAddAffects, nodeUpdateAffects } from '../../src/daemonset/eligibility.ts';
+import { planDaemonSet } from '../../src/daemonset/plan.ts';
+import type { AfterManage, Plan, PodCreate, PodDelete } from '../../src/daemonset/plan-types.ts';
+import { revisionMatches } from '../../src/daemonset/history.ts';
+import type { BackoffState } from '../../src/daemonset/backoff.ts';
+import { labelSelectorMatches } from '../../src/k8s/labels.ts';
+import { isAlreadyExists, isNotFound, resources, type KubeClient } from '../../src/k8s/client.ts';
+import { objectKey, type ControllerRevision, type KubeObject, type Node, type Pod } from '../../src/k8s/types.ts';
+import type { EventRecorder } from '../runtime/events.ts';
+import { ResourceVersionExpectations, UIDTrackingControllerExpectations } from '../runtime/expectations.ts';
+import { deletedObject, Informer, indexByControllerUID, type DeletedFinalStateUnknown } from '../runtime/informer.ts';
+import type { Logger } from '../runtime/log.ts';
+import { WorkQueue, runWorkers, type ReconcileResult } from '../runtime/workqueue.ts';
+
+export const CONTROLLER_NAME = 'daemonset';
+const CONTROLLER_UID_INDEX = 'controllerUID';
+
+export interface DaemonSetControllerOptions {
+  client: KubeClient;
+  recorder: EventRecorder;
+  logger: Logger;
+  workers?: number;
+  /** Informer tuning for tests (watch timeouts, inactivity watchdog). */
+  informerOverrides?: { inactivityTimeoutMs?: number };
+}
+
+type MaybeTombstone<T> = T | DeletedFinalStateUnknown<T>;
+/** The part of a plan that touches pods and status: the plan itself, or its afterManage part. */
+type PlanStep = Plan | AfterManage;
+
+/**
+ * Caps per sync as upstream: the planner already limits creates and deletes to burstReplicas;
+ * creates go out in slow-start batches (1, 2, 4, ...), stopping at the first failing batch so
+ * a quota or admission problem costs one request, not hundreds.
+ */
+const SLOW_START_INITIAL_BATCH = 1;
+
+export class DaemonSetController {
+  readonly daemonSets: Informer<DaemonSet>;
+  readonly pods: Informer<Pod>;
+  readonly nodes: Informer<Node>;
+  readonly revisions: Informer<ControllerRevision>;
+  readonly queue = new WorkQueue({ name: CONTROLLER_NAME });
+  /** Pod creations/deletions in flight per DaemonSet key, so informer lag never doubles a create or delete. */
+  readonly expectations = new UIDTrackingControllerExpectations();
+  /** Pods we patched: do not plan on a cached copy older than our write (Kruise's RV expectations). */
+  readonly podVersions = new ResourceVersionExpectations();
+  private readonly failedPodsBackoff = new Map<string, BackoffState>();
+  private readonly client: KubeClient;
+  private readonly recorder: EventRecorder;
+  private readonly log: Logger;
+  private readonly workers: number;
+
+  constructor(opts: DaemonSetControllerOptions) {
+    this.client = opts.client;
+    this.recorder = opts.recorder;
+    this.log = opts.logger.child({ controller: CONTROLLER_NAME });
+    this.workers = opts.workers ?? 3;
+    const common = { client: opts.client, logger: opts.logger, ...opts.informerOverrides };
+    this.daemonSets = new Informer<DaemonSet>({ ...common, name: 'daemonsets', type: resources.daemonSets });
+    this.pods = new Informer<Pod>({
+      ...common,
+      name: 'pods',
+      type: resources.pods,
+      indexers: { [CONTROLLER_UID_INDEX]: indexByControllerUID },
+    });
+    this.nodes = new Informer<Node>({ ...common, name: 'nodes', type: resources.nodes });
+    this.revisions = new Informer<ControllerRevision>({
+      ...common,
+      name: 'controllerrevisions',
+      type: resources.controllerRevisions,
+    });
+    this.registerHandlers();
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Event handlers: map to keys and enqueue; nothing else happens here.
+
+  private registerHandlers(): void {
+    const enqueueDs = (ds: MaybeTombstone<DaemonSet>) => this.queue.add(objectKey(deletedObject(ds)));
+    this.daemonSets.addEventHandler({
+      onAdd: enqueueDs,
+      onUpdate: (_old, cur) => enqueueDs(cur),
+      onDelete: (ds) => {
+        const key = objectKey(deletedObject(ds));
+        this.expectations.deleteExpectations(key);
+        this.failedPodsBackoff.delete(key);
+        this.queue.add(key);
+      },
+    });
+
+    this.pods.addEventHandler({
+      onAdd: (pod) => {
+        if (pod.metadata.deletionTimestamp) {
+          // Seen first already terminating (e.g. after a relist): count it as observed deleted.
+          this.podDeleted(pod);
+          return;
+        }
+        const owner = this.ownerKey(pod);
+        if (owner) {
+          this.expectations.creationObserved(owner);
+          this.queue.add(owner);
+        } else {
+          this.enqueueMatching(pod);
+        }
+      },
+      onUpdate: (old, cur) => {
+        if (cur.metadata.resourceVersion === old.metadata.resourceVersion) return;
+        this.podVersions.observe(cur);
+        if (cur.metadata.deletionTimestamp) this.podDeleted(cur);
+        const oldOwner = this.ownerKey(old);
+        const curOwner = this.ownerKey(cur);
+        if (oldOwner && oldOwner !== curOwner) this.queue.add(oldOwner);
+        if (curOwner) this.queue.add(curOwner);
+        else if (labelsChanged(old, cur) || oldOwner) this.enqueueMatching(cur);
+      },
+      onDelete: (pod) => {
+        this.podVersions.delete(deletedObject(pod));
+        this.podDeleted(deletedObject(pod));
+      },
+    });
+
+    // Heartbeats are most node events: only DaemonSets whose eligibility (or update-selector
+    // match) on that node changes are enqueued, as kruise's nodeEventHandler.
+    const enqueueIf = (affects: (ds: DaemonSet) => boolean) => {
+      for (const ds of this.daemonSets.store.list()) if (affects(ds)) this.queue.add(objectKey(ds));
+    };
+    this.nodes.addEventHandler({
+      onAdd: (node) => enqueueIf((ds) => nodeAddAffects(node, ds)),
+      onUpdate: (old, cur) => enqueueIf((ds) => nodeUpdateAffects(old, cur, ds)),
+      onDelete: () => this.enqueueAll(),
+    });
+
+    const enqueueRevisionOwner = (rev: MaybeTombstone<ControllerRevision>) => {
+      const r = deletedObject(rev);
+      const owner = this.ownerKey(r);
+      if (owner) this.queue.add(owner);
+      else this.enqueueMatching(r);
+    };
+    this.revisions.addEventHandler({
+      onAdd: enqueueRevisionOwner,
+      onUpdate: (_o, cur) => enqueueRevisionOwner(cur),
+      onDelete: enqueueRevisionOwner,
+    });
+  }
+
+  private podDeleted(pod: Pod): void {
+    const owner = this.ownerKey(pod);
+    if (!owner) return;
+    this.expectations.deletionObservedOf(owner, objectKey(pod));
+    this.queue.add(owner);
+  }
+
+  /** Key of the DaemonSet (ours) that controls obj, if it still exists with that UID. */
+  private ownerKey(obj: KubeObject): string | undefined {
+    const ref = getControllerOf(obj);
+    if (!ref || ref.kind !== 'DaemonSet' || !ref.apiVersion.startsWith('apps.kruise.io/')) return undefined;
+    const ds = this.daemonSets.store.getByName(obj.metadata.namespace, ref.name);
+    if (!ds || ds.metadata.uid !== ref.uid) return undefined;
+    return objectKey(ds);
+  }
+
+  /** Orphans: every DaemonSet in the namespace whose selector matches may adopt it. */
+  private enqueueMatching(obj: KubeObject): void {
+    for (const ds of this.daemonSets.store.byIndex('namespace', obj.metadata.namespace ?? '')) {
+      if (labelSelectorMatches(ds.spec.selector, obj.metadata.labels)) this.queue.add(objectKey(ds));
+    }
+  }
+
+  private enqueueAll(): void {
+    for (const key of this.daemonSets.store.listKeys()) this.queue.add(key);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Run
+
+  /** Starts the informers (also used by followers, so a new leader starts warm). */
+  startInformers(signal: AbortSignal): Promise<void>[] {
+    return [this.daemonSets, this.pods, this.nodes, this.revisions].map((i) => i.run(signal));
+  }
+
+  async waitForCacheSync(signal: AbortSignal): Promise<boolean> {
+    const synced = await Promise.all(
+      [this.daemonSets, this.pods, this.nodes, this.revisions].map((i) => i.waitForCacheSync(signal)),
+    );
+    return synced.every(Boolean);
+  }
+
+  /** Runs the workers until signal aborts. Call after waitForCacheSync, as the leader. */
+  async runWorkers(signal: AbortSignal): Promise<void> {
+    this.enqueueAll();
+    await runWorkers(this.queue, this.workers, (key) => this.reconcile(key), {
+      controller: CONTROLLER_NAME,
+      signal,
+      logger: this.log,
+    });
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Reconcile
+
+  async reconcile(key: string): Promise<ReconcileResult | void> {
+    const ds = this.daemonSets.store.get(key);
+    if (!ds) {
+      this.expectations.deleteExpectations(key);
+      this.failedPodsBackoff.delete(key);
+      return;
+    }
+    const log = this.log.child({ daemonset: key });
+    const namespace = ds.metadata.namespace ?? '';
+
+    const pods = await this.claim(ds, this.pods.store.byIndex('namespace', namespace), resources.pods, log);
+    const allRevisions = this.revisions.store.byIndex('namespace', namespace);
+    const revisions = await this.claim(ds, allRevisions, resources.controllerRevisions, log);
+    const ownedNames = new Set(revisions.map((r) => r.metadata.name));
+    const podVersionsSatisfied = pods.every((p) => this.podVersions.isSatisfied(p).satisfied);
+
+    const plan = planDaemonSet({
+      ds,
+      nodes: this.nodes.store.list(),
+      pods,
+      revisions,
+      foreignRevisions: allRevisions.filter((r) => !ownedNames.has(r.metadata.name)),
+      now: Date.now(),
+      failedPodsBackoff: this.failedPodsBackoff.get(key) ?? {},
+      expectationsSatisfied: this.expectations.satisfiedExpectations(key) && podVersionsSatisfied,
+    });
+    this.failedPodsBackoff.set(key, plan.failedPodsBackoff);
+    log.debug(
+      {
+        stage: plan.stage,
+        creates: plan.creates.length,
+        deletes: plan.deletes.length,
+        patches: plan.podPatches.length,
+      },
+      'planned sync',
+    );
+    await this.execute(ds, key, plan, log);
+    return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : undefined;
+  }
+
+  /** Adopts matching orphans and releases owned objects that stopped matching (upstream ClaimPods). */
+  private async claim<T extends KubeObject>(
+    ds: DaemonSet,
+    candidates: T[],
+    type: typeof resources.pods | typeof resources.controllerRevisions,
+    log: Logger,
+  ): Promise<T[]> {
+    const claimed = claimObjects(ds, candidates);
+    const { owned, release } = claimed;
+    let { adopt } = claimed;
+    const target = (o: KubeObject) => ({ namespace: o.metadata.namespace, name: o.metadata.name! });
+    if (adopt.length > 0 && !(await this.canAdopt(ds))) adopt = [];
+    const adopted = await Promise.all(
+      adopt.map(async (o) => {
+        try {
+          const patched = await this.client.patch<T>(type, target(o), adoptPatch(ds, o), { type: 'strategic' });
+          log.info({ kind: type.kind, name: o.metadata.name }, 'adopted orphan');
+          return patched;
+        } catch (err) {
+          if (isNotFound(err)) return undefined; // gone meanwhile: nothing to adopt
+          throw err;
+        }
+      }),
+    );
+    await Promise.all(
+      release.map(async (o) => {
+        try {
+          await this.client.patch(type, target(o), releasePatch(ds, o), { type: 'strategic' });
+          log.info({ kind: type.kind, name: o.metadata.name }, 'released object that no longer matches the selector');
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+      }),
+    );
+    return [...owned, ...adopted.filter((o): o is Awaited<T> => o !== undefined)] as T[];
+  }
+
+  /**
+   * Upstream's RecheckDeletionTimestamp: the cache may lag, so before adopting read the
+   * DaemonSet from the apiserver; never adopt for one that is gone, replaced or being deleted.
+   */
+  private async canAdopt(ds: DaemonSet): Promise<boolean> {
+    try {
+      const fresh = await this.client.get<DaemonSet>(resources.daemonSets, {
+        namespace: ds.metadata.namespace,
+        name: ds.metadata.name!,
+      });
+      return fresh.metadata.uid === ds.metadata.uid && !fresh.metadata.deletionTimestamp;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  }
+
+  private async execute(ds: DaemonSet, key: string, plan: Plan, log: Logger): Promise<void> {
+    const namespace = ds.metadata.namespace ?? '';
+    const errors: unknown[] = [];
+
+    // 1. Revisions first: new pods carry the current hash, which must name an existing revision.
+    for (const rev of plan.revisions.create) {
+      try {
+        await this.client.create(resources.controllerRevisions, rev, { namespace });
+      } catch (err) {
+        if (!isAlreadyExists(err)) throw err;
+        // Same name: the same template (e.g. written by kruise-manager before us) or a hash
+        // collision. On a collision raise collisionCount so the next sync hashes differently.
+        const existing = await this.client.get<ControllerRevision>(resources.controllerRevisions, {
+          namespace,
+          name: rev.metadata.name!,
+        });
+        if (!revisionMatches(ds, existing)) {
+          await this.client.patchStatus(
+            resources.daemonSets,
+            { namespace, name: ds.metadata.name! },
+            { status: { collisionCount: (ds.status?.collisionCount ?? 0) + 1 } },
+            { type: 'merge' },
+          );
+          throw new Error(`hash collision on ControllerRevision ${rev.metadata.name}; collisionCount raised`);
+        }
+      }
+    }
+    for (const rev of plan.revisions.update) {
+      await this.client.update(resources.controllerRevisions, rev);
+    }
+
+    let step: PlanStep = plan;
+    errors.push(...(await this.executePods(ds, key, step, log)));
+    // Upstream goes on with the rolling update in the same sync when manage's requests all
+    // failed (their expectations are then already observed); otherwise a persistent quota
+    // error on a few nodes would stall the whole rollout.
+    if (plan.afterManage && this.expectations.satisfiedExpectations(key)) {
+      step = plan.afterManage;
+      errors.push(...(await this.executePods(ds, key, step, log)));
+    }
+
+    // History cleanup after the pods moved on.
+    const revisionDeletes = step === plan ? plan.revisions.delete : plan.afterManage!.revisionDeletes;
+    for (const name of revisionDeletes) {
+      try {
+        await this.client.delete(resources.controllerRevisions, { namespace, name });
+      } catch (err) {
+        if (!isNotFound(err)) errors.push(err);
+      }
+    }
+
+    for (const e of [...plan.events, ...(step === plan ? [] : step.events)]) {
+      this.recorder.event(ds, e.type, e.reason, e.message);
+    }
+
+    // Status last, only when it changed.
+    if (step.statusChanged && step.status) {
+      try {
+        await this.client.patchStatus(
+          resources.daemonSets,
+          { namespace, name: ds.metadata.name! },
+          { status: step.status },
+          { type: 'merge' },
+        );
+      } catch (err) {
+        if (!isNotFound(err)) errors.push(err);
+      }
+    }
+
+    if (errors.length > 0) {
+      throw new AggregateError(
+        errors,
+        `sync of ${key} had ${errors.length} error(s): ${errors.map(message).join('; ')}`,
+      );
+    }
+  }
+
+  /** Creates, deletes, pod patches and in-place updates of one plan step; returns the errors. */
+  private async executePods(ds: DaemonSet, key: string, step: PlanStep, log: Logger): Promise<unknown[]> {
+    const namespace = ds.metadata.namespace ?? '';
+    const errors: unknown[] = [];
+    // Expectations before any request, so watch events racing the responses are counted.
+    if (step.creates.length > 0 || step.deletes.length > 0) {
+      // expectDeletionsOf resets the counts, so creations are raised on top of it.
+      this.expectations.expectDeletionsOf(
+        key,
+        step.deletes.map((d) => `${namespace}/${d.podName}`),
+      );
+      this.expectations.raiseExpectations(key, step.creates.length, 0);
+    }
+    const [createErrors, deleteErrors] = await Promise.all([
+      this.createPods(ds, key, step.creates, log),
+      this.deletePods(ds, key, step.deletes, log),
+    ]);
+    errors.push(...createErrors, ...deleteErrors);
+
+    // Pod patches (readiness conditions, lifecycle labels) and in-place updates. The cache must
+    // show what we wrote before the planner looks at these pods again.
+    await Promise.all(
+      step.podPatches.map(async (p) => {
+        try {
+          const patched = await this.client.patch<Pod>(resources.pods, { namespace, name: p.podName }, p.patch, {
+            type: p.patchType,
+            ...(p.subresource ? { subresource: p.subresource } : {}),
+          });
+          this.podVersions.expect(patched);
+        } catch (err) {
+          if (!isNotFound(err)) errors.push(err);
+        }
+      }),
+    );
+    await Promise.all(
+      step.inPlaceUpdates.map(async (u) => {
+        try {
+          await this.client.patch(resources.pods, { namespace, name: u.podName }, u.statusPatch, {
+            type: 'strategic',
+            subresource: 'status',
+          });
+          const patched = await this.client.patch<Pod>(resources.pods, { namespace, name: u.podName }, u.patch, {
+            type: 'strategic',
+          });
+          this.podVersions.expect(patched);
+          this.recorder.event(
+            ds,
+            'Normal',
+            'SuccessfulUpdatePodInPlace',
+            `successfully update pod ${u.podName} in-place`,
+          );
+        } catch (err) {
+          if (isNotFound(err)) return;
+          this.recorder.event(
+            ds,
+            'Warning',
+            'FailedUpdatePodInPlace',
+            `failed to update pod ${u.podName} in-place: ${message(err)}`,
+          );
+          errors.push(err);
+        }
+      }),
+    );
+    return errors;
+  }
+
+  private async createPods(ds: DaemonSet, key: string, creates: PodCreate[], log: Logger): Promise<unknown[]> {
+    const namespace = ds.metadata.namespace ?? '';
+    const errors: unknown[] = [];
+    let remaining = creates;
+    let batch = Math.min(remaining.length, SLOW_START_INITIAL_BATCH);
+    while (batch > 0) {
+      const current = remaining.slice(0, batch);
+      remaining = remaining.slice(batch);
+      const results = await Promise.all(
+        current.map(async (c) => {
+          try {
+            const created = await this.client.create<Pod>(resources.pods, c.pod, { namespace });
+            this.recorder.event(ds, 'Normal', 'SuccessfulCreate', `Created pod: ${created.metadata.name}`);
+            return undefined;
+          } catch (err) {
+            // The create did not happen: no watch event will lower the expectation for it.
+            this.expectations.creationObserved(key);
+            this.recorder.event(ds, 'Warning', 'FailedCreate', `Error creating: ${message(err)}`);
+            log.warn({ node: c.nodeName, err: message(err) }, 'pod create failed');
+            return err;
+          }
+        }),
+      );
+      const failed = results.filter((e) => e !== undefined);
+      if (failed.length > 0) {
+        errors.push(...failed);
+        // Skipped creates will not be observed either.
+        for (let i = 0; i < remaining.length; i++) this.expectations.creationObserved(key);
+        break;
+      }
+      batch = Math.min(remaining.length, batch * 2);
+    }
+    return errors;
+  }
+
+  private async deletePods(ds: DaemonSet, key: string, deletes: PodDelete[], log: Logger): Promise<unknown[]> {
+    const namespace = ds.metadata.namespace ?? '';
+    const results = await Promise.all(
+      deletes.map(async (d) => {
+        try {
+          await this.client.delete(
+            resources.pods,
+            { namespace, name: d.podName },
+            d.uid ? { preconditions: { uid: d.uid } } : {},
+          );
+          this.recorder.event(ds, 'Normal', 'SuccessfulDelete', `Deleted pod: ${d.podName}`);
+          log.info({ pod: d.podName, node: d.nodeName, reason: d.reason }, 'deleted pod');
+          return undefined;
+        } catch (err) {
+          this.expectations.deletionObservedOf(key, `${namespace}/${d.podName}`);
+          if (isNotFound(err)) return undefined;
+          this.recorder.event(ds, 'Warning', 'FailedDelete', `Error deleting: ${message(err)}`);
+          return err;
+        }
+      }),
+    );
+    return results.filter((e) => e !== undefined);
+  }
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function labelsChanged(a: KubeObject, b: KubeObject): boolean {
+  return JSON.stringify(a.metadata.labels ?? {}) !== JSON.stringify(b.metadata.labels ?? {});
+}

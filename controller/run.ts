@@ -1,0 +1,88 @@
+// Runs the DaemonSet controller: informers on every replica (a new leader starts warm), workers
+// only on the Lease holder. Shared by the `controller` and `manager` commands.
+import { KubeClient } from '../src/k8s/client.ts';
+import { currentNamespace, loadKubeConfig } from '../src/k8s/kubeconfig.ts';
+import { DaemonSetController } from './daemonset/controller.ts';
+import { EventRecorder } from './runtime/events.ts';
+import { LeaderElector } from './runtime/leaderelection.ts';
+import type { Logger } from './runtime/log.ts';
+import { observeRestClientRequest } from './runtime/metrics.ts';
+
+export interface ControllerRunOptions {
+  kubeconfig?: string;
+  workers: number;
+  qps: number;
+  burst: number;
+  leaderElect: boolean;
+  leaderElectionNamespace?: string;
+  leaderElectionId: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  logger: Logger;
+}
+
+export interface RunningController {
+  /** Caches synced (readiness of a follower too). */
+  synced(): boolean;
+  /** Resolves when the controller has stopped: after `signal` aborts, or when leadership is lost. */
+  done: Promise<{ lostLeadership: boolean }>;
+  client: KubeClient;
+}
+
+export function startController(opts: ControllerRunOptions, signal: AbortSignal): RunningController {
+  const kc = loadKubeConfig(opts.kubeconfig);
+  const client = KubeClient.fromKubeConfig(kc, {
+    qps: opts.qps,
+    burst: opts.burst,
+    onRequest: observeRestClientRequest,
+  });
+  const log = opts.logger;
+  const recorder = new EventRecorder({ client, logger: log });
+  const controller = new DaemonSetController({ client, recorder, logger: log, workers: opts.workers });
+  let synced = false;
+
+  const informers = controller.startInformers(signal);
+  const cacheSync = controller.waitForCacheSync(signal).then((ok) => {
+    synced = ok;
+    if (ok) log.info('caches synced');
+    return ok;
+  });
+
+  const lead = async (leaderSignal: AbortSignal) => {
+    if (!(await cacheSync)) return;
+    log.info({ workers: opts.workers }, 'starting workers');
+    await controller.runWorkers(leaderSignal);
+  };
+
+  const done = (async () => {
+    let lostLeadership = false;
+    if (opts.leaderElect) {
+      const elector = new LeaderElector({
+        client,
+        namespace: opts.leaderElectionNamespace ?? currentNamespace(kc),
+        name: opts.leaderElectionId,
+        leaseDurationMs: opts.leaseDurationMs,
+        renewDeadlineMs: opts.renewDeadlineMs,
+        retryPeriodMs: opts.retryPeriodMs,
+        logger: log,
+        callbacks: {
+          onStartedLeading: lead,
+          onNewLeader: (identity) => log.info({ leader: identity }, 'new leader observed'),
+        },
+      });
+      await elector.run(signal);
+      // As controller-runtime: a replica that loses its lease exits, so it can never act on a
+      // stale belief that it still leads; the Deployment restarts it as a follower.
+      lostLeadership = !signal.aborted;
+    } else {
+      await lead(signal);
+    }
+    await recorder.flush();
+    await Promise.allSettled(informers);
+    client.close();
+    return { lostLeadership };
+  })();
+
+  return { synced: () => synced, done, client };
+}

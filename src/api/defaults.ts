@@ -1,0 +1,302 @@
+// Defaulting of apps.kruise.io/v1alpha1 DaemonSet, as pure functions over plain JSON.
+//
+// 1. Kruise's SetDefaultsDaemonSet (apis/apps/defaults/v1alpha1.go), exactly.
+// 2. Beyond Kruise: a new or changed pod template is defaulted as kube-apiserver defaults the template of an
+//    apps/v1 DaemonSet (pkg/apis/apps/v1 SetObjectDefaults_DaemonSet → core/v1 SetDefaults_PodSpec, _Container,
+//    _Probe, _Volume ...), plus the two artifacts of its typed serialization that `kubectl get -o yaml` shows
+//    (`resources: {}` on containers, `divisor: "0"` on resourceFieldRef) and canonical quantity strings.
+//    Pod-only defaults (requests from limits, enableServiceLinks, hostNetwork hostPorts) do not apply to
+//    templates upstream, so not here either.
+//
+// Input objects may not match the schema yet (the apiserver checks it after mutating webhooks), so every
+// accessor tolerates wrong types: a field of the wrong type is left alone for validation to report.
+import fastJsonPatch from 'fast-json-patch';
+import type { Operation } from 'fast-json-patch';
+import { DEFAULT_BURST_REPLICAS, DEFAULT_REVISION_HISTORY_LIMIT } from './constants.ts';
+import { defaultImagePullPolicy } from './image.ts';
+import { formatQuantity, quantityFromJSON, roundUpToMilli } from './quantity.ts';
+
+export type JsonObject = Record<string, unknown>;
+
+export function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The object at obj[key], created as {} when absent/null; undefined when a non-object is there. */
+function ensureObject(obj: JsonObject, key: string): JsonObject | undefined {
+  const v = obj[key];
+  if (v === undefined || v === null) {
+    const created: JsonObject = {};
+    obj[key] = created;
+    return created;
+  }
+  return isObject(v) ? v : undefined;
+}
+
+const objectAt = (obj: JsonObject, key: string): JsonObject | undefined => {
+  const v = obj[key];
+  return isObject(v) ? v : undefined;
+};
+
+const objectsIn = (obj: JsonObject, key: string): JsonObject[] => {
+  const v = obj[key];
+  return Array.isArray(v) ? v.filter(isObject) : [];
+};
+
+/** Go pointer fields: default when absent or null. */
+function setIfNil(obj: JsonObject, key: string, value: unknown): void {
+  if (obj[key] === undefined || obj[key] === null) obj[key] = value;
+}
+
+/** Go value fields (string, int): default when absent, null or the zero value. */
+function setIfZero(obj: JsonObject, key: string, value: unknown): void {
+  const v = obj[key];
+  if (v === undefined || v === null || v === '' || v === 0) obj[key] = value;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Kruise SetDefaultsDaemonSet
+
+/** Kruise's SetDefaultsDaemonSet on `ds` (mutated in place). */
+export function setDefaultsDaemonSet(ds: JsonObject): void {
+  const spec = ensureObject(ds, 'spec');
+  if (!spec) return;
+  setIfNil(spec, 'burstReplicas', DEFAULT_BURST_REPLICAS);
+  const strategy = ensureObject(spec, 'updateStrategy');
+  if (strategy) {
+    setIfZero(strategy, 'type', 'RollingUpdate');
+    if (strategy.type === 'RollingUpdate') {
+      const ru = ensureObject(strategy, 'rollingUpdate');
+      if (ru) {
+        if (ru.rollingUpdateType === 'Surging') {
+          setIfNil(ru, 'maxSurge', 1);
+          setIfNil(ru, 'maxUnavailable', 0);
+        }
+        if (ru.rollingUpdateType === undefined || ru.rollingUpdateType === null || ru.rollingUpdateType === '' || ru.rollingUpdateType === 'Surging')
+          ru.rollingUpdateType = 'Standard';
+        const unset = (k: string) => ru[k] === undefined || ru[k] === null;
+        if (unset('maxUnavailable') && unset('maxSurge')) {
+          ru.maxUnavailable = 1;
+          ru.maxSurge = 0;
+        }
+      }
+    }
+  }
+  setIfNil(spec, 'revisionHistoryLimit', DEFAULT_REVISION_HISTORY_LIMIT);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// apps/v1 pod template defaults
+
+/** A ResourceList: quantities in canonical form; `roundUp` applies SetDefaults_ResourceList (milli). */
+function defaultResourceList(list: unknown, roundUp: boolean): void {
+  if (!isObject(list)) return;
+  for (const [name, raw] of Object.entries(list)) {
+    const q = quantityFromJSON(raw);
+    if (typeof q === 'string') continue; // unparseable: left for validation to report
+    list[name] = formatQuantity(roundUp ? roundUpToMilli(q) : q);
+  }
+}
+
+function canonicalQuantityField(obj: JsonObject, key: string): void {
+  if (obj[key] === undefined || obj[key] === null) return;
+  const q = quantityFromJSON(obj[key]);
+  if (typeof q !== 'string') obj[key] = formatQuantity(q);
+}
+
+function defaultObjectFieldSelector(ref: unknown): void {
+  if (isObject(ref)) setIfZero(ref, 'apiVersion', 'v1');
+}
+
+/** ResourceFieldSelector.divisor is a non-pointer Quantity: typed serialization writes "0" when unset. */
+function defaultResourceFieldSelector(ref: unknown): void {
+  if (!isObject(ref)) return;
+  setIfNil(ref, 'divisor', '0');
+  canonicalQuantityField(ref, 'divisor');
+}
+
+function defaultHTTPGetAction(action: unknown): void {
+  if (!isObject(action)) return;
+  setIfZero(action, 'path', '/');
+  setIfZero(action, 'scheme', 'HTTP');
+}
+
+function defaultProbe(probe: unknown): void {
+  if (!isObject(probe)) return;
+  setIfZero(probe, 'timeoutSeconds', 1);
+  setIfZero(probe, 'periodSeconds', 10);
+  setIfZero(probe, 'successThreshold', 1);
+  setIfZero(probe, 'failureThreshold', 3);
+  defaultHTTPGetAction(probe.httpGet);
+  const grpc = objectAt(probe, 'grpc');
+  if (grpc) setIfNil(grpc, 'service', '');
+}
+
+function defaultContainer(c: JsonObject): void {
+  // SetDefaults_Container
+  if (c.imagePullPolicy === undefined || c.imagePullPolicy === null || c.imagePullPolicy === '')
+    c.imagePullPolicy = defaultImagePullPolicy(typeof c.image === 'string' ? c.image : '');
+  setIfZero(c, 'terminationMessagePath', '/dev/termination-log');
+  setIfZero(c, 'terminationMessagePolicy', 'File');
+  for (const port of objectsIn(c, 'ports')) setIfZero(port, 'protocol', 'TCP');
+  for (const env of objectsIn(c, 'env')) {
+    const from = objectAt(env, 'valueFrom');
+    if (!from) continue;
+    defaultObjectFieldSelector(from.fieldRef);
+    defaultResourceFieldSelector(from.resourceFieldRef);
+  }
+  // Container.resources is a non-pointer struct: always serialized, `{}` when empty.
+  const resources = ensureObject(c, 'resources');
+  if (resources) {
+    defaultResourceList(resources.limits, true);
+    defaultResourceList(resources.requests, true);
+  }
+  defaultProbe(c.livenessProbe);
+  defaultProbe(c.readinessProbe);
+  defaultProbe(c.startupProbe);
+  const lifecycle = objectAt(c, 'lifecycle');
+  if (lifecycle) {
+    for (const hook of ['postStart', 'preStop']) {
+      const handler = objectAt(lifecycle, hook);
+      if (handler) defaultHTTPGetAction(handler.httpGet);
+    }
+  }
+}
+
+/** Keys of core/v1 VolumeSource: a volume with none of them becomes an emptyDir. */
+const VOLUME_SOURCES = [
+  'hostPath', 'emptyDir', 'gcePersistentDisk', 'awsElasticBlockStore', 'gitRepo', 'secret', 'nfs', 'iscsi',
+  'glusterfs', 'persistentVolumeClaim', 'rbd', 'flexVolume', 'cinder', 'cephfs', 'flocker', 'downwardAPI', 'fc',
+  'azureFile', 'configMap', 'vsphereVolume', 'quobyte', 'azureDisk', 'photonPersistentDisk', 'projected',
+  'portworxVolume', 'scaleIO', 'storageos', 'csi', 'ephemeral', 'image',
+]; // prettier-ignore
+
+const DEFAULT_MODE = 0o644; // 420: secret, configMap, downwardAPI, projected
+
+function defaultDownwardAPIItems(source: JsonObject): void {
+  for (const item of objectsIn(source, 'items')) {
+    defaultObjectFieldSelector(item.fieldRef);
+    defaultResourceFieldSelector(item.resourceFieldRef);
+  }
+}
+
+function defaultVolume(v: JsonObject): void {
+  if (!VOLUME_SOURCES.some((k) => v[k] !== undefined && v[k] !== null)) v.emptyDir = {};
+  const hostPath = objectAt(v, 'hostPath');
+  if (hostPath) setIfNil(hostPath, 'type', '');
+  const emptyDir = objectAt(v, 'emptyDir');
+  if (emptyDir) canonicalQuantityField(emptyDir, 'sizeLimit');
+  const secret = objectAt(v, 'secret');
+  if (secret) setIfNil(secret, 'defaultMode', DEFAULT_MODE);
+  const iscsi = objectAt(v, 'iscsi');
+  if (iscsi) setIfZero(iscsi, 'iscsiInterface', 'default');
+  const rbd = objectAt(v, 'rbd');
+  if (rbd) {
+    setIfZero(rbd, 'pool', 'rbd');
+    setIfZero(rbd, 'user', 'admin');
+    setIfZero(rbd, 'keyring', '/etc/ceph/keyring');
+  }
+  const downwardAPI = objectAt(v, 'downwardAPI');
+  if (downwardAPI) {
+    setIfNil(downwardAPI, 'defaultMode', DEFAULT_MODE);
+    defaultDownwardAPIItems(downwardAPI);
+  }
+  const configMap = objectAt(v, 'configMap');
+  if (configMap) setIfNil(configMap, 'defaultMode', DEFAULT_MODE);
+  const azureDisk = objectAt(v, 'azureDisk');
+  if (azureDisk) {
+    setIfNil(azureDisk, 'cachingMode', 'ReadWrite');
+    setIfNil(azureDisk, 'kind', 'Shared');
+    setIfNil(azureDisk, 'fsType', 'ext4');
+    setIfNil(azureDisk, 'readOnly', false);
+  }
+  const projected = objectAt(v, 'projected');
+  if (projected) {
+    setIfNil(projected, 'defaultMode', DEFAULT_MODE);
+    for (const source of objectsIn(projected, 'sources')) {
+      const dapi = objectAt(source, 'downwardAPI');
+      if (dapi) defaultDownwardAPIItems(dapi);
+      const token = objectAt(source, 'serviceAccountToken');
+      if (token) setIfNil(token, 'expirationSeconds', 3600);
+    }
+  }
+  const scaleIO = objectAt(v, 'scaleIO');
+  if (scaleIO) {
+    setIfZero(scaleIO, 'storageMode', 'ThinProvisioned');
+    setIfZero(scaleIO, 'fsType', 'xfs');
+  }
+  const claimSpec = objectAt(objectAt(objectAt(v, 'ephemeral') ?? {}, 'volumeClaimTemplate') ?? {}, 'spec');
+  if (claimSpec) {
+    setIfNil(claimSpec, 'volumeMode', 'Filesystem');
+    const resources = ensureObject(claimSpec, 'resources');
+    if (resources) {
+      defaultResourceList(resources.limits, true);
+      defaultResourceList(resources.requests, true);
+    }
+  }
+  const image = objectAt(v, 'image');
+  if (image && (image.pullPolicy === undefined || image.pullPolicy === null || image.pullPolicy === '')) {
+    // SetDefaults_Volume (ImageVolume feature): the same rule as containers.
+    image.pullPolicy = defaultImagePullPolicy(typeof image.reference === 'string' ? image.reference : '');
+  }
+}
+
+/** SetObjectDefaults_DaemonSet's template part, on `template` (mutated in place). */
+export function setDefaultsPodTemplate(template: JsonObject): void {
+  const spec = ensureObject(template, 'spec');
+  if (!spec) return;
+  // SetDefaults_PodSpec
+  setIfZero(spec, 'dnsPolicy', 'ClusterFirst');
+  setIfZero(spec, 'restartPolicy', 'Always');
+  setIfNil(spec, 'securityContext', {});
+  setIfNil(spec, 'terminationGracePeriodSeconds', 30);
+  setIfZero(spec, 'schedulerName', 'default-scheduler');
+  for (const v of objectsIn(spec, 'volumes')) defaultVolume(v);
+  for (const c of objectsIn(spec, 'initContainers')) defaultContainer(c);
+  for (const c of objectsIn(spec, 'containers')) defaultContainer(c);
+  for (const c of objectsIn(spec, 'ephemeralContainers')) defaultContainer(c);
+  defaultResourceList(spec.overhead, true);
+  const podResources = objectAt(spec, 'resources');
+  if (podResources) {
+    defaultResourceList(podResources.limits, false);
+    defaultResourceList(podResources.requests, false);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The whole object
+
+/** Order-insensitive deep equality of JSON values. */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a)) {
+    return Array.isArray(b) && a.length === b.length && a.every((x, i) => jsonEqual(x, b[i]));
+  }
+  if (isObject(a) && isObject(b)) {
+    const ka = Object.keys(a);
+    if (ka.length !== Object.keys(b).length) return false;
+    return ka.every((k) => Object.hasOwn(b, k) && jsonEqual(a[k], b[k]));
+  }
+  return false;
+}
+
+/**
+ * The defaulted copy of a DaemonSet (the input is not modified). The template is defaulted only when it is new
+ * (no old object) or differs from the old object's template, so stored templates, and with them the revision
+ * hash, never change behind the user's back.
+ */
+export function defaultDaemonSet(obj: JsonObject, oldObj?: JsonObject): JsonObject {
+  const out = structuredClone(obj);
+  setDefaultsDaemonSet(out);
+  const spec = objectAt(out, 'spec');
+  const template = spec ? objectAt(spec, 'template') : undefined;
+  const oldSpec = oldObj ? objectAt(oldObj, 'spec') : undefined;
+  const oldTemplate = oldSpec ? oldSpec.template : undefined;
+  if (template && (!oldObj || !jsonEqual(template, oldTemplate))) setDefaultsPodTemplate(template);
+  return out;
+}
+
+/** JSON patch (RFC 6902) from the raw object to its defaulted form; empty when nothing changed. */
+export function defaultingPatch(obj: JsonObject, oldObj?: JsonObject): Operation[] {
+  return fastJsonPatch.compare(obj, defaultDaemonSet(obj, oldObj));
+}

@@ -1,0 +1,190 @@
+// Field errors and the Invalid status, in the exact text format of k8s.io/apimachinery
+// (util/validation/field/errors.go and api/errors.NewInvalid), so messages read as the apiserver's own.
+
+export type FieldErrorType =
+  | 'FieldValueNotFound'
+  | 'FieldValueRequired'
+  | 'FieldValueDuplicate'
+  | 'FieldValueInvalid'
+  | 'FieldValueNotSupported'
+  | 'FieldValueForbidden'
+  | 'FieldValueTooLong'
+  | 'FieldValueTooMany'
+  | 'InternalError'
+  | 'FieldValueTypeInvalid';
+
+export interface FieldError {
+  type: FieldErrorType;
+  /** Dotted path with [i] / [key] subscripts, as field.Path.String(). */
+  field: string;
+  badValue?: unknown;
+  detail: string;
+}
+
+const TYPE_TEXT: Record<FieldErrorType, string> = {
+  FieldValueNotFound: 'Not found',
+  FieldValueRequired: 'Required value',
+  FieldValueDuplicate: 'Duplicate value',
+  FieldValueInvalid: 'Invalid value',
+  FieldValueNotSupported: 'Unsupported value',
+  FieldValueForbidden: 'Forbidden',
+  FieldValueTooLong: 'Too long',
+  FieldValueTooMany: 'Too many',
+  InternalError: 'Internal error',
+  FieldValueTypeInvalid: 'Invalid value',
+};
+
+/** A field.Path built by chaining, e.g. `path('spec').child('template', 'spec').index(0).key('cpu')`. */
+export class FieldPath {
+  private constructor(private readonly text: string) {}
+  static root(name: string): FieldPath {
+    return new FieldPath(name);
+  }
+  child(...names: string[]): FieldPath {
+    return new FieldPath([this.text, ...names].join('.'));
+  }
+  index(i: number): FieldPath {
+    return new FieldPath(`${this.text}[${i}]`);
+  }
+  key(k: string): FieldPath {
+    return new FieldPath(`${this.text}[${k}]`);
+  }
+  toString(): string {
+    return this.text;
+  }
+}
+
+export const path = (name: string, ...more: string[]) => FieldPath.root(name).child(...more);
+
+export const invalid = (p: FieldPath, badValue: unknown, detail: string): FieldError => ({
+  type: 'FieldValueInvalid',
+  field: p.toString(),
+  badValue,
+  detail,
+});
+export const typeInvalid = (p: FieldPath, badValue: unknown, detail: string): FieldError => ({
+  type: 'FieldValueTypeInvalid',
+  field: p.toString(),
+  badValue,
+  detail,
+});
+export const required = (p: FieldPath, detail = ''): FieldError => ({
+  type: 'FieldValueRequired',
+  field: p.toString(),
+  badValue: '',
+  detail,
+});
+export const forbidden = (p: FieldPath, detail: string): FieldError => ({
+  type: 'FieldValueForbidden',
+  field: p.toString(),
+  badValue: '',
+  detail,
+});
+export const duplicate = (p: FieldPath, badValue: unknown): FieldError => ({
+  type: 'FieldValueDuplicate',
+  field: p.toString(),
+  badValue,
+  detail: '',
+});
+export const notFound = (p: FieldPath, badValue: unknown): FieldError => ({
+  type: 'FieldValueNotFound',
+  field: p.toString(),
+  badValue,
+  detail: '',
+});
+export const notSupported = (p: FieldPath, badValue: unknown, validValues: readonly string[]): FieldError => ({
+  type: 'FieldValueNotSupported',
+  field: p.toString(),
+  badValue,
+  detail: validValues.length ? `supported values: ${validValues.map((v) => JSON.stringify(v)).join(', ')}` : '',
+});
+export const tooLong = (p: FieldPath, badValue: unknown, maxLength: number): FieldError => ({
+  type: 'FieldValueTooLong',
+  field: p.toString(),
+  badValue,
+  detail: `must have at most ${maxLength} bytes`,
+});
+
+/**
+ * How Go's fmt prints a bad value: strings quoted (%q), numbers and booleans bare, null as "null". Objects
+ * and arrays are printed as JSON rather than Go's %#v struct dump, which would name internal Go types.
+ */
+export function formatBadValue(value: unknown): string {
+  if (value === null || value === undefined) return 'null';
+  if (typeof value === 'string') return goQuote(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return JSON.stringify(value);
+}
+
+/** strconv.Quote for the common cases: JSON string escaping matches it for printable text. */
+function goQuote(s: string): string {
+  return JSON.stringify(s);
+}
+
+/** field.Error.ErrorBody(): the message without the field path. */
+export function errorBody(e: FieldError): string {
+  let s: string;
+  switch (e.type) {
+    case 'FieldValueRequired':
+    case 'FieldValueForbidden':
+    case 'FieldValueTooLong':
+    case 'InternalError':
+      s = TYPE_TEXT[e.type];
+      break;
+    default:
+      s = `${TYPE_TEXT[e.type]}: ${formatBadValue(e.badValue)}`;
+  }
+  if (e.detail) s += `: ${e.detail}`;
+  return s;
+}
+
+/** field.Error.Error(): `path: body`. */
+export function errorString(e: FieldError): string {
+  return `${e.field}: ${errorBody(e)}`;
+}
+
+/** ErrorList.ToAggregate().Error(): duplicates dropped; one error bare, several in brackets. */
+export function aggregateMessage(errors: readonly FieldError[]): string {
+  const seen = new Set<string>();
+  for (const e of errors) seen.add(errorString(e));
+  const msgs = [...seen];
+  if (msgs.length === 1) return msgs[0] ?? '';
+  return `[${msgs.join(', ')}]`;
+}
+
+export interface StatusCause {
+  reason: FieldErrorType;
+  message: string;
+  field: string;
+}
+
+/** metav1.Status as the apiserver writes it. */
+export interface Status {
+  metadata: Record<string, never>;
+  status: 'Failure' | 'Success';
+  message: string;
+  reason?: string;
+  details?: { name?: string; group?: string; kind?: string; causes?: StatusCause[] };
+  code: number;
+}
+
+/** errors.NewInvalid(qualifiedKind, name, errs).ErrStatus. */
+export function invalidStatus(group: string, kind: string, name: string, errors: readonly FieldError[]): Status {
+  const qualified = group ? `${kind}.${group}` : kind;
+  const message = errors.length
+    ? `${qualified} ${goQuote(name)} is invalid: ${aggregateMessage(errors)}`
+    : `${qualified} ${goQuote(name)} is invalid`;
+  return {
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason: 'Invalid',
+    details: {
+      name,
+      group,
+      kind,
+      causes: errors.map((e) => ({ reason: e.type, message: errorBody(e), field: e.field })),
+    },
+    code: 422,
+  };
+}

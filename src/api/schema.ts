@@ -1,0 +1,288 @@
+// The apps.kruise.io/v1alpha1 DaemonSet schema: the one source of truth for the TypeScript types (types.ts),
+// the CRD's openAPIV3Schema (gen-crd.ts) and the ajv structural check (validation.ts).
+// Every node is written so that it is already a valid Kubernetes *structural* schema once TypeBox's symbol
+// keys are dropped: no patternProperties (so no Type.Record), no const (so enums are plain strings whose
+// values are checked by the validating webhook, as Kruise does), IntOrString in the int-or-string form.
+import { Type, type SchemaOptions, type Static } from '@sinclair/typebox';
+import type { ObjectMeta, PodTemplateSpec } from '../k8s/types.ts';
+
+/** Kruise/k8s IntOrString: a JSON integer or a string ("N%"), in the form the structural-schema rules demand. */
+export const IntOrStringSchema = (description: string) =>
+  Type.Unsafe<number | string>({
+    anyOf: [{ type: 'integer' }, { type: 'string' }],
+    'x-kubernetes-int-or-string': true,
+    description,
+  });
+
+/** A string whose allowed values are checked by the webhook (the CRD stays permissive, as Kruise's does). */
+const StringEnum = <const T extends readonly string[]>(_values: T, options: SchemaOptions) =>
+  Type.Unsafe<T[number]>({ type: 'string', ...options });
+
+/** map[string]string: additionalProperties with a schema is structural; patternProperties is not. */
+const StringMap = (description: string) =>
+  Type.Unsafe<Record<string, string>>({ type: 'object', additionalProperties: { type: 'string' }, description });
+
+const Int32 = (description: string, options: SchemaOptions = {}) =>
+  Type.Integer({ format: 'int32', description, ...options });
+
+const StringList = (description: string) => Type.Array(Type.String(), { description });
+
+export const UPDATE_STRATEGY_TYPES = ['RollingUpdate', 'OnDelete'] as const;
+/** v1alpha1 accepts the deprecated `Surging`; the defaulter rewrites it to `Standard`. */
+export const ROLLING_UPDATE_TYPES = ['Standard', 'Surging', 'InPlaceIfPossible'] as const;
+export const SELECTOR_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
+export const CONDITION_STATUSES = ['True', 'False', 'Unknown'] as const;
+
+export const LabelSelectorRequirementSchema = Type.Object(
+  {
+    key: Type.String({ description: 'key is the label key that the selector applies to.' }),
+    operator: StringEnum(SELECTOR_OPERATORS, {
+      description:
+        "operator represents a key's relationship to a set of values.\nValid operators are In, NotIn, Exists and DoesNotExist.",
+    }),
+    values: Type.Optional(
+      Type.Array(Type.String(), {
+        description:
+          'values is an array of string values. If the operator is In or NotIn,\nthe values array must be non-empty. If the operator is Exists or DoesNotExist,\nthe values array must be empty.',
+        'x-kubernetes-list-type': 'atomic',
+      }),
+    ),
+  },
+  {
+    description:
+      'A label selector requirement is a selector that contains values, a key, and an operator that\nrelates the key and values.',
+  },
+);
+
+/** metav1.LabelSelector; `description` says what it selects (pods or nodes). */
+export const LabelSelectorSchema = (description: string) =>
+  Type.Object(
+    {
+      matchExpressions: Type.Optional(
+        Type.Array(LabelSelectorRequirementSchema, {
+          description: 'matchExpressions is a list of label selector requirements. The requirements are ANDed.',
+          'x-kubernetes-list-type': 'atomic',
+        }),
+      ),
+      matchLabels: Type.Optional(
+        StringMap(
+          'matchLabels is a map of {key,value} pairs. A single {key,value} in the matchLabels\nmap is equivalent to an element of matchExpressions, whose key field is "key", the\noperator is "In", and the values array contains only "value". The requirements are ANDed.',
+        ),
+      ),
+    },
+    { description, 'x-kubernetes-map-type': 'atomic' },
+  );
+
+export const RollingUpdateDaemonSetSchema = Type.Object(
+  {
+    rollingUpdateType: Type.Optional(
+      StringEnum(ROLLING_UPDATE_TYPES, {
+        description:
+          'Type is to specify which kind of rollingUpdate: Standard (delete the old pod, then create the new one, or\nsurge first when maxSurge > 0), InPlaceIfPossible (update the pod in place when only images, labels or\nannotations changed, else recreate). Deprecated Surging is rewritten to Standard. Defaults to Standard.',
+      }),
+    ),
+    maxUnavailable: Type.Optional(
+      IntOrStringSchema(
+        'The maximum number of DaemonSet pods that can be unavailable during the\nupdate. Value can be an absolute number (ex: 5) or a percentage of total\nnumber of DaemonSet pods at the start of the update (ex: 10%). Absolute\nnumber is calculated from percentage by rounding up.\nThis cannot be 0 if MaxSurge is 0.\nDefault value is 1.',
+      ),
+    ),
+    maxSurge: Type.Optional(
+      IntOrStringSchema(
+        'The maximum number of nodes with an existing available DaemonSet pod that\ncan have an updated DaemonSet pod during an update.\nValue can be an absolute number (ex: 5) or a percentage of desired pods (ex: 10%).\nThis can not be 0 if MaxUnavailable is 0, and must be 0 when MaxUnavailable is not 0\nor the type is InPlaceIfPossible.\nAbsolute number is calculated from percentage by rounding up.\nDefault value is 0.',
+      ),
+    ),
+    selector: Type.Optional(
+      LabelSelectorSchema(
+        "A label query over nodes that are managed by the daemon set RollingUpdate.\nOnly pods on nodes whose labels match are updated; pods on other nodes keep\ntheir current revision until the selector changes.",
+      ),
+    ),
+    partition: Type.Optional(
+      IntOrStringSchema(
+        'The number of DaemonSet pods (nodes) that remain at the old revision during the update.\nValue can be an absolute number (ex: 5) or a percentage of status.desiredNumberScheduled (ex: 10%),\nrounded down. Must be >= 0 and at most 100%.\nDefault value is 0 (every pod is updated). Nodes are chosen in descending node-name order.',
+      ),
+    ),
+    paused: Type.Optional(
+      Type.Boolean({
+        description:
+          'Indicates that the rolling update is paused: the controller keeps creating and deleting pods\nfor node changes but does not update existing pods to the new revision.',
+      }),
+    ),
+  },
+  { description: 'Rolling update config params. Present only if type = "RollingUpdate".' },
+);
+
+export const DaemonSetUpdateStrategySchema = Type.Object(
+  {
+    type: Type.Optional(
+      StringEnum(UPDATE_STRATEGY_TYPES, {
+        description: 'Type of daemon set update. Can be "RollingUpdate" or "OnDelete". Default is RollingUpdate.',
+      }),
+    ),
+    rollingUpdate: Type.Optional(RollingUpdateDaemonSetSchema),
+  },
+  { description: 'An update strategy to replace existing DaemonSet pods with new pods.' },
+);
+
+export const LifecycleHookSchema = (description: string) =>
+  Type.Object(
+    {
+      labelsHandler: Type.Optional(
+        StringMap('The pod is hooked while any of these labels is present with the given value.'),
+      ),
+      finalizersHandler: Type.Optional(
+        StringList('The pod is hooked while any of these finalizers is present on it.'),
+      ),
+      markPodNotReady: Type.Optional(
+        Type.Boolean({
+          description:
+            "MarkPodNotReady = true means:\n- Pod will be set to 'NotReady' at preparingDelete/preparingUpdate state.\n- Pod will be restored to 'Ready' at Updated state if it was set to 'NotReady' at preparingUpdate state.\nCurrently, MarkPodNotReady only takes effect on InPlaceUpdate & PreDelete hook.\nDefault to false.",
+        }),
+      ),
+    },
+    { description },
+  );
+
+export const LifecycleSchema = Type.Object(
+  {
+    preDelete: Type.Optional(LifecycleHookSchema('PreDelete is the hook before Pod to be deleted.')),
+    inPlaceUpdate: Type.Optional(
+      LifecycleHookSchema(
+        'InPlaceUpdate is the hook before Pod to update and after Pod has been updated.\nNot supported by Advanced DaemonSet: setting it is rejected.',
+      ),
+    ),
+    preNormal: Type.Optional(
+      LifecycleHookSchema(
+        'PreNormal is the hook after Pod to be created and ready to be Normal.\nAccepted but ignored by Advanced DaemonSet.',
+      ),
+    ),
+  },
+  {
+    description:
+      'Lifecycle defines the lifecycle hooks for Pods pre-delete, in-place update.\nCurrently, we only support pre-delete hook for Advanced DaemonSet.',
+  },
+);
+
+/** The pod template is schemaless in the CRD, as in Kruise: validated by the webhook, stored as written. */
+export const PodTemplateSpecSchema = Type.Unsafe<PodTemplateSpec>({
+  type: 'object',
+  'x-kubernetes-preserve-unknown-fields': true,
+  description:
+    "An object that describes the pod that will be created.\nThe DaemonSet will create exactly one copy of this pod on every node\nthat matches the template's node selector (or on every node if no node\nselector is specified).\nMore info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#pod-template",
+});
+
+export const DaemonSetSpecSchema = Type.Object(
+  {
+    selector: LabelSelectorSchema(
+      "A label query over pods that are managed by the daemon set.\nMust match in order to be controlled.\nIt must match the pod template's labels.\nMore info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
+    ),
+    template: PodTemplateSpecSchema,
+    updateStrategy: Type.Optional(DaemonSetUpdateStrategySchema),
+    minReadySeconds: Type.Optional(
+      Int32(
+        'The minimum number of seconds for which a newly created DaemonSet pod should\nbe ready without any of its container crashing, for it to be considered\navailable. Defaults to 0 (pod will be considered available as soon as it\nis ready).',
+      ),
+    ),
+    burstReplicas: Type.Optional(
+      IntOrStringSchema(
+        'BurstReplicas is a rate limiter for booting pods on a lot of pods: the maximum number of pod\ncreations, deletions and in-place updates in one sync. Value can be an absolute number or a\npercentage of status.desiredNumberScheduled, rounded down.\nThe default value is 250.',
+      ),
+    ),
+    revisionHistoryLimit: Type.Optional(
+      Int32(
+        'The number of old history to retain to allow rollback.\nThis is a pointer to distinguish between explicit zero and not specified.\nDefaults to 10.',
+      ),
+    ),
+    lifecycle: Type.Optional(LifecycleSchema),
+  },
+  { description: 'DaemonSetSpec defines the desired state of DaemonSet' },
+);
+
+export const DaemonSetConditionSchema = Type.Object(
+  {
+    type: Type.String({ description: 'Type of DaemonSet condition.' }),
+    status: StringEnum(CONDITION_STATUSES, { description: 'Status of the condition, one of True, False, Unknown.' }),
+    lastTransitionTime: Type.Optional(
+      Type.String({ format: 'date-time', description: 'Last time the condition transitioned from one status to another.' }),
+    ),
+    reason: Type.Optional(Type.String({ description: "The reason for the condition's last transition." })),
+    message: Type.Optional(
+      Type.String({ description: 'A human readable message indicating details about the transition.' }),
+    ),
+  },
+  { description: 'DaemonSetCondition describes the state of a DaemonSet at a certain point.' },
+);
+
+export const DaemonSetStatusSchema = Type.Object(
+  {
+    currentNumberScheduled: Int32(
+      'The number of nodes that are running at least 1\ndaemon pod and are supposed to run the daemon pod.',
+    ),
+    numberMisscheduled: Int32(
+      'The number of nodes that are running the daemon pod, but are\nnot supposed to run the daemon pod.',
+    ),
+    desiredNumberScheduled: Int32(
+      'The total number of nodes that should be running the daemon\npod (including nodes correctly running the daemon pod).',
+    ),
+    numberReady: Int32(
+      'The number of nodes that should be running the daemon pod and have one\nor more of the daemon pod running and ready.',
+    ),
+    observedGeneration: Type.Optional(
+      Type.Integer({ format: 'int64', description: 'The most recent generation observed by the daemon set controller.' }),
+    ),
+    updatedNumberScheduled: Int32('The total number of nodes that are running updated daemon pod'),
+    numberAvailable: Type.Optional(
+      Int32(
+        'The number of nodes that should be running the\ndaemon pod and have one or more of the daemon pod running and\navailable (ready for at least spec.minReadySeconds)',
+      ),
+    ),
+    numberUnavailable: Type.Optional(
+      Int32(
+        'The number of nodes that should be running the\ndaemon pod and have none of the daemon pod running and available\n(ready for at least spec.minReadySeconds)',
+      ),
+    ),
+    collisionCount: Type.Optional(
+      Int32(
+        'Count of hash collisions for the DaemonSet. The DaemonSet controller\nuses this field as a collision avoidance mechanism when it needs to\ncreate the name for the newest ControllerRevision.',
+      ),
+    ),
+    conditions: Type.Optional(
+      Type.Array(DaemonSetConditionSchema, {
+        description: "Represents the latest available observations of a DaemonSet's current state.",
+      }),
+    ),
+    daemonSetHash: Type.String({
+      description:
+        'DaemonSetHash is the controller-revision-hash, which represents the latest version of the DaemonSet.',
+    }),
+  },
+  { description: 'DaemonSetStatus defines the observed state of DaemonSet' },
+);
+
+/** ObjectMeta is validated by the apiserver itself; a CRD may only say `type: object` here. */
+const ObjectMetaSchema = Type.Unsafe<ObjectMeta>({ type: 'object' });
+
+export const DaemonSetSchema = Type.Object(
+  {
+    apiVersion: Type.Optional(
+      Type.String({
+        description:
+          'APIVersion defines the versioned schema of this representation of an object.\nServers should convert recognized schemas to the latest internal value, and\nmay reject unrecognized values.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources',
+      }),
+    ),
+    kind: Type.Optional(
+      Type.String({
+        description:
+          'Kind is a string value representing the REST resource this object represents.\nServers may infer this from the endpoint the client submits requests to.\nCannot be updated.\nIn CamelCase.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds',
+      }),
+    ),
+    metadata: ObjectMetaSchema,
+    spec: DaemonSetSpecSchema,
+    status: Type.Optional(DaemonSetStatusSchema),
+  },
+  {
+    description:
+      'DaemonSet (Advanced DaemonSet) runs one pod per eligible node, like apps/v1 DaemonSet, with\npartitioned, paused, node-selected, surging and in-place rolling updates and lifecycle hooks.',
+  },
+);
+
+export type DaemonSetSchemaType = Static<typeof DaemonSetSchema>;

@@ -1,0 +1,22 @@
+// Keys and values the planner reads and writes (kruise-ads-spec.md §2). The API's names come from
+// src/api/constants.ts; only planner-specific ones are defined here.
+export {
+  API_VERSION as DAEMONSET_API_VERSION,
+  KIND as DAEMONSET_KIND,
+  CONTROLLER_REVISION_HASH_LABEL,
+  POD_TEMPLATE_GENERATION_LABEL,
+  DEPRECATED_TEMPLATE_GENERATION_ANNOTATION,
+  PROGRESSIVE_CREATE_POD_ANNOTATION,
+  KRUISE_POD_READY,
+  IN_PLACE_UPDATE_READY,
+  LIFECYCLE_STATE_LABEL,
+  LIFECYCLE_TIMESTAMP_ANNOTATION,
+  INPLACE_UPDATE_STATE_ANNOTATION,
+  INPLACE_UPDATE_STATE_ANNOTATION_OLD,
+  DEFAULT_BURST_REPLICAS,
+  DEFAULT_REVISION_HISTORY_LIMIT,
+} from '../api/constants.ts';
+
+export const LIFECYCLE_STATE_PREPARING_DELETE = 'PreparingDelete';
+/** spec.schedulerName when pods are bound by the controller (--assign-pods-by-scheduler=false). */
+export const DAEMONSET_CONTROLLER_SCHEDULER = 'kubernetes.io/daemonset-controller';

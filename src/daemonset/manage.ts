@@ -1,0 +1,286 @@
+// manage / podsShouldBeOnNode / syncNodes (kruise daemonset_controller.go, upstream daemon_controller.go):
+// one pod per eligible node, failed pods replaced with per-node backoff, excess pods trimmed, pods on nodes that no
+// longer qualify removed, lifecycle preDelete hooks honoured, burstReplicas cap.
+import type { Pod } from '../k8s/types.ts';
+import { isPodAvailable, isPodReady, podAvailableWaitingTimeMs } from '../k8s/pod.ts';
+import {
+  backoffNext,
+  backoffRemainingMs,
+  failedPodsBackoffKey,
+  isInBackOffSinceUpdate,
+  type BackoffState,
+} from './backoff.ts';
+import { cmp, minDelay, type SyncContext } from './context.ts';
+import {
+  addNotReadyKeyPatch,
+  findUpdatedPodsOnNode,
+  isPodHooked,
+  isPodPreDeleting,
+  isPodUpdated,
+  newPod,
+  PRE_DELETE_HOLDER,
+  preparingDeletePatch,
+} from './pods.ts';
+import type { PlanEvent, PodCreate, PodDelete, PodPatch } from './plan-types.ts';
+import {
+  allowSurge,
+  burstReplicas,
+  isDaemonSetCreationProgressively,
+  isRollingUpdate,
+  partitionCount,
+} from './strategy.ts';
+
+export interface NodeDecision {
+  /** The node needs a new daemon pod. */
+  needsPod: boolean;
+  podsToDelete: PodDelete[];
+  events: PlanEvent[];
+  backoff: BackoffState;
+  requeueAfterMs?: number;
+}
+
+/**
+ * podsShouldBeOnNode for one node:
+ * - shouldRun and no pod mapped to the node (terminating ones count) -> create one;
+ * - shouldContinueRunning: terminating pods are skipped; Failed pods deleted unless the node's backoff key is in
+ *   backoff (then requeue after the remaining delay), each deletion advancing the backoff (1 s doubling to 15 min)
+ *   with Warning FailedDaemonPod; Succeeded pods deleted (Normal SucceededDaemonPod); PreparingDelete pods queued
+ *   for deletion (syncNodes keeps them while hooked); the rest are "running":
+ *   - without surge: more than one running -> keep the first (scheduled, oldest, name), delete the others; never a
+ *     create here, so a terminating or failed pod blocks its replacement until it is gone;
+ *   - with surge: none running and shouldRun -> create; else keep the oldest new-hash and the oldest old-hash pod,
+ *     delete the rest; with both: delete the old one if it is not Ready, or if the new one is available, else
+ *     requeue for the new one's remaining minReadySeconds;
+ * - not shouldContinueRunning -> delete every non-terminating pod.
+ */
+export function podsShouldBeOnNode(
+  ctx: SyncContext,
+  nodeName: string,
+  backoff: BackoffState,
+  surge: boolean,
+): NodeDecision {
+  const { ds, hash, now } = ctx;
+  const { shouldRun, shouldContinueRunning } = ctx.eligibility.get(nodeName) ?? {
+    shouldRun: false,
+    shouldContinueRunning: false,
+  };
+  const daemonPods = ctx.nodeToDaemonPods.get(nodeName);
+  const exists = daemonPods !== undefined;
+  const out: NodeDecision = { needsPod: false, podsToDelete: [], events: [], backoff };
+  const del = (pod: Pod, reason: PodDelete['reason']) =>
+    out.podsToDelete.push({ podName: pod.metadata.name ?? '', nodeName, uid: pod.metadata.uid, reason });
+
+  if (shouldRun && !exists) {
+    out.needsPod = true;
+    return out;
+  }
+  if (shouldContinueRunning) {
+    const running: Pod[] = [];
+    for (const pod of daemonPods ?? []) {
+      if (pod.metadata.deletionTimestamp) continue;
+      const phase = pod.status?.phase;
+      if (phase === 'Failed') {
+        const key = failedPodsBackoffKey(ds.metadata.uid ?? '', ds.status?.observedGeneration ?? 0, nodeName);
+        if (isInBackOffSinceUpdate(out.backoff, key, now)) {
+          out.requeueAfterMs = minDelay(out.requeueAfterMs, backoffRemainingMs(out.backoff, key, now));
+          continue;
+        }
+        out.backoff = backoffNext(out.backoff, key, now);
+        out.events.push({
+          type: 'Warning',
+          reason: 'FailedDaemonPod',
+          message: `Found failed daemon pod ${pod.metadata.namespace ?? ds.metadata.namespace}/${pod.metadata.name} on node ${nodeName}, will try to kill it`,
+        });
+        del(pod, 'FailedPod');
+      } else if (phase === 'Succeeded') {
+        out.events.push({
+          type: 'Normal',
+          reason: 'SucceededDaemonPod',
+          message: `Found succeeded daemon pod ${pod.metadata.namespace ?? ds.metadata.namespace}/${pod.metadata.name} on node ${nodeName}, will try to delete it`,
+        });
+        del(pod, 'SucceededPod');
+      } else if (isPodPreDeleting(pod)) {
+        del(pod, 'PreparingDelete');
+      } else {
+        running.push(pod);
+      }
+    }
+    // daemonPods are sorted scheduled-first, oldest-first (getNodesToDaemonPods), and so is `running`.
+    if (!surge) {
+      for (const pod of running.slice(1)) del(pod, 'ExcessPod');
+      return out;
+    }
+    if (running.length <= 1) {
+      if (running.length === 0 && shouldRun) out.needsPod = true;
+      return out;
+    }
+    let oldestNew: Pod | undefined;
+    let oldestOld: Pod | undefined;
+    for (const pod of running) {
+      const isNew = isPodUpdated(pod, hash);
+      if (isNew && !oldestNew) oldestNew = pod;
+      else if (!isNew && !oldestOld) oldestOld = pod;
+      else del(pod, 'ExcessPod');
+    }
+    if (oldestNew && oldestOld) {
+      const minReady = ds.spec.minReadySeconds ?? 0;
+      if (!isPodReady(oldestOld)) del(oldestOld, 'OldPodUnavailable');
+      else if (isPodAvailable(oldestNew, minReady, now)) del(oldestOld, 'SurgeReplaced');
+      else if (isPodReady(oldestNew) && minReady > 0) {
+        out.requeueAfterMs = minDelay(out.requeueAfterMs, podAvailableWaitingTimeMs(oldestNew, minReady, now));
+      }
+    }
+    return out;
+  }
+  if (exists) {
+    for (const pod of daemonPods ?? []) if (!pod.metadata.deletionTimestamp) del(pod, 'NodeNotEligible');
+  }
+  return out;
+}
+
+/**
+ * getUnscheduledPodsWithoutNode: unbound pods (empty spec.nodeName) pinned to nodes that do not exist; PodGC cannot
+ * clean them. Pods bound to a vanished node are left to PodGC, as upstream.
+ */
+export function getUnscheduledPodsWithoutNode(ctx: SyncContext): PodDelete[] {
+  const out: PodDelete[] = [];
+  const names = [...ctx.nodeToDaemonPods.keys()].sort(cmp);
+  for (const nodeName of names) {
+    if (ctx.nodeByName.has(nodeName)) continue;
+    for (const pod of ctx.nodeToDaemonPods.get(nodeName) ?? []) {
+      if (!pod.spec.nodeName && !pod.metadata.deletionTimestamp) {
+        out.push({ podName: pod.metadata.name ?? '', nodeName, uid: pod.metadata.uid, reason: 'NodeGone' });
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * GetNodesNeedingPods: node names sorted (lexicographically); with progressive creation the partition also limits
+ * creation: at most desired - newPods - partition (partition clamped to [0, desired]) nodes get a pod.
+ */
+export function getNodesNeedingPods(
+  newPodsNum: number,
+  desired: number,
+  partition: number,
+  progressive: boolean,
+  nodesNeedingPods: readonly string[],
+): string[] {
+  const sorted = [...nodesNeedingPods].sort(cmp);
+  if (!progressive) return sorted;
+  const p = Math.max(Math.min(partition, desired), 0);
+  const maxCreate = Math.min(Math.max(desired - newPodsNum - p, 0), sorted.length);
+  return sorted.slice(0, maxCreate);
+}
+
+export interface ManageResult {
+  nodesNeedingDaemonPods: string[];
+  podsToDelete: PodDelete[];
+  events: PlanEvent[];
+  backoff: BackoffState;
+  requeueAfterMs?: number;
+}
+
+/** manage: podsShouldBeOnNode over every node, plus unbound pods on missing nodes, plus progressive creation. */
+export function manage(ctx: SyncContext, backoff: BackoffState): ManageResult {
+  const surge = allowSurge(ctx.ds);
+  const result: ManageResult = { nodesNeedingDaemonPods: [], podsToDelete: [], events: [], backoff };
+  let newPodCount = 0;
+  for (const node of ctx.nodes) {
+    const name = node.metadata.name ?? '';
+    const d = podsShouldBeOnNode(ctx, name, result.backoff, surge);
+    if (d.needsPod) result.nodesNeedingDaemonPods.push(name);
+    result.podsToDelete.push(...d.podsToDelete);
+    result.events.push(...d.events);
+    result.backoff = d.backoff;
+    result.requeueAfterMs = minDelay(result.requeueAfterMs, d.requeueAfterMs);
+    const { newPod: np, ok } = findUpdatedPodsOnNode(ctx.nodeToDaemonPods.get(name), ctx.hash);
+    if (ok && np) newPodCount++;
+  }
+  result.podsToDelete.push(...getUnscheduledPodsWithoutNode(ctx));
+
+  const partition = isRollingUpdate(ctx.ds) ? partitionCount(ctx.ds, ctx.desired) : 0;
+  result.nodesNeedingDaemonPods = getNodesNeedingPods(
+    newPodCount,
+    ctx.desired,
+    partition,
+    partition !== 0 && isDaemonSetCreationProgressively(ctx.ds),
+    result.nodesNeedingDaemonPods,
+  );
+  return result;
+}
+
+export interface SyncNodesResult {
+  creates: PodCreate[];
+  deletes: PodDelete[];
+  podPatches: PodPatch[];
+}
+
+/**
+ * syncNodes (pure part): lifecycle preDelete first (a hooked pod is not deleted but labelled PreparingDelete with a
+ * timestamp, and with markPodNotReady its KruisePodReady condition is set False held by the hook), then creates and
+ * deletes each capped at burstReplicas. New pods are always built from the current template and hash.
+ */
+export function syncNodes(
+  ctx: SyncContext,
+  podsToDelete: readonly PodDelete[],
+  nodesNeedingDaemonPods: readonly string[],
+): SyncNodesResult {
+  const { ds, now } = ctx;
+  const hook = ds.spec.lifecycle?.preDelete;
+  const podPatches: PodPatch[] = [];
+  const deletable: PodDelete[] = [];
+  const seen = new Set<string>();
+  for (const d of podsToDelete) {
+    if (seen.has(d.podName)) continue;
+    seen.add(d.podName);
+    const pod = ctx.podsByName.get(d.podName);
+    if (hook && pod && isPodHooked(hook, pod)) {
+      if (hook.markPodNotReady) {
+        const patch = addNotReadyKeyPatch(pod, PRE_DELETE_HOLDER, now);
+        if (patch)
+          podPatches.push({
+            podName: d.podName,
+            subresource: 'status',
+            patchType: 'strategic',
+            patch,
+            reason: 'MarkPodNotReady',
+          });
+      }
+      if (!isPodPreDeleting(pod)) {
+        podPatches.push({
+          podName: d.podName,
+          patchType: 'strategic',
+          patch: preparingDeletePatch(now),
+          reason: 'PreparingDelete',
+        });
+      }
+      continue;
+    }
+    deletable.push(d);
+  }
+  const burst = burstReplicas(ds, ctx.desired);
+  const creates = nodesNeedingDaemonPods.slice(0, burst).map((nodeName) => ({
+    nodeName,
+    revisionHash: ctx.hash,
+    pod: newPod(ds, nodeName, ctx.hash, { assignPodsByScheduler: ctx.opts.assignPodsByScheduler }),
+  }));
+  return { creates, deletes: deletable.slice(0, burst), podPatches };
+}
+
+/**
+ * Slow-start batch sizes for `count` creates (syncNodes, SlowStartInitialBatchSize 1): 1, 2, 4, ... each batch
+ * run in parallel; after a batch with a failure the shell skips the rest and lowers its add expectations by the
+ * skipped count. E.g. 10 -> [1, 2, 4, 3].
+ */
+export function slowStartBatches(count: number, initial = 1): number[] {
+  const out: number[] = [];
+  let batch = Math.min(count, initial);
+  for (let pos = 0; pos < count;) {
+    out.push(batch);
+    pos += batch;
+    batch = Math.min(2 * batch, count - pos);
+  }
+  return out;
+}

@@ -1,0 +1,181 @@
+// The data a sync plan is made of: what the shell (controller/) executes. See planDaemonSet in plan.ts.
+import type { DaemonSet, DaemonSetStatus } from '../api/types.ts';
+import type { ControllerRevision, Node, Pod } from '../k8s/types.ts';
+import type { BackoffState } from './backoff.ts';
+
+/** Why a pod is deleted (for logs and tests; the events are SuccessfulDelete/FailedDelete as upstream). */
+export type DeleteReason =
+  /** manage: phase Failed (with per-node backoff). */
+  | 'FailedPod'
+  /** manage: phase Succeeded. */
+  | 'SucceededPod'
+  /** manage: more than one running pod on the node (the oldest is kept). */
+  | 'ExcessPod'
+  /** manage: the node no longer qualifies (untolerated NoExecute taint, selector/affinity no longer match). */
+  | 'NodeNotEligible'
+  /** manage: unscheduled pod pinned to a node that does not exist (PodGC cannot clean it). */
+  | 'NodeGone'
+  /** manage: lifecycle PreparingDelete and the hook released. */
+  | 'PreparingDelete'
+  /** rollingUpdate (no surge): old pod replaced within maxUnavailable. */
+  | 'RollingUpdate'
+  /** rollingUpdate / manage with surge: old pod replaced once the new pod on its node is available. */
+  | 'SurgeReplaced'
+  /** an old pod that is not ready/available is replaced without consuming the budget. */
+  | 'OldPodUnavailable'
+  /** surge: old pod on a node that no longer should run the daemon, removed once enough pods are available. */
+  | 'NodeSunset';
+
+export interface PodCreate {
+  nodeName: string;
+  revisionHash: string;
+  /** The full manifest to POST (generateName, ownerReference, affinity pinned to the node, ...). */
+  pod: Pod;
+}
+
+export interface PodDelete {
+  podName: string;
+  nodeName?: string;
+  uid?: string;
+  reason: DeleteReason;
+}
+
+export type PatchReason =
+  /** pods/status: condition KruisePodReady True for a pod carrying the gate without the condition. */
+  | 'KruisePodReady'
+  /** metadata: lifecycle state PreparingDelete (preDelete hook holds the pod). */
+  | 'PreparingDelete'
+  /** pods/status: KruisePodReady False held by the preDelete hook (markPodNotReady). */
+  | 'MarkPodNotReady'
+  /** metadata: controller-revision-hash relabel after duplicate revisions were merged. */
+  | 'RevisionRelabel'
+  /** pods/status: InPlaceUpdateReady condition during/after an in-place update. */
+  | 'InPlaceUpdateReady';
+
+export interface PodPatch {
+  podName: string;
+  /** Patch the pods/status subresource rather than the pod. */
+  subresource?: 'status';
+  /** Content type: strategic merge (application/strategic-merge-patch+json). */
+  patchType: 'strategic';
+  patch: unknown;
+  reason: PatchReason;
+}
+
+/** An in-place update: the pod keeps name, UID and node; see inplace.ts. */
+export interface InPlaceUpdate {
+  podName: string;
+  nodeName?: string;
+  fromHash: string;
+  toHash: string;
+  /**
+   * Applied in order: first `statusPatch` on pods/status (InPlaceUpdateReady False, reason StartInPlaceUpdate),
+   * then `patch` on the pod (images, hash label, template metadata, inplace-update-state annotation).
+   */
+  statusPatch: unknown;
+  patch: unknown;
+}
+
+export interface PlanEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+export interface RevisionPlan {
+  /** Create first: the current revision when none matched the template. */
+  create: ControllerRevision[];
+  /** Full objects to PUT: hash label added, revision number bumped. */
+  update: ControllerRevision[];
+  /** Names to delete: merged duplicates, then trimmed history. */
+  delete: string[];
+}
+
+/** Where the sync stopped (upstream's early returns), for logs and tests. */
+export type PlanStage =
+  /** DaemonSet being deleted: nothing, not even status. */
+  | 'Deleting'
+  /** Selector `{}` or invalid: SelectingAll warning only. */
+  | 'InvalidSelector'
+  /** Create/delete expectations unsatisfied: revisions + status (observedGeneration kept). */
+  | 'ExpectationsPending'
+  /** manage had creates/deletes/lifecycle patches: those + status (observedGeneration kept). */
+  | 'Managed'
+  /** Full sync: rolling update, history cleanup, status with observedGeneration. */
+  | 'Complete';
+
+/**
+ * The rest of a sync that stopped after manage (stage Managed), computed on the same state: rolling update,
+ * history cleanup and the complete status. Upstream re-checks expectations after manage and goes on when they are
+ * satisfied; that happens when every create and delete of manage failed (quota, admission), since failed requests
+ * are "observed" at once. The shell then executes this part (and writes `status` instead of Plan.status);
+ * otherwise it ignores it.
+ */
+export interface AfterManage {
+  creates: PodCreate[];
+  deletes: PodDelete[];
+  podPatches: PodPatch[];
+  inPlaceUpdates: InPlaceUpdate[];
+  /** ControllerRevisions to delete (cleanupHistory). */
+  revisionDeletes: string[];
+  events: PlanEvent[];
+  status: DaemonSetStatus;
+  statusChanged: boolean;
+  requeueAfterMs?: number;
+}
+
+export interface Plan {
+  stage: PlanStage;
+  /** Current revision hash (controller-revision-hash of new pods); '' when not computed. */
+  hash: string;
+  revisions: RevisionPlan;
+  /**
+   * Pods to create, at most burstReplicas; the shell sets expectations (creates, deletes) first and creates in
+   * slowStartBatches (1, 2, 4, ...), stopping after a batch with failures.
+   */
+  creates: PodCreate[];
+  /** Pods to delete (in parallel), at most burstReplicas. NotFound is success. */
+  deletes: PodDelete[];
+  podPatches: PodPatch[];
+  inPlaceUpdates: InPlaceUpdate[];
+  /** The full computed status; undefined = do not write. */
+  status?: DaemonSetStatus;
+  /** status differs from the object's: write it (UpdateStatus, retry on conflict). */
+  statusChanged: boolean;
+  /** Events decided by the planner (FailedDaemonPod, SelectingAll, ...); pod-control events are the shell's. */
+  events: PlanEvent[];
+  /** Requeue the DaemonSet after this delay (backoff, minReadySeconds), if set. */
+  requeueAfterMs?: number;
+  /** The failed-pod backoff state to keep for the next sync. */
+  failedPodsBackoff: BackoffState;
+  /** Stage Managed only: see AfterManage. */
+  afterManage?: AfterManage;
+}
+
+export interface PlanOptions {
+  /** --assign-pods-by-scheduler (default true). */
+  assignPodsByScheduler?: boolean;
+}
+
+/** Everything one sync reads, already in memory. */
+export interface DaemonSetSnapshot {
+  ds: DaemonSet;
+  /** All nodes. */
+  nodes: readonly Node[];
+  /** Pods this DaemonSet controls (after adoption/release), every state including terminating. */
+  pods: readonly Pod[];
+  /** ControllerRevisions this DaemonSet controls (after adoption/release). */
+  revisions: readonly ControllerRevision[];
+  /** Optional: the namespace's other ControllerRevisions, to detect name collisions before creating. */
+  foreignRevisions?: readonly ControllerRevision[];
+  /** Wall clock, ms since the epoch. */
+  now: number;
+  /** Failed-pod backoff state from the previous sync of this DaemonSet (empty when absent). */
+  failedPodsBackoff?: BackoffState;
+  /**
+   * Create/delete (and pod resourceVersion) expectations satisfied. False: only revisions and status are planned,
+   * observedGeneration is not advanced. Default true.
+   */
+  expectationsSatisfied?: boolean;
+  options?: PlanOptions;
+}

@@ -1,0 +1,293 @@
+// planDaemonSet: stages, and the Kruise strategies (issue #5) as rows.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { DaemonSet } from '../api/types.ts';
+import type { Node } from '../k8s/types.ts';
+import { filterDaemonPodsNodeToUpdate } from './update.ts';
+import { getNodesToDaemonPods } from './pods.ts';
+import {
+  FakeCluster,
+  T0,
+  addNodes,
+  expectSyncDaemonSets,
+  newDaemonSet,
+  newNode,
+  newPod,
+  plan,
+  syncOnce,
+} from './test-fixtures.ts';
+
+describe('planDaemonSet stages', () => {
+  test('a DaemonSet being deleted: nothing at all, not even status', () => {
+    const ds = newDaemonSet();
+    ds.metadata.deletionTimestamp = '2024-01-01T00:00:00Z';
+    const p = plan(ds, addNodes(3));
+    assert.equal(p.stage, 'Deleting');
+    assert.deepEqual([p.creates.length, p.deletes.length, p.status], [0, 0, undefined]);
+  });
+
+  test('selector {} -> one SelectingAll warning, no action', () => {
+    const ds = newDaemonSet();
+    ds.spec.selector = {};
+    const p = plan(ds, addNodes(3));
+    assert.equal(p.stage, 'InvalidSelector');
+    assert.deepEqual(p.events, [
+      {
+        type: 'Warning',
+        reason: 'SelectingAll',
+        message: 'This DaemonSet is selecting all pods. A non-empty selector is required.',
+      },
+    ]);
+    assert.equal(p.creates.length + p.revisions.create.length, 0);
+    assert.equal(p.status, undefined);
+  });
+
+  test('expectations pending: no pod work, revisions and status only', () => {
+    const p = plan(newDaemonSet(), addNodes(3), [], { expectationsSatisfied: false });
+    assert.equal(p.stage, 'ExpectationsPending');
+    assert.equal(p.creates.length, 0);
+    assert.equal(p.revisions.create.length, 1);
+    assert.equal(p.status?.desiredNumberScheduled, 3);
+  });
+
+  test('manage work stops the sync before the rolling update', () => {
+    const ds = newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { maxUnavailable: 5 } });
+    const p = plan(ds, addNodes(3), [
+      newPod(ds, 'node-0', { hash: 'old', ready: true }),
+      newPod(ds, 'node-1', { hash: 'old', ready: true }),
+    ]);
+    assert.equal(p.stage, 'Managed');
+    assert.deepEqual([p.creates.length, p.deletes.length], [1, 0]);
+  });
+
+  test('KruisePodReady True planned for created pods lacking the condition', () => {
+    const c = new FakeCluster(newDaemonSet(), addNodes(2));
+    c.sync();
+    const p = c.sync();
+    assert.deepEqual(
+      p.podPatches.map((x) => [x.reason, x.subresource]),
+      [
+        ['KruisePodReady', 'status'],
+        ['KruisePodReady', 'status'],
+      ],
+    );
+    assert.equal(c.sync().podPatches.length, 0, 'once set, never again');
+  });
+
+  test('requeue after the soonest availability', () => {
+    const ds = newDaemonSet({ minReadySeconds: 30 });
+    const pods = [
+      newPod(ds, 'node-0', { ready: true, readySince: T0 }),
+      newPod(ds, 'node-1', { ready: true, readySince: T0 + 10_000 }),
+    ];
+    assert.equal(plan(ds, addNodes(2), pods, { now: T0 + 20_000 }).requeueAfterMs, 10_001);
+  });
+});
+
+describe('partition (issue #5.1)', () => {
+  const ru = (partition: number | string, extra: Record<string, unknown> = {}) =>
+    newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { maxUnavailable: '100%', partition, ...extra } });
+  const rollout = (ds: DaemonSet, nodes: Node[]) => {
+    const c = new FakeCluster(ds, nodes);
+    c.sync();
+    c.markReady();
+    c.setImage('v2');
+    for (let i = 0; i < 6; i++) {
+      c.sync();
+      c.markReady();
+    }
+    return c;
+  };
+  const oldNodes = (c: FakeCluster) =>
+    c.pods
+      .filter((p) => c.hashOf(p) !== c.lastPlan?.hash)
+      .map((p) => p.spec.nodeName)
+      .sort();
+
+  test('partition 3 of 8: exactly the 3 lowest node names keep the old revision', () => {
+    const c = rollout(ru(3), addNodes(8));
+    assert.deepEqual(oldNodes(c), ['node-0', 'node-1', 'node-2']);
+  });
+  test('percent partition is of the live desired count, rounded down (50% of 5 = 2)', () => {
+    assert.deepEqual(oldNodes(rollout(ru('50%'), addNodes(5))), ['node-0', 'node-1']);
+  });
+  test('raising the partition never rolls back; lowering continues', () => {
+    const c = rollout(ru(3), addNodes(8));
+    c.updateSpec((ds) => {
+      (ds.spec.updateStrategy?.rollingUpdate as { partition: number }).partition = 6;
+    });
+    expectSyncDaemonSets(c, 0, 0);
+    assert.equal(oldNodes(c).length, 3);
+    c.updateSpec((ds) => {
+      (ds.spec.updateStrategy?.rollingUpdate as { partition: number }).partition = 1;
+    });
+    for (let i = 0; i < 4; i++) {
+      c.sync();
+      c.markReady();
+    }
+    assert.deepEqual(oldNodes(c), ['node-0']);
+  });
+  test('FilterDaemonPodsNodeToUpdate table', () => {
+    const ds = (partition: number, selector?: Record<string, string>) =>
+      newDaemonSet({
+        strategy: 'RollingUpdate',
+        rollingUpdate: { partition, ...(selector ? { selector: { matchLabels: selector } } : {}) },
+      });
+    const nodes = (canary: string[]) =>
+      new Map(['n1', 'n2', 'n3', 'n4'].map((n) => [n, newNode(n, canary.includes(n) ? { canary: 'true' } : {})]));
+    const pods = (d: DaemonSet, spec: Record<string, string | undefined>) =>
+      getNodesToDaemonPods(
+        Object.entries(spec).flatMap(([n, h]) =>
+          h ? [newPod(d, n, { hash: h.replace('!', ''), deleting: h.endsWith('!') })] : [],
+        ),
+      );
+    const rows: [string, DaemonSet, Record<string, string | undefined>, string[], string[]][] = [
+      ['partition 0', ds(0), { n1: 'v1', n2: 'v2', n3: 'v1' }, [], ['n2', 'n3', 'n1']],
+      ['partition 1 with n1 updated', ds(1), { n1: 'v2', n2: 'v1', n3: 'v1' }, [], ['n1', 'n3']],
+      [
+        'partition 1 + selector (n3 canary)',
+        ds(1, { canary: 'true' }),
+        { n1: 'v1', n2: 'v2', n3: 'v1' },
+        ['n3'],
+        ['n2', 'n3'],
+      ],
+      [
+        'partition 2 + selector (n1, n3, n4 canary)',
+        ds(2, { canary: 'true' }),
+        { n1: 'v1', n2: 'v2', n3: 'v1', n4: 'v1' },
+        ['n1', 'n3', 'n4'],
+        ['n2', 'n4'],
+      ],
+      [
+        'partition 0, terminating pod on n3 is "updating"',
+        ds(0),
+        { n1: 'v1', n2: 'v2', n3: 'v1!' },
+        [],
+        ['n2', 'n3', 'n1'],
+      ],
+    ];
+    for (const [name, d, spec, canary, want] of rows) {
+      const map = pods(d, spec);
+      for (const n of Object.keys(spec)) if (!map.has(n)) map.set(n, []);
+      const partition = (d.spec.updateStrategy?.rollingUpdate as { partition: number }).partition;
+      assert.deepEqual(filterDaemonPodsNodeToUpdate(d, 'v2', map, nodes(canary), partition), want, name);
+    }
+  });
+});
+
+describe('rollingUpdate.selector (issue #5.2)', () => {
+  test('canary: only labelled nodes are updated; then selector + partition + maxUnavailable combined', () => {
+    const nodes = [...addNodes(2, { canary: 'true' }), ...addNodes(4, {}, 2)];
+    const ds = newDaemonSet({
+      strategy: 'RollingUpdate',
+      rollingUpdate: { maxUnavailable: '100%', selector: { matchLabels: { canary: 'true' } } },
+    });
+    const c = new FakeCluster(ds, nodes);
+    c.sync();
+    c.markReady();
+    c.setImage('v2');
+    for (let i = 0; i < 5; i++) {
+      c.sync();
+      c.markReady();
+    }
+    const hash = c.lastPlan?.hash;
+    assert.deepEqual(
+      c.pods
+        .filter((p) => c.hashOf(p) === hash)
+        .map((p) => p.spec.nodeName)
+        .sort(),
+      ['node-0', 'node-1'],
+    );
+    // Everyone now, with partition 2 and maxUnavailable 1.
+    c.updateSpec((d) => {
+      d.spec.updateStrategy = {
+        type: 'RollingUpdate',
+        rollingUpdate: { maxUnavailable: 1, partition: 2 },
+      } as DaemonSet['spec']['updateStrategy'];
+    });
+    const r = syncOnce(c);
+    assert.deepEqual([r.creates, r.deletes], [0, 1], 'one at a time');
+    for (let i = 0; i < 12; i++) {
+      c.sync();
+      c.markReady();
+    }
+    assert.equal(c.pods.filter((p) => c.hashOf(p) !== hash).length, 2, 'partition keeps 2 old');
+  });
+});
+
+describe('paused (issue #5.3)', () => {
+  test('no pod replaced for the update, but new nodes and failed pods still handled, status current', () => {
+    const ds = newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { maxUnavailable: '100%', paused: true } });
+    const c = new FakeCluster(ds, addNodes(3));
+    c.sync();
+    c.markReady();
+    c.setImage('v2');
+    expectSyncDaemonSets(c, 0, 0, 'paused');
+    c.nodes = [...c.nodes, newNode('node-9')];
+    const [p] = expectSyncDaemonSets(c, 1, 0, 'new node filled');
+    assert.equal(p?.creates[0]?.revisionHash, p?.hash, 'with the new revision');
+    c.pods = c.pods.map((x) => (x.spec.nodeName === 'node-0' ? { ...x, status: { ...x.status, phase: 'Failed' } } : x));
+    expectSyncDaemonSets(c, 0, 1, 'failed pod deleted');
+    expectSyncDaemonSets(c, 1, 0, 'and replaced');
+    assert.equal(c.ds.status?.desiredNumberScheduled, 4);
+    assert.equal(c.ds.status?.updatedNumberScheduled, 2);
+  });
+});
+
+describe('lifecycle preDelete (issue #5.8)', () => {
+  test('a hooked pod is labelled PreparingDelete (KruisePodReady False with markPodNotReady) and deleted once released', () => {
+    const ds = newDaemonSet({
+      strategy: 'RollingUpdate',
+      rollingUpdate: { maxUnavailable: 1 },
+      lifecycle: { preDelete: { labelsHandler: { 'my-pre-delete': 'true' }, markPodNotReady: true } },
+    });
+    ds.spec.template.metadata = { labels: { ...ds.spec.template.metadata?.labels, 'my-pre-delete': 'true' } };
+    const c = new FakeCluster(ds, addNodes(3));
+    c.sync();
+    c.sync();
+    c.markReady();
+    c.setImage('v2');
+    const p = c.sync();
+    assert.equal(p.deletes.length, 0);
+    assert.deepEqual(p.podPatches.map((x) => x.reason).sort(), ['MarkPodNotReady', 'PreparingDelete']);
+    const held = c.pods.filter((x) => x.metadata.labels?.['lifecycle.apps.kruise.io/state'] === 'PreparingDelete');
+    assert.equal(held.length, 1);
+    assert.equal(held[0]?.status?.conditions?.find((x) => x.type === 'KruisePodReady')?.status, 'False');
+    for (let i = 0; i < 3; i++) expectSyncDaemonSets(c, 0, 0, 'still hooked: nothing else moves');
+    c.pods = c.pods.map((x) =>
+      x === held[0]
+        ? { ...x, metadata: { ...x.metadata, labels: { ...x.metadata.labels, 'my-pre-delete': 'false' } } }
+        : x,
+    );
+    const [released] = expectSyncDaemonSets(c, 0, 1);
+    assert.equal(released?.deletes[0]?.podName, held[0]?.metadata.name);
+  });
+
+  test('finalizer hook holds a pod on a node that no longer qualifies', () => {
+    const ds = newDaemonSet({
+      lifecycle: { preDelete: { finalizersHandler: ['example.com/hook'] } },
+      templateSpec: { nodeSelector: { a: 'b' } },
+    });
+    const pod = newPod(ds, 'node-0');
+    pod.metadata.finalizers = ['example.com/hook'];
+    const p = plan(ds, addNodes(1), [pod]);
+    assert.deepEqual([p.deletes.length, p.podPatches.map((x) => x.reason)], [0, ['PreparingDelete']]);
+  });
+});
+
+describe('afterManage (creates rejected, e.g. by a quota)', () => {
+  test('the rolling update is still planned for when every manage request fails', () => {
+    const ds = newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2 } });
+    // node-0 never gets its pod (quota); node-1..3 run old ready pods.
+    const pods = ['node-1', 'node-2', 'node-3'].map((n) => newPod(ds, n, { hash: 'old', ready: true }));
+    const p = plan(ds, addNodes(4), pods);
+    assert.equal(p.stage, 'Managed');
+    assert.deepEqual(
+      p.creates.map((c) => c.nodeName),
+      ['node-0'],
+    );
+    assert.equal(p.status?.observedGeneration, 0);
+    assert.equal(p.afterManage?.deletes.length, 1, 'maxUnavailable 2 minus the empty node');
+    assert.equal(p.afterManage?.status.observedGeneration, 1);
+  });
+});

@@ -1,0 +1,220 @@
+// planDaemonSet: one sync of an Advanced DaemonSet as a pure function, in the order of Kruise's syncDaemonSet
+// (kruise-ads-spec.md §4.2): history, expectations gate, manage, (in-place refresh), rollingUpdate, cleanupHistory,
+// status. The shell (controller/) executes the plan; see plan-types.ts for what each part means.
+import type { Pod } from '../k8s/types.ts';
+import { isEmptyLabelSelector, labelSelectorErrors } from '../k8s/labels.ts';
+import { CONTROLLER_REVISION_HASH_LABEL } from './constants.ts';
+import { minDelay, newSyncContext, type SyncContext } from './context.ts';
+import { cleanupHistory, constructHistory, type HistoryResult } from './history.ts';
+import { manage, syncNodes } from './manage.ts';
+import { canPodInPlaceUpdate, inPlaceRefreshPatch, planInPlaceUpdate } from './inplace.ts';
+import { kruisePodReadyPatch } from './pods.ts';
+import type { AfterManage, DaemonSetSnapshot, Plan, PodDelete, PodPatch } from './plan-types.ts';
+import { calculateStatus } from './status.ts';
+import { burstReplicas, isDaemonSetPaused, isInPlaceIfPossible, isRollingUpdate } from './strategy.ts';
+import { rollingUpdate } from './update.ts';
+
+function emptyPlan(snapshot: DaemonSetSnapshot, stage: Plan['stage']): Plan {
+  return {
+    stage,
+    hash: '',
+    revisions: { create: [], update: [], delete: [] },
+    creates: [],
+    deletes: [],
+    podPatches: [],
+    inPlaceUpdates: [],
+    statusChanged: false,
+    events: [],
+    failedPodsBackoff: snapshot.failedPodsBackoff ?? {},
+  };
+}
+
+/**
+ * Readiness-gate upkeep for every pod: KruisePodReady True when the gate has no condition yet (pod-readiness
+ * controller); InPlaceUpdateReady True when missing or when an in-place update has finished (refreshUpdateStates).
+ */
+function readinessPatches(pods: readonly Pod[], now: number): PodPatch[] {
+  const out: PodPatch[] = [];
+  for (const pod of pods) {
+    const podName = pod.metadata.name ?? '';
+    const ready = kruisePodReadyPatch(pod, now);
+    if (ready)
+      out.push({ podName, subresource: 'status', patchType: 'strategic', patch: ready, reason: 'KruisePodReady' });
+    const inPlace = inPlaceRefreshPatch(pod, now);
+    if (inPlace) {
+      out.push({
+        podName,
+        subresource: 'status',
+        patchType: 'strategic',
+        patch: inPlace,
+        reason: 'InPlaceUpdateReady',
+      });
+    }
+  }
+  return out;
+}
+
+function finishWithStatus(
+  plan: Plan,
+  ctx: SyncContext,
+  updateObservedGen: boolean,
+  collisionCount: number | undefined,
+): Plan {
+  const s = calculateStatus(ctx, updateObservedGen, collisionCount);
+  plan.status = s.status;
+  plan.statusChanged = s.changed;
+  plan.requeueAfterMs = minDelay(plan.requeueAfterMs, s.requeueAfterMs);
+  return plan;
+}
+
+/**
+ * planDaemonSet(snapshot) -> plan. Order:
+ * 1. DaemonSet being deleted -> nothing (stage Deleting).
+ * 2. Selector `{}` (or invalid) -> Warning SelectingAll, nothing else (stage InvalidSelector).
+ * 3. constructHistory -> current hash; revision creates/updates/deletes; pods of merged duplicates relabelled.
+ * 4. Expectations unsatisfied -> status only, observedGeneration kept (stage ExpectationsPending).
+ * 5. manage + syncNodes; if that creates, deletes or marks PreparingDelete -> status without observedGeneration,
+ *    stop (stage Managed): the rolling update runs on the next sync, when the cache has caught up. Steps 6-8 are
+ *    still computed on the same state into `afterManage`, for the shell to run if every create and delete of
+ *    the plan failed (expectations satisfied again at once, as upstream's re-check finds after a quota error).
+ * 6. rollingUpdate unless OnDelete or paused (surge creates, deletes within maxUnavailable), through syncNodes;
+ *    under InPlaceIfPossible the pods to replace are updated in place where the change allows it.
+ * 7. cleanupHistory; 8. status with observedGeneration = generation (stage Complete).
+ * Readiness-gate upkeep (KruisePodReady, InPlaceUpdateReady) is planned at every stage from 4 on.
+ */
+export function planDaemonSet(snapshot: DaemonSetSnapshot): Plan {
+  const { ds, now } = snapshot;
+  if (ds.metadata.deletionTimestamp) return emptyPlan(snapshot, 'Deleting');
+  const selector = ds.spec.selector;
+  if (!selector || isEmptyLabelSelector(selector) || labelSelectorErrors(selector).length > 0) {
+    const plan = emptyPlan(snapshot, 'InvalidSelector');
+    plan.events.push(
+      isEmptyLabelSelector(selector)
+        ? {
+            type: 'Warning',
+            reason: 'SelectingAll',
+            message: 'This DaemonSet is selecting all pods. A non-empty selector is required.',
+          }
+        : {
+            type: 'Warning',
+            reason: 'InvalidSelector',
+            message: `Invalid spec.selector: ${labelSelectorErrors(selector).join('; ') || 'missing'}`,
+          },
+    );
+    return plan;
+  }
+
+  // 3. History.
+  const history = constructHistory(ds, snapshot.revisions, snapshot.pods, snapshot.foreignRevisions);
+  const plan = emptyPlan(snapshot, 'ExpectationsPending');
+  plan.hash = history.hash;
+  plan.revisions = {
+    create: history.create ? [history.create] : [],
+    update: history.update,
+    delete: [...history.delete],
+  };
+  for (const note of history.notes) plan.events.push({ type: 'Normal', reason: 'HashCollision', message: note });
+  let pods = snapshot.pods;
+  if (history.podRelabels.length > 0) {
+    const relabel = new Map(history.podRelabels.map((r) => [r.podName, r.hash]));
+    for (const r of history.podRelabels) {
+      plan.podPatches.push({
+        podName: r.podName,
+        patchType: 'strategic',
+        patch: { metadata: { labels: { [CONTROLLER_REVISION_HASH_LABEL]: r.hash } } },
+        reason: 'RevisionRelabel',
+      });
+    }
+    pods = pods.map((p) => {
+      const h = relabel.get(p.metadata.name ?? '');
+      return h === undefined
+        ? p
+        : {
+            ...p,
+            metadata: { ...p.metadata, labels: { ...(p.metadata.labels ?? {}), [CONTROLLER_REVISION_HASH_LABEL]: h } },
+          };
+    });
+  }
+  const ctx = newSyncContext(ds, snapshot.nodes, pods, history.hash, now, snapshot.options);
+  plan.podPatches.push(...readinessPatches(pods, now));
+
+  // 4. Expectations gate.
+  if (snapshot.expectationsSatisfied === false) return finishWithStatus(plan, ctx, false, history.collisionCount);
+
+  // 5. manage.
+  const m = manage(ctx, plan.failedPodsBackoff);
+  plan.failedPodsBackoff = m.backoff;
+  plan.events.push(...m.events);
+  plan.requeueAfterMs = minDelay(plan.requeueAfterMs, m.requeueAfterMs);
+  const managed = syncNodes(ctx, m.podsToDelete, m.nodesNeedingDaemonPods);
+  plan.creates.push(...managed.creates);
+  plan.deletes.push(...managed.deletes);
+  plan.podPatches.push(...managed.podPatches);
+  if (managed.creates.length > 0 || managed.deletes.length > 0 || managed.podPatches.length > 0) {
+    plan.stage = 'Managed';
+    plan.afterManage = finishSync(ctx, history, pods);
+    return finishWithStatus(plan, ctx, false, history.collisionCount);
+  }
+
+  // 6-8.
+  const rest = finishSync(ctx, history, pods);
+  plan.stage = 'Complete';
+  plan.creates.push(...rest.creates);
+  plan.deletes.push(...rest.deletes);
+  plan.podPatches.push(...rest.podPatches);
+  plan.inPlaceUpdates.push(...rest.inPlaceUpdates);
+  plan.events.push(...rest.events);
+  plan.revisions.delete.push(...rest.revisionDeletes);
+  plan.status = rest.status;
+  plan.statusChanged = rest.statusChanged;
+  plan.requeueAfterMs = minDelay(plan.requeueAfterMs, rest.requeueAfterMs);
+  return plan;
+}
+
+/** Steps 6-8 of a sync: rolling update (with in-place), cleanupHistory, status with observedGeneration. */
+function finishSync(ctx: SyncContext, history: HistoryResult, pods: readonly Pod[]): AfterManage {
+  const { ds, now } = ctx;
+  // 8. Status (computed from the state before this plan, as upstream's status pass reads the cache).
+  const s = calculateStatus(ctx, true, history.collisionCount);
+  const out: AfterManage = {
+    creates: [],
+    deletes: [],
+    podPatches: [],
+    inPlaceUpdates: [],
+    revisionDeletes: [],
+    events: [],
+    status: s.status,
+    statusChanged: s.changed,
+    ...(s.requeueAfterMs !== undefined ? { requeueAfterMs: s.requeueAfterMs } : {}),
+  };
+  // 6. Rolling update.
+  if (isRollingUpdate(ds) && !isDaemonSetPaused(ds)) {
+    const ru = rollingUpdate(ctx);
+    if (ru.error) {
+      out.events.push({ type: 'Warning', reason: 'InvalidRollingUpdate', message: ru.error });
+    } else {
+      let toDelete = ru.podsToDelete;
+      if (isInPlaceIfPossible(ds) && toDelete.length > 0) {
+        // inPlaceUpdatePods: update in place what can be, up to burstReplicas; delete the rest.
+        const burst = burstReplicas(ds, ctx.desired);
+        const rest: PodDelete[] = [];
+        for (const d of toDelete) {
+          const pod = ctx.podsByName.get(d.podName);
+          const spec = pod && canPodInPlaceUpdate(pod, history.current, history.old);
+          if (!pod || !spec) rest.push(d);
+          else if (out.inPlaceUpdates.length < burst)
+            out.inPlaceUpdates.push(planInPlaceUpdate(pod, spec, ctx.hash, now));
+        }
+        toDelete = rest;
+      }
+      const synced = syncNodes(ctx, toDelete, ru.nodesToCreate);
+      out.creates.push(...synced.creates);
+      out.deletes.push(...synced.deletes);
+      out.podPatches.push(...synced.podPatches);
+    }
+  }
+
+  // 7. cleanupHistory (sees every owned pod, terminating and terminal ones included).
+  out.revisionDeletes.push(...cleanupHistory(ds, history.old, pods));
+  return out;
+}

@@ -1,0 +1,168 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { DaemonSet, DaemonSetCondition } from '../api/types.ts';
+import { newSyncContext } from './context.ts';
+import { calculateCounters } from './status.ts';
+import {
+  FakeCluster,
+  T0,
+  addNodes,
+  expectSyncDaemonSets,
+  newDaemonSet,
+  newNode,
+  newPod,
+  plan,
+} from './test-fixtures.ts';
+
+const conditions = (ds: DaemonSet) =>
+  Object.fromEntries((ds.status?.conditions ?? []).map((c) => [c.type, `${c.status}/${c.reason}`]));
+const condition = (ds: DaemonSet, type: string): DaemonSetCondition | undefined =>
+  ds.status?.conditions?.find((c) => c.type === type);
+
+describe('status counters', () => {
+  test('each counter from the first pod of each node of the node list', () => {
+    const ds = newDaemonSet({ minReadySeconds: 10 });
+    const h = 'cur';
+    const nodes = [...addNodes(6), newNode('tainted', {}, [{ key: 'k', effect: 'NoSchedule' }])];
+    const pods = [
+      // node-0: no pod
+      newPod(ds, 'node-1', { hash: h, ready: true }),
+      newPod(ds, 'node-2', { hash: 'old', ready: true }),
+      newPod(ds, 'node-3', { hash: h, ready: false }),
+      newPod(ds, 'node-4', { hash: h, ready: true, readySince: T0 + 55_000 }),
+      // node-5: surge, old pod is the oldest and counts
+      newPod(ds, 'node-5', { hash: 'old', ready: true, created: T0 }),
+      newPod(ds, 'node-5', { hash: h, ready: true, created: T0 + 1000 }),
+      newPod(ds, 'tainted', { hash: h, ready: true }),
+      newPod(ds, 'vanished-node', { hash: h, ready: true }),
+    ];
+    const { counters, requeueAfterMs } = calculateCounters(newSyncContext(ds, nodes, pods, h, T0 + 60_000));
+    assert.deepEqual(counters, {
+      desiredNumberScheduled: 6,
+      currentNumberScheduled: 5,
+      numberMisscheduled: 1,
+      numberReady: 4,
+      numberAvailable: 3,
+      numberUnavailable: 3,
+      updatedNumberScheduled: 3,
+    });
+    assert.equal(requeueAfterMs, 5_001, 'node-4 becomes available in 5 s');
+  });
+
+  test('a pod in the middle of an in-place update (InPlaceUpdateReady False) is not available', () => {
+    const ds = newDaemonSet();
+    const pod = newPod(ds, 'node-0', { hash: 'h', ready: true });
+    pod.spec.readinessGates = [{ conditionType: 'InPlaceUpdateReady' }];
+    pod.status?.conditions?.push({ type: 'InPlaceUpdateReady', status: 'False' });
+    const { counters } = calculateCounters(newSyncContext(ds, addNodes(1), [pod], 'h', T0));
+    assert.equal(counters.numberReady, 1);
+    assert.equal(counters.numberAvailable, 0);
+  });
+});
+
+describe('status writes', () => {
+  test('observedGeneration only after a complete sync; status unchanged -> no write', () => {
+    const c = new FakeCluster(newDaemonSet(), addNodes(2));
+    const pending = c.plan(false);
+    assert.equal(pending.stage, 'ExpectationsPending');
+    assert.equal(pending.creates.length, 0);
+    assert.equal(pending.status?.observedGeneration, 0);
+    assert.equal(pending.revisions.create.length, 1, 'history is constructed even while waiting');
+    const first = c.sync();
+    assert.equal(first.stage, 'Managed');
+    assert.equal(first.status?.observedGeneration, 0, 'manage had work: not a complete sync');
+    assert.equal(first.status?.daemonSetHash, first.hash);
+    const second = c.sync();
+    assert.equal(second.stage, 'Complete');
+    assert.equal(second.status?.observedGeneration, 1);
+    assert.equal(second.status?.currentNumberScheduled, 2);
+    assert.equal(second.statusChanged, true);
+    c.now += 5000;
+    const third = c.sync();
+    assert.equal(third.statusChanged, false);
+    c.markReady();
+    assert.equal(c.sync().statusChanged, true);
+  });
+});
+
+describe('conditions', () => {
+  test('RolloutComplete / Progressing / Available through a rollout, lastTransitionTime kept while unchanged', () => {
+    const c = new FakeCluster(newDaemonSet({ strategy: 'RollingUpdate' }), addNodes(3));
+    c.sync();
+    c.sync();
+    assert.deepEqual(conditions(c.ds), {
+      RolloutComplete: 'False/RolloutInProgress',
+      Progressing: 'True/Updating',
+      Available: 'False/NodesUnavailable',
+    });
+    c.markReady();
+    c.now = T0 + 7_000;
+    c.sync();
+    assert.deepEqual(conditions(c.ds), {
+      RolloutComplete: 'True/RolloutComplete',
+      Progressing: 'False/RolloutComplete',
+      Available: 'True/AllNodesAvailable',
+    });
+    const complete = condition(c.ds, 'RolloutComplete');
+    assert.equal(complete?.lastTransitionTime, '2024-01-01T00:00:07Z');
+    c.setImage('v2');
+    c.now = T0 + 9_000;
+    c.sync();
+    assert.deepEqual(conditions(c.ds), {
+      RolloutComplete: 'False/RolloutInProgress',
+      Progressing: 'True/Updating',
+      Available: 'True/AllNodesAvailable',
+    });
+    const available = condition(c.ds, 'Available');
+    assert.equal(available?.lastTransitionTime, '2024-01-01T00:00:07Z', 'Available did not flip');
+    for (let i = 0; i < 8; i++) {
+      c.sync();
+      c.markReady();
+    }
+    c.sync();
+    assert.equal(conditions(c.ds).RolloutComplete, 'True/RolloutComplete');
+  });
+
+  test('Progressing False with reason Paused, PartitionReached, OnDelete', () => {
+    const run = (ds: DaemonSet, image = 'v2') => {
+      const c = new FakeCluster(ds, addNodes(3));
+      c.sync();
+      c.markReady();
+      c.sync();
+      c.setImage(image);
+      for (let i = 0; i < 8; i++) {
+        c.sync();
+        c.markReady();
+      }
+      return conditions(c.ds);
+    };
+    assert.equal(
+      run(newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { paused: true } })).Progressing,
+      'False/Paused',
+    );
+    assert.equal(
+      run(newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { partition: 1 } })).Progressing,
+      'False/PartitionReached',
+    );
+    assert.equal(run(newDaemonSet({ strategy: 'OnDelete' })).Progressing, 'False/OnDelete');
+    assert.equal(
+      run(newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { partition: 1 } })).RolloutComplete,
+      'False/RolloutInProgress',
+    );
+  });
+
+  test('a sync that changes no counter keeps the status unchanged (no write)', () => {
+    const ds = newDaemonSet();
+    const p1 = plan(ds, addNodes(1), [newPod(ds, 'node-0', { hash: plan(ds, []).hash, ready: true })]);
+    const again = plan(
+      { ...ds, status: p1.status } as DaemonSet,
+      addNodes(1),
+      [newPod(ds, 'node-0', { hash: p1.hash, ready: true })],
+      {
+        now: T0 + 60_000,
+      },
+    );
+    assert.equal(again.statusChanged, false);
+    expectSyncDaemonSets(new FakeCluster(ds, []), 0, 0);
+  });
+});

@@ -1,0 +1,260 @@
+// Status (kruise updateDaemonSetStatus/storeDaemonSetStatus, upstream A11) plus conditions for `kubectl wait`.
+import type { DaemonSetCondition, DaemonSetStatus } from '../api/types.ts';
+import type { Pod } from '../k8s/types.ts';
+import { formatTime, getPodCondition, hasReadinessGate, isPodAvailable, isPodReady } from '../k8s/pod.ts';
+import { podAvailableWaitingTimeMs } from '../k8s/pod.ts';
+import { canonicalJson } from '../k8s/hash.ts';
+import { IN_PLACE_UPDATE_READY } from './constants.ts';
+import { minDelay, type SyncContext } from './context.ts';
+import { isPodUpdated } from './pods.ts';
+import { filterDaemonPodsNodeToUpdate, withDesiredNodes } from './update.ts';
+import { isDaemonSetPaused, isRollingUpdate, partitionCount } from './strategy.ts';
+
+/**
+ * Conditions written on status.conditions (Kruise and upstream never write any), usable with
+ * `kubectl wait --for=condition=<Type>[=False] ads/<name>`:
+ *
+ * - `RolloutComplete`: True when the controller has observed the current generation
+ *   (observedGeneration >= metadata.generation), every eligible node runs a pod of the current revision
+ *   (updatedNumberScheduled >= desiredNumberScheduled) and every one of them is available
+ *   (numberAvailable >= desiredNumberScheduled); the same test as `kubectl rollout status`. Reason
+ *   `RolloutComplete` (True) or `RolloutInProgress` (False, message says what is awaited).
+ * - `Progressing`: True while the controller still has work it is allowed to do: a generation not yet observed, an
+ *   eligible node without an available pod, or an old pod on a node the strategy may update now (RollingUpdate, not
+ *   paused, within partition and rollingUpdate.selector). Reason `Updating` when True; when False the reason says
+ *   why it stopped: `RolloutComplete`, `Paused` (rollingUpdate.paused), `PartitionReached` (every node the
+ *   partition/selector allows is updated and available; the rest stays old on purpose), `OnDelete` (old pods are
+ *   replaced only when deleted). E.g. `kubectl wait --for=condition=Progressing=False` waits for a canary step.
+ * - `Available`: True when every eligible node has an available pod (numberAvailable >= desiredNumberScheduled),
+ *   of any revision. Reason `AllNodesAvailable` / `NodesUnavailable`.
+ *
+ * lastTransitionTime changes only when a condition's status flips; reason and message follow the counters.
+ */
+export const CONDITION_ROLLOUT_COMPLETE = 'RolloutComplete';
+export const CONDITION_PROGRESSING = 'Progressing';
+export const CONDITION_AVAILABLE = 'Available';
+
+/**
+ * isDaemonPodAvailable (Kruise): available as podutil, and not in the middle of an in-place update
+ * (InPlaceUpdateReady condition, when the pod has that gate, absent or True).
+ */
+export function isDaemonPodAvailable(pod: Pod, minReadySeconds: number, now: number): boolean {
+  if (!isPodAvailable(pod, minReadySeconds, now)) return false;
+  if (hasReadinessGate(pod, IN_PLACE_UPDATE_READY)) {
+    const c = getPodCondition(pod, IN_PLACE_UPDATE_READY);
+    if (c && c.status !== 'True') return false;
+  }
+  return true;
+}
+
+export interface StatusCounters {
+  desiredNumberScheduled: number;
+  currentNumberScheduled: number;
+  numberMisscheduled: number;
+  numberReady: number;
+  numberAvailable: number;
+  numberUnavailable: number;
+  updatedNumberScheduled: number;
+}
+
+export interface StatusResult {
+  status: DaemonSetStatus;
+  changed: boolean;
+  /** Soonest time a Ready pod on an eligible node becomes available (minReadySeconds), if any. */
+  requeueAfterMs?: number;
+}
+
+/**
+ * Counters, per node of the node list (pods on nodes absent from the list are not counted): shouldRun -> desired++;
+ * with at least one pod (terminating included) -> current++, and the first pod (scheduled, oldest, name) decides:
+ * Ready -> numberReady++, also available -> numberAvailable++, hash == current -> updatedNumberScheduled++ (so during
+ * a surge the old pod is what counts). Not shouldRun but has pods -> numberMisscheduled++ (including a node with a
+ * new untolerated NoSchedule taint whose pod keeps running). numberUnavailable = desired - available.
+ */
+export function calculateCounters(ctx: SyncContext): { counters: StatusCounters; requeueAfterMs?: number } {
+  const minReady = ctx.ds.spec.minReadySeconds ?? 0;
+  const c: StatusCounters = {
+    desiredNumberScheduled: 0,
+    currentNumberScheduled: 0,
+    numberMisscheduled: 0,
+    numberReady: 0,
+    numberAvailable: 0,
+    numberUnavailable: 0,
+    updatedNumberScheduled: 0,
+  };
+  let requeueAfterMs: number | undefined;
+  for (const node of ctx.nodes) {
+    const name = node.metadata.name ?? '';
+    const pods = ctx.nodeToDaemonPods.get(name) ?? [];
+    const scheduled = pods.length > 0;
+    if (ctx.eligibility.get(name)?.shouldRun) {
+      c.desiredNumberScheduled++;
+      for (const p of pods) {
+        if (!p.metadata.deletionTimestamp) {
+          requeueAfterMs = minDelay(requeueAfterMs, podAvailableWaitingTimeMs(p, minReady, ctx.now));
+        }
+      }
+      const pod = pods[0];
+      if (!pod) continue;
+      c.currentNumberScheduled++;
+      if (isPodReady(pod)) {
+        c.numberReady++;
+        if (isDaemonPodAvailable(pod, minReady, ctx.now)) c.numberAvailable++;
+      }
+      if (isPodUpdated(pod, ctx.hash)) c.updatedNumberScheduled++;
+    } else if (scheduled) {
+      c.numberMisscheduled++;
+    }
+  }
+  c.numberUnavailable = c.desiredNumberScheduled - c.numberAvailable;
+  return { counters: c, requeueAfterMs };
+}
+
+/** Nodes (eligible) that still need work the strategy allows now; see the conditions doc above. */
+function pendingNodes(ctx: SyncContext): number {
+  const minReady = ctx.ds.spec.minReadySeconds ?? 0;
+  let inScope: Set<string> | undefined;
+  if (isRollingUpdate(ctx.ds) && !isDaemonSetPaused(ctx.ds)) {
+    inScope = new Set(
+      filterDaemonPodsNodeToUpdate(
+        ctx.ds,
+        ctx.hash,
+        withDesiredNodes(ctx),
+        ctx.nodeByName,
+        partitionCount(ctx.ds, ctx.desired),
+      ),
+    );
+  }
+  let pending = 0;
+  for (const node of ctx.nodes) {
+    const name = node.metadata.name ?? '';
+    if (!ctx.eligibility.get(name)?.shouldRun) continue;
+    const pods = ctx.nodeToDaemonPods.get(name) ?? [];
+    const pod = pods[0];
+    if (!pod || !isDaemonPodAvailable(pod, minReady, ctx.now)) pending++;
+    else if (!isPodUpdated(pod, ctx.hash) && inScope?.has(name)) pending++;
+    else if (pods.length > 1 && inScope?.has(name)) pending++;
+  }
+  return pending;
+}
+
+function condition(
+  prev: readonly DaemonSetCondition[] | undefined,
+  type: string,
+  status: boolean,
+  reason: string,
+  message: string,
+  now: number,
+): DaemonSetCondition {
+  const s = status ? 'True' : 'False';
+  const old = prev?.find((c) => c.type === type);
+  const lastTransitionTime =
+    old && old.status === s && old.lastTransitionTime ? old.lastTransitionTime : formatTime(now);
+  return { type, status: s, lastTransitionTime, reason, message };
+}
+
+/** The three conditions, from the computed status (observedGeneration already decided). */
+export function computeConditions(
+  ctx: SyncContext,
+  counters: StatusCounters,
+  observedGeneration: number,
+): DaemonSetCondition[] {
+  const { ds, now } = ctx;
+  const prev = ds.status?.conditions;
+  const generation = ds.metadata.generation ?? 0;
+  const d = counters.desiredNumberScheduled;
+  const observed = observedGeneration >= generation;
+  const complete = observed && counters.updatedNumberScheduled >= d && counters.numberAvailable >= d;
+  let waiting: string;
+  if (!observed) waiting = 'Waiting for the spec update to be observed';
+  else if (counters.updatedNumberScheduled < d)
+    waiting = `${counters.updatedNumberScheduled} of ${d} nodes run the current revision`;
+  else waiting = `${counters.numberAvailable} of ${d} updated pods are available`;
+
+  const pending = observed ? pendingNodes(ctx) : 1;
+  let progressingReason: string;
+  let progressingMessage: string;
+  const counts = `${counters.updatedNumberScheduled} of ${d} nodes updated, ${counters.numberAvailable} of ${d} available`;
+  if (pending > 0) {
+    progressingReason = 'Updating';
+    progressingMessage = observed ? counts : 'Waiting for the spec update to be observed';
+  } else if (complete) {
+    progressingReason = 'RolloutComplete';
+    progressingMessage = counts;
+  } else if (!isRollingUpdate(ds)) {
+    progressingReason = 'OnDelete';
+    progressingMessage = `${counts}; old pods are replaced when deleted (updateStrategy OnDelete)`;
+  } else if (isDaemonSetPaused(ds)) {
+    progressingReason = 'Paused';
+    progressingMessage = `${counts}; rolling update paused`;
+  } else {
+    progressingReason = 'PartitionReached';
+    progressingMessage = `${counts}; the remaining nodes are kept at their revision by partition/selector`;
+  }
+
+  return [
+    condition(
+      prev,
+      CONDITION_ROLLOUT_COMPLETE,
+      complete,
+      complete ? 'RolloutComplete' : 'RolloutInProgress',
+      complete ? `All ${d} nodes run an available pod of the current revision` : waiting,
+      now,
+    ),
+    condition(prev, CONDITION_PROGRESSING, pending > 0, progressingReason, progressingMessage, now),
+    condition(
+      prev,
+      CONDITION_AVAILABLE,
+      counters.numberAvailable >= d,
+      counters.numberAvailable >= d ? 'AllNodesAvailable' : 'NodesUnavailable',
+      `${counters.numberAvailable} of ${d} eligible nodes have an available pod`,
+      now,
+    ),
+  ];
+}
+
+function statusKey(s: DaemonSetStatus | undefined): string {
+  const conditions = (s?.conditions ?? []).map((c) => ({
+    type: c.type,
+    status: c.status,
+    reason: c.reason ?? '',
+    message: c.message ?? '',
+  }));
+  return canonicalJson({
+    desiredNumberScheduled: s?.desiredNumberScheduled ?? 0,
+    currentNumberScheduled: s?.currentNumberScheduled ?? 0,
+    numberMisscheduled: s?.numberMisscheduled ?? 0,
+    numberReady: s?.numberReady ?? 0,
+    numberAvailable: s?.numberAvailable ?? 0,
+    numberUnavailable: s?.numberUnavailable ?? 0,
+    updatedNumberScheduled: s?.updatedNumberScheduled ?? 0,
+    observedGeneration: s?.observedGeneration ?? 0,
+    daemonSetHash: s?.daemonSetHash ?? '',
+    collisionCount: s?.collisionCount ?? null,
+    conditions,
+  });
+}
+
+/**
+ * The full status to store: counters, daemonSetHash = current hash, collisionCount, conditions, and
+ * observedGeneration = metadata.generation only when `updateObservedGen` (a complete sync), else unchanged.
+ * `changed` is false when nothing but condition timestamps would differ (then the shell writes nothing).
+ */
+export function calculateStatus(
+  ctx: SyncContext,
+  updateObservedGen: boolean,
+  collisionCount: number | undefined,
+): StatusResult {
+  const { ds } = ctx;
+  const { counters, requeueAfterMs } = calculateCounters(ctx);
+  const observedGeneration = updateObservedGen ? (ds.metadata.generation ?? 0) : (ds.status?.observedGeneration ?? 0);
+  const status: DaemonSetStatus = {
+    ...(ds.status ?? {}),
+    ...counters,
+    observedGeneration,
+    daemonSetHash: ctx.hash,
+    conditions: computeConditions(ctx, counters, observedGeneration),
+  };
+  if (collisionCount !== undefined) status.collisionCount = collisionCount;
+  return { status, changed: statusKey(status) !== statusKey(ds.status), requeueAfterMs };
+}

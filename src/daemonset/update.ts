@@ -1,0 +1,201 @@
+// rollingUpdate (kruise daemonset_update.go, upstream pkg/controller/daemon/update.go): which old pods to delete
+// (or update in place) and, when surging, on which nodes to start a new pod first; plus Kruise's partition and
+// rollingUpdate.selector filter (filterDaemonPodsNodeToUpdate).
+import type { DaemonSet } from '../api/types.ts';
+import type { Node, Pod } from '../k8s/types.ts';
+import { isPodAvailable } from '../k8s/pod.ts';
+import { labelSelectorErrors } from '../k8s/labels.ts';
+import { cmp, type SyncContext } from './context.ts';
+import { findUpdatedPodsOnNode, isPodNilOrPreDeleting, isPodPreDeleting, type NodeToDaemonPods } from './pods.ts';
+import type { PodDelete } from './plan-types.ts';
+import { nodeShouldUpdateBySelector, partitionCount, rollingUpdateBudget } from './strategy.ts';
+
+/**
+ * updatedDesiredNodeCounts (map part): a copy of nodeToDaemonPods with an empty entry for every shouldRun node that
+ * has no pod, so such nodes take part in the budget.
+ */
+export function withDesiredNodes(ctx: SyncContext): NodeToDaemonPods {
+  const out: NodeToDaemonPods = new Map(ctx.nodeToDaemonPods);
+  for (const node of ctx.nodes) {
+    const name = node.metadata.name ?? '';
+    if (ctx.eligibility.get(name)?.shouldRun && !out.has(name)) out.set(name, []);
+  }
+  return out;
+}
+
+/**
+ * filterDaemonPodsNodeToUpdate (Kruise): the nodes the rolling update may touch, in processing order.
+ * Node names (existing nodes only) are walked in descending order and bucketed: "updated" (has a new pod, or more
+ * than one new/old pod), "updating" (no old pod, or it is PreparingDelete), "selected" (rollingUpdate.selector
+ * matches the node), "rest". Order = updated, updating, then selected when a selector is set (the rest excluded)
+ * else rest; the first (#nodes - partition) are kept. So `partition` nodes stay old, the lowest names among those
+ * not yet updated, and raising the partition never rolls pods back.
+ */
+export function filterDaemonPodsNodeToUpdate(
+  ds: DaemonSet,
+  hash: string,
+  nodeToDaemonPods: NodeToDaemonPods,
+  nodeByName: ReadonlyMap<string, Node>,
+  partition: number,
+): string[] {
+  const selector = ds.spec.updateStrategy?.rollingUpdate?.selector;
+  const hasSelector = (ds.spec.updateStrategy?.type ?? 'RollingUpdate') === 'RollingUpdate' && !!selector;
+  const all = [...nodeToDaemonPods.keys()].filter((n) => nodeByName.has(n)).sort(cmp);
+  const updated: string[] = [];
+  const updating: string[] = [];
+  const selected: string[] = [];
+  const rest: string[] = [];
+  for (let i = all.length - 1; i >= 0; i--) {
+    const name = all[i] as string;
+    const { newPod, oldPod, ok } = findUpdatedPodsOnNode(nodeToDaemonPods.get(name), hash);
+    if (!ok || newPod) updated.push(name);
+    else if (isPodNilOrPreDeleting(oldPod)) updating.push(name);
+    else if (hasSelector && nodeShouldUpdateBySelector(nodeByName.get(name) as Node, ds)) selected.push(name);
+    else rest.push(name);
+  }
+  const sorted = [...updated, ...updating, ...(hasSelector ? selected : rest)];
+  const maxUpdate = all.length - partition;
+  if (maxUpdate <= 0) return [];
+  return sorted.slice(0, maxUpdate);
+}
+
+export interface RollingUpdateResult {
+  /** Old pods to replace (deleted, or updated in place under InPlaceIfPossible where possible). */
+  podsToDelete: PodDelete[];
+  /** Surge: nodes to start a new pod on, next to the old one. */
+  nodesToCreate: string[];
+  maxSurge: number;
+  maxUnavailable: number;
+  /** Nodes the strategy may update (after partition and selector), in processing order. */
+  nodesToUpdate: string[];
+  error?: string;
+}
+
+/**
+ * rollingUpdate. Budget: maxUnavailable and maxSurge scaled on the desired node count, rounded up (both 0 ->
+ * maxUnavailable 1). Only nodes kept by filterDaemonPodsNodeToUpdate take part (processed in its order).
+ *
+ * maxSurge == 0 (delete first, manage creates the replacement on a later sync): per node, with at most one new and
+ * one old non-terminating pod (else the node counts as unavailable):
+ * - neither or both present (PreparingDelete counting as absent) -> unavailable;
+ * - only new -> unavailable unless available; PreparingDelete counts once more;
+ * - only old, not available -> replaced regardless of the budget, and counted unavailable (upstream PR #123233),
+ *   so unavailable old pods go first and available ones only while unavailability < maxUnavailable;
+ * - only old, available -> candidate while numUnavailable < maxUnavailable.
+ * Deleted: the unavailable old pods + the first (maxUnavailable - numUnavailable) candidates. New pods that are not
+ * available use the budget, so a broken revision stalls the rollout instead of taking every node down.
+ *
+ * maxSurge > 0 (create first): per node: no old pod (or PreparingDelete) -> nothing; only old, not available ->
+ * new pod now regardless of the budget (or, if the node no longer should run the daemon, delete the old pod); only
+ * old, available -> surge candidate while numSurge < maxSurge (nodes that no longer should run are "sunset":
+ * their old pod is deleted only while more pods are available than desired, upstream PR #119317); new and old ->
+ * new not available (or PreparingDelete) counts against maxSurge, else the old pod is deleted.
+ * Created: the budget-free nodes + the first (maxSurge - numSurge) candidates.
+ */
+export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
+  const { ds, hash, now } = ctx;
+  const nodeToDaemonPods = withDesiredNodes(ctx);
+  const result: RollingUpdateResult = {
+    podsToDelete: [],
+    nodesToCreate: [],
+    maxSurge: 0,
+    maxUnavailable: 0,
+    nodesToUpdate: [],
+  };
+  try {
+    Object.assign(result, rollingUpdateBudget(ds, ctx.desired));
+  } catch (e) {
+    result.error = `couldn't get unavailable numbers: ${(e as Error).message}`;
+    return result;
+  }
+  const selector = ds.spec.updateStrategy?.rollingUpdate?.selector;
+  if (selector && labelSelectorErrors(selector).length > 0) {
+    result.error = `invalid rollingUpdate.selector: ${labelSelectorErrors(selector).join('; ')}`;
+    return result;
+  }
+  const nodes = filterDaemonPodsNodeToUpdate(
+    ds,
+    hash,
+    nodeToDaemonPods,
+    ctx.nodeByName,
+    partitionCount(ds, ctx.desired),
+  );
+  result.nodesToUpdate = nodes;
+  const minReady = ds.spec.minReadySeconds ?? 0;
+  const available = (p: Pod) => isPodAvailable(p, minReady, now);
+  const del = (pod: Pod, nodeName: string, reason: PodDelete['reason']): PodDelete => ({
+    podName: pod.metadata.name ?? '',
+    nodeName,
+    uid: pod.metadata.uid,
+    reason,
+  });
+
+  if (result.maxSurge === 0) {
+    let numUnavailable = 0;
+    const allowed: PodDelete[] = [];
+    const candidates: PodDelete[] = [];
+    for (const nodeName of nodes) {
+      const { newPod, oldPod, ok } = findUpdatedPodsOnNode(nodeToDaemonPods.get(nodeName), hash);
+      if (!ok) {
+        numUnavailable++;
+        continue;
+      }
+      const noOld = isPodNilOrPreDeleting(oldPod);
+      const noNew = isPodNilOrPreDeleting(newPod);
+      if (noOld === noNew) {
+        numUnavailable++;
+      } else if (newPod) {
+        if (!available(newPod)) numUnavailable++;
+        if (isPodPreDeleting(newPod)) numUnavailable++;
+      } else if (oldPod && !available(oldPod)) {
+        allowed.push(del(oldPod, nodeName, 'OldPodUnavailable'));
+        numUnavailable++;
+      } else if (oldPod && numUnavailable < result.maxUnavailable) {
+        candidates.push(del(oldPod, nodeName, 'RollingUpdate'));
+      }
+    }
+    const remaining = Math.min(Math.max(result.maxUnavailable - numUnavailable, 0), candidates.length);
+    result.podsToDelete = [...allowed, ...candidates.slice(0, remaining)];
+    return result;
+  }
+
+  let numSurge = 0;
+  let numAvailable = 0;
+  const allowedNew: string[] = [];
+  const candidateNew: string[] = [];
+  const shouldNotRun: PodDelete[] = [];
+  for (const nodeName of nodes) {
+    const { newPod, oldPod, ok } = findUpdatedPodsOnNode(nodeToDaemonPods.get(nodeName), hash);
+    if (!ok) {
+      numSurge++;
+      continue;
+    }
+    if (oldPod ? available(oldPod) : newPod && available(newPod)) numAvailable++;
+    const shouldRun = ctx.eligibility.get(nodeName)?.shouldRun ?? false;
+    if (isPodNilOrPreDeleting(oldPod)) continue;
+    const old = oldPod as Pod;
+    if (!newPod) {
+      if (!available(old)) {
+        if (!shouldRun) result.podsToDelete.push(del(old, nodeName, 'NodeSunset'));
+        else allowedNew.push(nodeName);
+      } else if (numSurge >= result.maxSurge) {
+        continue;
+      } else if (!shouldRun) {
+        shouldNotRun.push(del(old, nodeName, 'NodeSunset'));
+      } else {
+        candidateNew.push(nodeName);
+      }
+      continue;
+    }
+    if (!available(newPod) || isPodPreDeleting(newPod)) {
+      numSurge++;
+      continue;
+    }
+    result.podsToDelete.push(del(old, nodeName, 'SurgeReplaced'));
+  }
+  const deletable = Math.min(Math.max(numAvailable - ctx.desired, 0), shouldNotRun.length);
+  result.podsToDelete.push(...shouldNotRun.slice(0, deletable));
+  const remaining = Math.min(Math.max(result.maxSurge - numSurge, 0), candidateNew.length);
+  result.nodesToCreate = [...allowedNew, ...candidateNew.slice(0, remaining)];
+  return result;
+}
