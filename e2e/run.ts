@@ -7,7 +7,10 @@ import { mkdtempSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { ensureBinaries, repoRoot } from './cluster/binaries.ts';
-import { clusterDown, clusterUp, readState } from './cluster/cluster.ts';
+import { clusterDown, clusterUp, kubectl, readState } from './cluster/cluster.ts';
+import { startManager, type ManagerProcess } from './lib/manager.ts';
+
+const CRD = join(repoRoot, 'charts', 'advanced-daemonset', 'crds', 'apps.kruise.io_daemonsets.yaml');
 
 function findTests(dir: string): string[] {
   return readdirSync(dir).flatMap((entry) => {
@@ -32,7 +35,19 @@ async function main(): Promise<number> {
     kubeconfig = state.kubeconfig;
   }
   let code = 1;
+  let manager: ManagerProcess | undefined;
   try {
+    // The product under test: our CRD and one manager (webhook + controller) for the whole run.
+    say('installing the CRD and starting the manager (webhook + controller, out of cluster)');
+    await kubectl(kubeconfig, ['apply', '--server-side', '--force-conflicts', '-f', CRD]);
+    await kubectl(kubeconfig, [
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/daemonsets.apps.kruise.io',
+    ]);
+    manager = await startManager({ kubeconfig, dir: mkdtempSync(join(tmpdir(), 'ads-e2e-manager-')) });
+    say(`manager ready (log ${manager.log})`);
     say(`running ${files.length} e2e files: ${files.map((f) => relative(repoRoot, f)).join(', ')}`);
     code = await new Promise<number>((resolve, reject) => {
       const child = spawn(
@@ -48,6 +63,12 @@ async function main(): Promise<number> {
       child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0)));
     });
   } finally {
+    const managerExit = await manager?.stop();
+    if (manager && managerExit !== 0) {
+      say(`manager exited with ${managerExit} on SIGTERM (expected 0); log ${manager.log}`);
+      if (code === 0) code = 1;
+    }
+    if (code !== 0 && manager) say(`manager log: ${manager.log}`);
     if (dir) {
       if (code !== 0) {
         const state = readState(dir);

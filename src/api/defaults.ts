@@ -72,7 +72,12 @@ export function setDefaultsDaemonSet(ds: JsonObject): void {
           setIfNil(ru, 'maxSurge', 1);
           setIfNil(ru, 'maxUnavailable', 0);
         }
-        if (ru.rollingUpdateType === undefined || ru.rollingUpdateType === null || ru.rollingUpdateType === '' || ru.rollingUpdateType === 'Surging')
+        if (
+          ru.rollingUpdateType === undefined ||
+          ru.rollingUpdateType === null ||
+          ru.rollingUpdateType === '' ||
+          ru.rollingUpdateType === 'Surging'
+        )
           ru.rollingUpdateType = 'Standard';
         const unset = (k: string) => ru[k] === undefined || ru[k] === null;
         if (unset('maxUnavailable') && unset('maxSurge')) {

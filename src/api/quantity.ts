@@ -208,8 +208,9 @@ export function formatQuantity(q: Quantity): string {
     const { amount, times } = removeFactors(integer, 1024n);
     return `${amount}${BIN_BY_EXP.get(times * 10) ?? ''}`;
   }
-  let { amount, times } = removeFactors(q.unscaled, 10n);
-  let exponent = q.exp + times;
+  const factors = removeFactors(q.unscaled, 10n);
+  let amount = factors.amount;
+  let exponent = q.exp + factors.times;
   while (exponent % 3 !== 0) {
     amount *= 10n;
     exponent--;

@@ -93,7 +93,7 @@ export const RollingUpdateDaemonSetSchema = Type.Object(
     ),
     selector: Type.Optional(
       LabelSelectorSchema(
-        "A label query over nodes that are managed by the daemon set RollingUpdate.\nOnly pods on nodes whose labels match are updated; pods on other nodes keep\ntheir current revision until the selector changes.",
+        'A label query over nodes that are managed by the daemon set RollingUpdate.\nOnly pods on nodes whose labels match are updated; pods on other nodes keep\ntheir current revision until the selector changes.',
       ),
     ),
     partition: Type.Optional(
@@ -129,9 +129,7 @@ export const LifecycleHookSchema = (description: string) =>
       labelsHandler: Type.Optional(
         StringMap('The pod is hooked while any of these labels is present with the given value.'),
       ),
-      finalizersHandler: Type.Optional(
-        StringList('The pod is hooked while any of these finalizers is present on it.'),
-      ),
+      finalizersHandler: Type.Optional(StringList('The pod is hooked while any of these finalizers is present on it.')),
       markPodNotReady: Type.Optional(
         Type.Boolean({
           description:
@@ -202,7 +200,10 @@ export const DaemonSetConditionSchema = Type.Object(
     type: Type.String({ description: 'Type of DaemonSet condition.' }),
     status: StringEnum(CONDITION_STATUSES, { description: 'Status of the condition, one of True, False, Unknown.' }),
     lastTransitionTime: Type.Optional(
-      Type.String({ format: 'date-time', description: 'Last time the condition transitioned from one status to another.' }),
+      Type.String({
+        format: 'date-time',
+        description: 'Last time the condition transitioned from one status to another.',
+      }),
     ),
     reason: Type.Optional(Type.String({ description: "The reason for the condition's last transition." })),
     message: Type.Optional(
@@ -227,7 +228,10 @@ export const DaemonSetStatusSchema = Type.Object(
       'The number of nodes that should be running the daemon pod and have one\nor more of the daemon pod running and ready.',
     ),
     observedGeneration: Type.Optional(
-      Type.Integer({ format: 'int64', description: 'The most recent generation observed by the daemon set controller.' }),
+      Type.Integer({
+        format: 'int64',
+        description: 'The most recent generation observed by the daemon set controller.',
+      }),
     ),
     updatedNumberScheduled: Int32('The total number of nodes that are running updated daemon pod'),
     numberAvailable: Type.Optional(

@@ -58,3 +58,20 @@ export function intFlag(name: string, value: string | undefined, fallback: numbe
   if (!/^\d+$/.test(value)) throw new UserError(`--${name} must be a non-negative integer, got "${value}"`, 2);
   return Number(value);
 }
+
+/** Parses a Go-style duration flag ("15s", "500ms", "2m", "1h") into milliseconds. */
+export function durationFlag(name: string, value: string | undefined, fallbackMs: number): number {
+  if (value === undefined) return fallbackMs;
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(value);
+  if (!m) throw new UserError(`--${name} must be a duration such as 15s, 500ms or 2m, got "${value}"`, 2);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
+  return Math.round(Number(m[1]) * unit);
+}
+
+/** Parses a true/false flag given as a string (`--leader-elect=false`), as Go's flag package accepts. */
+export function boolFlag(name: string, value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  throw new UserError(`--${name} must be true or false, got "${value}"`, 2);
+}

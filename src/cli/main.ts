@@ -2,8 +2,11 @@
 // and help; this file only lists them, so adding one is one import and one array entry.
 import { UserError, type Command } from './command.ts';
 import { clusterCommand } from '../../e2e/cluster/command.ts';
+import { demoCommand } from '../../e2e/demo/command.ts';
+import { controllerCommand, managerCommand } from '../../controller/command.ts';
+import { webhookCommand } from '../../webhook/command.ts';
 
-const commands: Command[] = [clusterCommand];
+const commands: Command[] = [managerCommand, controllerCommand, webhookCommand, demoCommand, clusterCommand];
 
 const topUsage = () =>
   [

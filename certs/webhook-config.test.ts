@@ -1,0 +1,72 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureLocalServingCertificate, webhookConfigurations } from './webhook-config.ts';
+
+describe('webhook configurations', () => {
+  test('url endpoints get the path appended, scoped to apps.kruise.io daemonsets, failing closed', () => {
+    const { mutating, validating } = webhookConfigurations({
+      endpoint: { url: 'https://127.0.0.1:9443/' },
+      caBundle: 'CA',
+    });
+    const m = (mutating.webhooks as Record<string, unknown>[])[0]!;
+    const v = (validating.webhooks as Record<string, unknown>[])[0]!;
+    assert.deepEqual(m.clientConfig, {
+      url: 'https://127.0.0.1:9443/mutate-apps-kruise-io-daemonset',
+      caBundle: 'Q0E=',
+    });
+    assert.deepEqual(
+      (v.clientConfig as { url: string }).url,
+      'https://127.0.0.1:9443/validate-apps-kruise-io-daemonset',
+    );
+    for (const w of [m, v]) {
+      assert.equal(w.failurePolicy, 'Fail');
+      assert.equal(w.sideEffects, 'None');
+      assert.deepEqual(w.rules, [
+        {
+          apiGroups: ['apps.kruise.io'],
+          apiVersions: ['v1alpha1'],
+          resources: ['daemonsets'],
+          operations: ['CREATE', 'UPDATE'],
+          scope: 'Namespaced',
+        },
+      ]);
+    }
+  });
+
+  test('service endpoints carry the path on the service reference', () => {
+    const { mutating } = webhookConfigurations({
+      endpoint: { service: { namespace: 'kruise-system', name: 'ads-webhook', port: 443 } },
+      caBundle: 'CA',
+      timeoutSeconds: 30,
+    });
+    const m = (mutating.webhooks as Record<string, unknown>[])[0]!;
+    assert.deepEqual(m.clientConfig, {
+      service: { namespace: 'kruise-system', name: 'ads-webhook', port: 443, path: '/mutate-apps-kruise-io-daemonset' },
+      caBundle: 'Q0E=',
+    });
+    assert.equal(m.timeoutSeconds, 30);
+  });
+});
+
+describe('local serving certificate', () => {
+  test('is written once, valid for the hosts, reused while fresh and renewed near expiry', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ads-certs-'));
+    const first = await ensureLocalServingCertificate(dir, ['127.0.0.1', 'localhost']);
+    const cert = new X509Certificate(readFileSync(join(dir, 'tls.crt')));
+    assert.equal(cert.checkIP('127.0.0.1'), '127.0.0.1');
+    assert.equal(cert.checkHost('localhost'), 'localhost');
+    assert.ok(cert.verify(new X509Certificate(first.caBundle).publicKey));
+    assert.equal(statSync(join(dir, 'tls.key')).mode & 0o777, 0o600);
+
+    const again = await ensureLocalServingCertificate(dir, ['127.0.0.1']);
+    assert.equal(again.caBundle, first.caBundle, 'a fresh certificate is reused');
+
+    const later = new Date(Date.now() + 340 * 24 * 3600 * 1000);
+    const renewed = await ensureLocalServingCertificate(dir, ['127.0.0.1'], { now: later });
+    assert.notEqual(renewed.caBundle, first.caBundle, 'renewed within 30 days of expiry');
+  });
+});

@@ -1,0 +1,151 @@
+// The Mutating/ValidatingWebhookConfigurations that route apps.kruise.io DaemonSet admission to
+// us, and the bootstrap of a serving certificate for them. Out of cluster (`--webhook-host
+// 127.0.0.1`), the apiserver reaches us by URL, as kruise-manager does with WEBHOOK_HOST and as
+// envtest does: a Service reference would need kube-proxy, which a local control plane lacks.
+import { mkdirSync, readFileSync, writeFileSync, renameSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { isIP } from 'node:net';
+import type { KubeClient, ResourceType } from '../src/k8s/client.ts';
+import { isNotFound, resources } from '../src/k8s/client.ts';
+import type { KubeObject } from '../src/k8s/types.ts';
+import { certificateNotAfter, createCA, createLeaf } from './pki.ts';
+
+export const MUTATE_PATH = '/mutate-apps-kruise-io-daemonset';
+export const VALIDATE_PATH = '/validate-apps-kruise-io-daemonset';
+export const DEFAULT_CONFIGURATION_NAME = 'advanced-daemonset';
+
+export type WebhookEndpoint =
+  | { url: string } // e.g. https://127.0.0.1:9876
+  | { service: { namespace: string; name: string; port: number } };
+
+export interface WebhookConfigurationOptions {
+  /** Base name; "-mutating" / "-validating" are appended. */
+  name?: string;
+  endpoint: WebhookEndpoint;
+  caBundle: string;
+  timeoutSeconds?: number;
+}
+
+function clientConfig(endpoint: WebhookEndpoint, path: string, caBundle: string) {
+  const caBundleB64 = Buffer.from(caBundle).toString('base64');
+  if ('url' in endpoint) return { url: `${endpoint.url.replace(/\/$/, '')}${path}`, caBundle: caBundleB64 };
+  return { service: { ...endpoint.service, path }, caBundle: caBundleB64 };
+}
+
+/** Both configurations, scoped to apps.kruise.io daemonsets only, failing closed. */
+export function webhookConfigurations(opts: WebhookConfigurationOptions): {
+  mutating: KubeObject;
+  validating: KubeObject;
+} {
+  const name = opts.name ?? DEFAULT_CONFIGURATION_NAME;
+  const common = {
+    admissionReviewVersions: ['v1', 'v1beta1'],
+    sideEffects: 'None',
+    failurePolicy: 'Fail',
+    matchPolicy: 'Equivalent',
+    timeoutSeconds: opts.timeoutSeconds ?? 10,
+    rules: [
+      {
+        apiGroups: ['apps.kruise.io'],
+        apiVersions: ['v1alpha1'],
+        resources: ['daemonsets'],
+        operations: ['CREATE', 'UPDATE'],
+        scope: 'Namespaced',
+      },
+    ],
+  };
+  return {
+    mutating: {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingWebhookConfiguration',
+      metadata: { name: `${name}-mutating`, labels: { 'app.kubernetes.io/name': 'advanced-daemonset' } },
+      webhooks: [
+        {
+          name: 'mdaemonset.apps.kruise.io',
+          clientConfig: clientConfig(opts.endpoint, MUTATE_PATH, opts.caBundle),
+          reinvocationPolicy: 'Never',
+          ...common,
+        },
+      ],
+    },
+    validating: {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: { name: `${name}-validating`, labels: { 'app.kubernetes.io/name': 'advanced-daemonset' } },
+      webhooks: [
+        {
+          name: 'vdaemonset.apps.kruise.io',
+          clientConfig: clientConfig(opts.endpoint, VALIDATE_PATH, opts.caBundle),
+          ...common,
+        },
+      ],
+    },
+  };
+}
+
+/** Creates the object, or replaces the existing one's content keeping its resourceVersion. */
+async function createOrUpdate(client: KubeClient, type: ResourceType, obj: KubeObject): Promise<void> {
+  const name = obj.metadata.name!;
+  try {
+    const current = await client.get<KubeObject>(type, { name });
+    await client.update(type, {
+      ...obj,
+      metadata: { ...obj.metadata, resourceVersion: current.metadata.resourceVersion },
+    });
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    await client.create(type, obj);
+  }
+}
+
+export async function ensureWebhookConfigurations(
+  client: KubeClient,
+  opts: WebhookConfigurationOptions,
+): Promise<void> {
+  const { mutating, validating } = webhookConfigurations(opts);
+  await createOrUpdate(client, resources.mutatingWebhookConfigurations, mutating);
+  await createOrUpdate(client, resources.validatingWebhookConfigurations, validating);
+}
+
+export interface ServingCertificate {
+  certDir: string;
+  caBundle: string;
+}
+
+/**
+ * Writes tls.crt, tls.key and ca.crt for `hosts` (IPs or DNS names) into certDir, unless a
+ * certificate there is still valid for more than `renewBeforeDays`. Files are replaced
+ * atomically (write then rename), so a server watching the dir never reads half a key pair.
+ */
+export async function ensureLocalServingCertificate(
+  certDir: string,
+  hosts: string[],
+  { validityDays = 365, renewBeforeDays = 30, now = new Date() } = {},
+): Promise<ServingCertificate> {
+  mkdirSync(certDir, { recursive: true });
+  const crt = join(certDir, 'tls.crt');
+  const caFile = join(certDir, 'ca.crt');
+  if (existsSync(crt) && existsSync(caFile) && existsSync(join(certDir, 'tls.key'))) {
+    const notAfter = certificateNotAfter(readFileSync(crt, 'utf8'));
+    if (notAfter.getTime() - now.getTime() > renewBeforeDays * 24 * 3600 * 1000) {
+      return { certDir, caBundle: readFileSync(caFile, 'utf8') };
+    }
+  }
+  const ca = await createCA('advanced-daemonset-webhook-ca', validityDays * 10, now);
+  const leaf = await createLeaf(ca, {
+    commonName: hosts[0] ?? 'advanced-daemonset-webhook',
+    usage: 'server',
+    ipAddresses: hosts.filter((h) => isIP(h) !== 0),
+    dnsNames: hosts.filter((h) => isIP(h) === 0),
+    validityDays,
+    now,
+  });
+  const write = (file: string, data: string, mode = 0o644) => {
+    writeFileSync(`${file}.tmp`, data, { mode });
+    renameSync(`${file}.tmp`, file);
+  };
+  write(caFile, ca.certPem);
+  write(join(certDir, 'tls.key'), leaf.keyPem, 0o600);
+  write(crt, leaf.certPem);
+  return { certDir, caBundle: ca.certPem };
+}

@@ -1,0 +1,206 @@
+// `advanced-daemonset controller` and `advanced-daemonset manager` (controller + webhook in one
+// process, the default in a deployment, as kruise-manager).
+import { hostname } from 'node:os';
+import { pino, type Logger } from 'pino';
+import { boolFlag, durationFlag, intFlag, parseCommandArgs, UserError, type Command } from '../src/cli/command.ts';
+import { startController, type ControllerRunOptions } from './run.ts';
+import { enableProcessMetrics, registry } from './runtime/metrics.ts';
+import { startMetricsServer, startProbeServer, type RunningServer } from './runtime/probes.ts';
+import { startManagedWebhook, type ManagedWebhook } from './webhook-host.ts';
+
+const controllerFlags = `  --kubeconfig FILE                  kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)
+  --workers N                        concurrent DaemonSet reconciles (default 3)
+  --kube-api-qps N                   client-side QPS to the apiserver (default 30)
+  --kube-api-burst N                 client-side burst (default 50)
+  --leader-elect true|false          Lease leader election (default true)
+  --leader-election-namespace NS     namespace of the Lease (default: the pod's namespace)
+  --leader-election-id NAME          name of the Lease (default advanced-daemonset-controller)
+  --lease-duration D                 (default 15s)
+  --renew-deadline D                 (default 10s)
+  --retry-period D                   (default 2s)
+  --health-port N                    /healthz and /readyz (default 8081; 0 picks a free port)
+  --metrics-port N                   /metrics (default 8080; 0 picks a free port)
+  --log-level LEVEL                  trace|debug|info|warn|error (default info)`;
+
+const webhookFlags = `  --cert-dir DIR                     tls.crt and tls.key (default /tmp/k8s-webhook-server/serving-certs)
+  --webhook-port N                   HTTPS port (default 9876; 0 picks a free port)
+  --webhook-host HOST                out of cluster: serve on HOST, generate a certificate for it and
+                                     register the webhook configurations with url https://HOST:PORT
+  --webhook-configuration-name NAME  base name of the webhook configurations (default advanced-daemonset)
+  --webhook-timeout-seconds N        timeoutSeconds of the registered configurations (default 10)
+  --webhook-drain D                  keep serving this long after SIGTERM (default 5s)`;
+
+const controllerOptions = {
+  kubeconfig: { type: 'string' },
+  workers: { type: 'string' },
+  'kube-api-qps': { type: 'string' },
+  'kube-api-burst': { type: 'string' },
+  'leader-elect': { type: 'string' },
+  'leader-election-namespace': { type: 'string' },
+  'leader-election-id': { type: 'string' },
+  'lease-duration': { type: 'string' },
+  'renew-deadline': { type: 'string' },
+  'retry-period': { type: 'string' },
+  'health-port': { type: 'string' },
+  'metrics-port': { type: 'string' },
+  'log-level': { type: 'string' },
+} as const;
+
+const webhookOptions = {
+  'cert-dir': { type: 'string' },
+  'webhook-port': { type: 'string' },
+  'webhook-host': { type: 'string' },
+  'webhook-configuration-name': { type: 'string' },
+  'webhook-timeout-seconds': { type: 'string' },
+  'webhook-drain': { type: 'string' },
+} as const;
+
+type Values = Partial<Record<keyof typeof controllerOptions | keyof typeof webhookOptions, string>>;
+
+function logger(level = 'info'): Logger {
+  const levels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
+  if (!levels.includes(level))
+    throw new UserError(`--log-level must be one of ${levels.join(', ')}, got "${level}"`, 2);
+  return pino({ level, base: { pid: process.pid, host: hostname() } });
+}
+
+function controllerRunOptions(v: Values, log: Logger): ControllerRunOptions {
+  return {
+    kubeconfig: v.kubeconfig,
+    workers: Math.max(1, intFlag('workers', v.workers, 3)),
+    qps: intFlag('kube-api-qps', v['kube-api-qps'], 30),
+    burst: intFlag('kube-api-burst', v['kube-api-burst'], 50),
+    leaderElect: boolFlag('leader-elect', v['leader-elect'], true),
+    leaderElectionNamespace: v['leader-election-namespace'],
+    leaderElectionId: v['leader-election-id'] ?? 'advanced-daemonset-controller',
+    leaseDurationMs: durationFlag('lease-duration', v['lease-duration'], 15_000),
+    renewDeadlineMs: durationFlag('renew-deadline', v['renew-deadline'], 10_000),
+    retryPeriodMs: durationFlag('retry-period', v['retry-period'], 2_000),
+    logger: log,
+  };
+}
+
+/** Resolves on the first SIGTERM/SIGINT; aborts `controller` then. */
+function onShutdownSignal(controller: AbortController, log: Logger): Promise<void> {
+  return new Promise((resolve) => {
+    const handler = (sig: NodeJS.Signals) => {
+      log.info({ signal: sig }, 'shutting down');
+      process.off('SIGTERM', handler);
+      process.off('SIGINT', handler);
+      resolve();
+    };
+    process.once('SIGTERM', handler);
+    process.once('SIGINT', handler);
+    controller.signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}
+
+async function runProcess(v: Values, withWebhook: boolean): Promise<number> {
+  const log = logger(v['log-level']);
+  const opts = controllerRunOptions(v, log);
+  enableProcessMetrics();
+  const stop = new AbortController();
+  const servers: RunningServer[] = [];
+  let webhook: ManagedWebhook | undefined;
+  let controller: ReturnType<typeof startController> | undefined;
+  let draining = false;
+  try {
+    controller = startController(opts, stop.signal);
+    if (withWebhook) {
+      webhook = await startManagedWebhook(
+        {
+          certDir: v['cert-dir'] ?? '/tmp/k8s-webhook-server/serving-certs',
+          port: intFlag('webhook-port', v['webhook-port'], 9876),
+          host: v['webhook-host'],
+          configurationName: v['webhook-configuration-name'] ?? 'advanced-daemonset',
+          timeoutSeconds: intFlag('webhook-timeout-seconds', v['webhook-timeout-seconds'], 10),
+          drainMs: durationFlag('webhook-drain', v['webhook-drain'], 5_000),
+          client: controller.client,
+          logger: log,
+        },
+        stop.signal,
+      );
+    }
+    const health = await startProbeServer({
+      port: intFlag('health-port', v['health-port'], 8081),
+      healthz: () => true,
+      // Followers are ready too: they serve webhooks and keep warm caches.
+      readyz: () => !draining && controller!.synced() && (webhook?.ready() ?? true),
+    });
+    servers.push(health);
+    servers.push(await startMetricsServer(registry, intFlag('metrics-port', v['metrics-port'], 8080)));
+    log.info(
+      { healthPort: health.port, metricsPort: servers[1]!.port, webhookPort: webhook?.port },
+      withWebhook ? 'manager started' : 'controller started',
+    );
+
+    const reason = await Promise.race([
+      onShutdownSignal(stop, log).then(() => 'signal' as const),
+      controller.done.then((d) => (d.lostLeadership ? ('lost-leadership' as const) : ('stopped' as const))),
+    ]);
+    draining = true;
+    // Webhook first: it drains while the apiserver stops sending to a not-ready endpoint.
+    await webhook?.stop();
+    stop.abort();
+    await controller.done;
+    if (reason === 'lost-leadership') {
+      log.error('leader election lost; exiting');
+      return 1;
+    }
+    return 0;
+  } catch (err) {
+    stop.abort();
+    if (err instanceof UserError) throw err;
+    throw new UserError(`${withWebhook ? 'manager' : 'controller'} failed to start: ${(err as Error).message}`);
+  } finally {
+    await Promise.all(servers.map((s) => s.close()));
+  }
+}
+
+const controllerUsage = `Usage: advanced-daemonset controller [flags]
+
+Runs the Advanced DaemonSet controller (apps.kruise.io/v1alpha1 DaemonSets). With leader
+election only the Lease holder reconciles; every replica keeps warm caches.
+
+Flags:
+${controllerFlags}
+  -h, --help
+`;
+
+export const controllerCommand: Command = {
+  name: 'controller',
+  summary: 'Run the DaemonSet controller only',
+  usage: controllerUsage,
+  async run(argv) {
+    const parsed = parseCommandArgs({ name: 'controller', usage: controllerUsage }, argv, controllerOptions);
+    if (!parsed) return 0;
+    return runProcess(parsed.values as Values, false);
+  },
+};
+
+const managerUsage = `Usage: advanced-daemonset manager [flags]
+
+Runs the admission webhook and the controller in one process (the default in a deployment).
+All replicas serve the webhook; only the leader reconciles.
+
+Controller flags:
+${controllerFlags}
+
+Webhook flags:
+${webhookFlags}
+  -h, --help
+`;
+
+export const managerCommand: Command = {
+  name: 'manager',
+  summary: 'Run webhook and controller in one process (the deployment default)',
+  usage: managerUsage,
+  async run(argv) {
+    const parsed = parseCommandArgs({ name: 'manager', usage: managerUsage }, argv, {
+      ...controllerOptions,
+      ...webhookOptions,
+    });
+    if (!parsed) return 0;
+    return runProcess(parsed.values as Values, true);
+  },
+};

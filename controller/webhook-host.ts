@@ -1,0 +1,57 @@
+// The webhook half of the manager: certificate, server, and (out of cluster) registration.
+// In a cluster the certificate comes from the chart's certificate mode; out of cluster
+// (`--webhook-host 127.0.0.1`) the manager makes its own and registers the webhook
+// configurations by URL, as kruise-manager does with WEBHOOK_HOST.
+import type { Logger } from 'pino';
+import { ensureLocalServingCertificate, ensureWebhookConfigurations } from '../certs/webhook-config.ts';
+import type { KubeClient } from '../src/k8s/client.ts';
+import { startWebhookServer } from '../webhook/server.ts';
+import { registry } from './runtime/metrics.ts';
+
+export interface ManagedWebhookOptions {
+  certDir: string;
+  port: number;
+  /** Out-of-cluster host (IP or DNS name) the apiserver reaches us at; undefined in a cluster. */
+  host?: string;
+  configurationName: string;
+  timeoutSeconds: number;
+  drainMs: number;
+  client: KubeClient;
+  logger: Logger;
+}
+
+export interface ManagedWebhook {
+  port: number;
+  ready(): boolean;
+  stop(): Promise<void>;
+}
+
+export async function startManagedWebhook(opts: ManagedWebhookOptions, _signal: AbortSignal): Promise<ManagedWebhook> {
+  const log = opts.logger.child({ component: 'webhook' });
+  let caBundle: string | undefined;
+  if (opts.host) {
+    ({ caBundle } = await ensureLocalServingCertificate(opts.certDir, [opts.host]));
+  }
+  const server = await startWebhookServer({
+    certDir: opts.certDir,
+    port: opts.port,
+    host: opts.host ?? '0.0.0.0',
+    // The manager serves one /healthz, /readyz and /metrics for both halves.
+    healthPort: null,
+    metricsPort: null,
+    registry,
+    logger: log,
+    drainDelayMs: opts.drainMs,
+  });
+  if (opts.host && caBundle) {
+    const url = `https://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${server.port}`;
+    await ensureWebhookConfigurations(opts.client, {
+      name: opts.configurationName,
+      endpoint: { url },
+      caBundle,
+      timeoutSeconds: opts.timeoutSeconds,
+    });
+    log.info({ url, configuration: opts.configurationName }, 'webhook configurations registered');
+  }
+  return { port: server.port, ready: () => server.ready(), stop: () => server.stop() };
+}

@@ -1,0 +1,443 @@
+// Helpers for e2e tests of the Advanced DaemonSet controller: manifests, status and pod queries,
+// revisions, events, a streaming pod watcher that checks invariants at every change, and
+// control of extra manager processes (leader election).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { binaries, repoRoot } from '../cluster/binaries.ts';
+import { eventually, kubeconfig, kubectl, kubectlJson, listPods, podReady, sleep, type PodJson } from './kube.ts';
+
+/** kubectl resource name of our DaemonSets (the bare name `daemonset` means apps/v1). */
+export const ADS = 'daemonsets.apps.kruise.io';
+export const HASH_LABEL = 'controller-revision-hash';
+export const KRUISE_POD_READY = 'KruisePodReady';
+
+export interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+}
+
+export interface AdsStatus {
+  desiredNumberScheduled?: number;
+  currentNumberScheduled?: number;
+  numberMisscheduled?: number;
+  numberReady?: number;
+  numberAvailable?: number;
+  numberUnavailable?: number;
+  updatedNumberScheduled?: number;
+  observedGeneration?: number;
+  daemonSetHash?: string;
+  collisionCount?: number;
+  conditions?: Condition[];
+}
+
+export interface AdsJson {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace: string; uid: string; generation?: number; labels?: Record<string, string> };
+  spec: Record<string, unknown> & { template: { spec: Record<string, unknown> } };
+  status?: AdsStatus;
+}
+
+export interface AdsOptions {
+  name: string;
+  namespace: string;
+  /** e2e-group of this test's nodes: always part of the nodeSelector (isolation). */
+  group: string;
+  image?: string;
+  /** Extra nodeSelector terms on top of e2e-group. */
+  nodeSelector?: Record<string, string>;
+  tolerations?: unknown[];
+  updateStrategy?: unknown;
+  minReadySeconds?: number;
+  revisionHistoryLimit?: number;
+}
+
+/** An apps.kruise.io/v1alpha1 DaemonSet selecting `app: <name>`, confined to the test's nodes. */
+export function adsManifest(o: AdsOptions): Record<string, unknown> {
+  const spec: Record<string, unknown> = {
+    selector: { matchLabels: { app: o.name } },
+    template: {
+      metadata: { labels: { app: o.name } },
+      spec: {
+        nodeSelector: { 'e2e-group': o.group, ...o.nodeSelector },
+        ...(o.tolerations ? { tolerations: o.tolerations } : {}),
+        terminationGracePeriodSeconds: 1,
+        containers: [{ name: 'c', image: o.image ?? 'busybox:1.36' }],
+      },
+    },
+  };
+  if (o.updateStrategy !== undefined) spec.updateStrategy = o.updateStrategy;
+  if (o.minReadySeconds !== undefined) spec.minReadySeconds = o.minReadySeconds;
+  if (o.revisionHistoryLimit !== undefined) spec.revisionHistoryLimit = o.revisionHistoryLimit;
+  return {
+    apiVersion: 'apps.kruise.io/v1alpha1',
+    kind: 'DaemonSet',
+    metadata: { name: o.name, namespace: o.namespace },
+    spec,
+  };
+}
+
+export function getAds(namespace: string, name: string): Promise<AdsJson> {
+  return kubectlJson<AdsJson>(['get', ADS, name, '-n', namespace]);
+}
+
+/** JSON merge patch of the DaemonSet (e.g. a template change). */
+export async function patchAds(namespace: string, name: string, patch: unknown): Promise<void> {
+  await kubectl(['patch', ADS, name, '-n', namespace, '--type=merge', '-p', JSON.stringify(patch)]);
+}
+
+/** Merge patch changing the image of the template's only container `c`. */
+export function imagePatch(image: string): unknown {
+  return { spec: { template: { spec: { containers: [{ name: 'c', image }] } } } };
+}
+
+export function condition(ds: AdsJson, type: string): Condition | undefined {
+  return ds.status?.conditions?.find((c) => c.type === type);
+}
+
+export function hashOf(p: PodJson): string | undefined {
+  return p.metadata.labels?.[HASH_LABEL];
+}
+
+export function terminating(p: PodJson): boolean {
+  return p.metadata.deletionTimestamp !== undefined;
+}
+
+/** Pods of DaemonSet `name` (label app=<name>), terminating ones included. */
+export function adsPods(namespace: string, name: string): Promise<PodJson[]> {
+  return listPods(namespace, `app=${name}`);
+}
+
+/** Pods grouped by spec.nodeName ('' for unscheduled). */
+export function byNode(pods: PodJson[]): Map<string, PodJson[]> {
+  const m = new Map<string, PodJson[]>();
+  for (const p of pods) {
+    const n = p.spec.nodeName ?? '';
+    m.set(n, [...(m.get(n) ?? []), p]);
+  }
+  return m;
+}
+
+export function describePods(pods: PodJson[]): string {
+  return JSON.stringify(
+    pods.map((p) => ({
+      name: p.metadata.name,
+      node: p.spec.nodeName,
+      hash: hashOf(p),
+      ready: podReady(p),
+      phase: p.status?.phase,
+      terminating: terminating(p),
+    })),
+  );
+}
+
+/**
+ * Waits until exactly `nodes` each run one Ready, non-terminating pod of the DaemonSet (with
+ * `hash` when given), no other pod of it exists (no terminating leftovers, none elsewhere), and
+ * returns the pods keyed by node.
+ */
+export async function waitOnePodPerNode(
+  namespace: string,
+  name: string,
+  nodes: string[],
+  { hash, timeoutMs = 90_000 }: { hash?: string; timeoutMs?: number } = {},
+): Promise<Map<string, PodJson>> {
+  let seen: PodJson[] = [];
+  try {
+    return await eventually(
+      `one Ready pod of ${name}${hash ? ` with hash ${hash}` : ''} on exactly nodes ${nodes.join(',')}`,
+      async () => {
+        const pods = (seen = await adsPods(namespace, name));
+        if (pods.length !== nodes.length) return false;
+        const m = new Map<string, PodJson>();
+        for (const p of pods) {
+          if (terminating(p) || !podReady(p)) return false;
+          if (hash !== undefined && hashOf(p) !== hash) return false;
+          const n = p.spec.nodeName ?? '';
+          if (!nodes.includes(n) || m.has(n)) return false;
+          m.set(n, p);
+        }
+        return m;
+      },
+      { timeoutMs },
+    );
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n  pods: ${describePods(seen)}`, { cause: err });
+  }
+}
+
+/**
+ * Waits until the controller reports the current generation rolled out: observedGeneration ==
+ * generation, condition RolloutComplete True, updated == available == desired == `desired`.
+ */
+export async function waitRolledOut(
+  namespace: string,
+  name: string,
+  desired: number,
+  timeoutMs = 90_000,
+): Promise<AdsJson> {
+  let last: AdsJson | undefined;
+  try {
+    return await eventually(
+      `${name} rolled out on ${desired} nodes (observedGeneration current, RolloutComplete True)`,
+      async () => {
+        const ds = (last = await getAds(namespace, name));
+        const s = ds.status ?? {};
+        return (
+          s.observedGeneration === ds.metadata.generation &&
+          condition(ds, 'RolloutComplete')?.status === 'True' &&
+          s.desiredNumberScheduled === desired &&
+          s.updatedNumberScheduled === desired &&
+          s.numberAvailable === desired &&
+          ds
+        );
+      },
+      { timeoutMs },
+    );
+  } catch (err) {
+    const seen = last && { generation: last.metadata.generation, status: last.status };
+    throw new Error(`${(err as Error).message}\n  last DaemonSet: ${JSON.stringify(seen)}`, { cause: err });
+  }
+}
+
+export interface ControllerRevisionJson {
+  metadata: {
+    name: string;
+    uid: string;
+    labels?: Record<string, string>;
+    ownerReferences?: { kind: string; name: string; uid: string; controller?: boolean }[];
+  };
+  revision: number;
+}
+
+/** ControllerRevisions of DaemonSet `name` (label app=<name>), sorted by revision. */
+export async function listRevisions(namespace: string, name: string): Promise<ControllerRevisionJson[]> {
+  const list = await kubectlJson<{ items: ControllerRevisionJson[] }>([
+    'get',
+    'controllerrevisions',
+    '-n',
+    namespace,
+    '-l',
+    `app=${name}`,
+  ]);
+  return list.items.sort((a, b) => a.revision - b.revision);
+}
+
+export interface EventJson {
+  reason: string;
+  message: string;
+  type: string;
+  count?: number;
+  involvedObject: { kind?: string; name?: string; uid?: string };
+  source?: { component?: string };
+}
+
+/** core/v1 Events whose involvedObject is the object `name` (and `uid` when given). */
+export async function eventsFor(namespace: string, name: string, uid?: string): Promise<EventJson[]> {
+  const list = await kubectlJson<{ items: EventJson[] }>([
+    'get',
+    'events',
+    '-n',
+    namespace,
+    '--field-selector',
+    `involvedObject.name=${name}`,
+  ]);
+  return list.items.filter((e) => uid === undefined || e.involvedObject.uid === uid);
+}
+
+export async function labelNode(node: string, labels: Record<string, string | null>): Promise<void> {
+  const args = Object.entries(labels).map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`));
+  await kubectl(['label', 'node', node, '--overwrite', ...args]);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Streaming pod watch
+
+/** Splits a stream of concatenated (pretty-printed) JSON values into values. */
+class JsonStreamSplitter {
+  private buf = '';
+  private depth = 0;
+  private inString = false;
+  private escaped = false;
+  private start = -1;
+  private scanned = 0;
+
+  push(chunk: string): unknown[] {
+    this.buf += chunk;
+    const out: unknown[] = [];
+    for (let i = this.scanned; i < this.buf.length; i++) {
+      const ch = this.buf[i];
+      if (this.inString) {
+        if (this.escaped) this.escaped = false;
+        else if (ch === '\\') this.escaped = true;
+        else if (ch === '"') this.inString = false;
+        continue;
+      }
+      if (ch === '"') this.inString = true;
+      else if (ch === '{' || ch === '[') {
+        if (this.depth === 0) this.start = i;
+        this.depth++;
+      } else if (ch === '}' || ch === ']') {
+        this.depth--;
+        if (this.depth === 0) {
+          out.push(JSON.parse(this.buf.slice(this.start, i + 1)));
+          this.buf = this.buf.slice(i + 1);
+          i = -1;
+          this.start = -1;
+        }
+      }
+    }
+    this.scanned = this.buf.length;
+    return out;
+  }
+}
+
+export interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | string;
+  pod: PodJson;
+  /** Local time the event arrived. */
+  at: number;
+}
+
+/**
+ * `kubectl get pods -w --output-watch-events -o json` for one label selector, kept as a live map
+ * of pods (by UID). `onEvent` runs after each event is applied, so invariants are checked at every
+ * state the apiserver went through, not at poll instants.
+ */
+export class PodWatch {
+  readonly pods = new Map<string, PodJson>();
+  readonly events: WatchEvent[] = [];
+  private child: ChildProcess;
+  private exited: string | undefined;
+  private stopping = false;
+  private stderr = '';
+
+  private constructor(
+    namespace: string,
+    selector: string,
+    private readonly onEvent: (w: PodWatch, ev: WatchEvent) => void,
+  ) {
+    this.child = spawn(
+      binaries().kubectl,
+      [
+        '--kubeconfig',
+        kubeconfig(),
+        'get',
+        'pods',
+        '-n',
+        namespace,
+        '-l',
+        selector,
+        '--watch',
+        '--output-watch-events',
+        '-o',
+        'json',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const splitter = new JsonStreamSplitter();
+    this.child.stdout!.setEncoding('utf8');
+    this.child.stdout!.on('data', (chunk: string) => {
+      for (const v of splitter.push(chunk)) this.apply(v as { type: string; object: PodJson });
+    });
+    this.child.stderr!.setEncoding('utf8');
+    this.child.stderr!.on('data', (c: string) => (this.stderr += c));
+    this.child.on('exit', (code, signal) => {
+      if (!this.stopping) this.exited = `kubectl watch exited (code ${code}, signal ${signal}): ${this.stderr}`;
+    });
+  }
+
+  /** Starts watching and waits until every pod that exists now has been seen. */
+  static async start(
+    namespace: string,
+    selector: string,
+    onEvent: (w: PodWatch, ev: WatchEvent) => void = () => {},
+  ): Promise<PodWatch> {
+    const existing = await listPods(namespace, selector);
+    const w = new PodWatch(namespace, selector, onEvent);
+    await eventually(`pod watch on ${selector} to list the ${existing.length} existing pods`, async () => {
+      w.assertAlive();
+      return existing.every((p) => w.pods.has(p.metadata.uid));
+    });
+    return w;
+  }
+
+  private apply(ev: { type: string; object: PodJson }): void {
+    const pod = ev.object;
+    if (ev.type === 'DELETED') this.pods.delete(pod.metadata.uid);
+    else this.pods.set(pod.metadata.uid, pod);
+    const e: WatchEvent = { type: ev.type, pod, at: Date.now() };
+    this.events.push(e);
+    this.onEvent(this, e);
+  }
+
+  assertAlive(): void {
+    if (this.exited) throw new Error(this.exited);
+  }
+
+  list(): PodJson[] {
+    return [...this.pods.values()];
+  }
+
+  stop(): void {
+    this.stopping = true;
+    this.child.kill('SIGTERM');
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Extra controller/manager processes (leader election)
+
+export interface ManagedProcess {
+  name: string;
+  child: ChildProcess;
+  logFile: string;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts `bin/advanced-daemonset <args>` with stdout and stderr to `logFile`. */
+export function startProductProcess(name: string, args: string[], logFile: string): ManagedProcess {
+  const fd = openSync(logFile, 'w');
+  const child = spawn(`${repoRoot}/bin/advanced-daemonset`, args, {
+    cwd: repoRoot,
+    stdio: ['ignore', fd, fd],
+    env: { ...process.env },
+  });
+  closeSync(fd);
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { name, child, logFile, exit };
+}
+
+export interface LogLine {
+  msg?: string;
+  level?: number;
+  time?: number;
+  [k: string]: unknown;
+}
+
+/** The JSON (pino) lines of a log file; other lines are skipped. */
+export function readLogLines(file: string): LogLine[] {
+  let text = '';
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return [];
+  }
+  const out: LogLine[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      out.push(JSON.parse(line) as LogLine);
+    } catch {
+      // a line being written
+    }
+  }
+  return out;
+}
+
+export { sleep };

@@ -1,0 +1,112 @@
+// Starts `bin/advanced-daemonset manager` out of cluster against a local cluster: the process
+// the e2e suite and the demo run (webhook on 127.0.0.1 with its own certificate, controller
+// with leader election). Ports are picked by the manager (0) and read back from its log.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from '../cluster/binaries.ts';
+
+export interface ManagerProcess {
+  child: ChildProcess;
+  log: string;
+  healthPort: number;
+  metricsPort: number;
+  webhookPort: number;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export interface StartManagerOptions {
+  kubeconfig: string;
+  dir: string;
+  /** Extra flags, e.g. ['--leader-election-id', 'x', '--webhook-host', ''] */
+  args?: string[];
+  /** Register webhook configurations for 127.0.0.1 (default true). */
+  webhook?: boolean;
+  timeoutMs?: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function startedLine(log: string): { healthPort: number; metricsPort: number; webhookPort?: number } | undefined {
+  let text = '';
+  try {
+    text = readFileSync(log, 'utf8');
+  } catch {
+    return undefined;
+  }
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      const rec = JSON.parse(line) as { msg?: string; healthPort?: number; metricsPort?: number; webhookPort?: number };
+      if ((rec.msg === 'manager started' || rec.msg === 'controller started') && rec.healthPort) {
+        return { healthPort: rec.healthPort, metricsPort: rec.metricsPort ?? 0, webhookPort: rec.webhookPort };
+      }
+    } catch {
+      /* not JSON */
+    }
+  }
+  return undefined;
+}
+
+export async function startManager(opts: StartManagerOptions): Promise<ManagerProcess> {
+  mkdirSync(opts.dir, { recursive: true });
+  const log = join(opts.dir, 'manager.log');
+  const fd = openSync(log, 'w');
+  const args = [
+    'manager',
+    '--kubeconfig',
+    opts.kubeconfig,
+    '--cert-dir',
+    join(opts.dir, 'certs'),
+    '--webhook-port',
+    '0',
+    '--health-port',
+    '0',
+    '--metrics-port',
+    '0',
+    '--leader-election-namespace',
+    'default',
+    ...(opts.webhook === false ? [] : ['--webhook-host', '127.0.0.1']),
+    ...(opts.args ?? []),
+  ];
+  const child = spawn(join(repoRoot, 'bin', 'advanced-daemonset'), args, { stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+  for (;;) {
+    if (child.exitCode !== null) {
+      throw new Error(
+        `manager exited with code ${child.exitCode}; log ${log}:\n${readFileSync(log, 'utf8').slice(-3000)}`,
+      );
+    }
+    const started = startedLine(log);
+    if (started) {
+      const ready = await fetch(`http://127.0.0.1:${started.healthPort}/readyz`, {
+        signal: AbortSignal.timeout(1000),
+      }).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ready) {
+        return {
+          child,
+          log,
+          healthPort: started.healthPort,
+          metricsPort: started.metricsPort,
+          webhookPort: started.webhookPort ?? 0,
+          async stop(signal: NodeJS.Signals = 'SIGTERM') {
+            if (child.exitCode === null) child.kill(signal);
+            return exited;
+          },
+        };
+      }
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(
+        `manager not ready within ${(opts.timeoutMs ?? 60_000) / 1000}s; log ${log}:\n${readFileSync(log, 'utf8').slice(-3000)}`,
+      );
+    }
+    await sleep(200);
+  }
+}

@@ -1,0 +1,545 @@
+// Validation of apps.kruise.io/v1alpha1 DaemonSet as pure functions over plain JSON, returning field errors in
+// the apiserver's format (field.ts). Rules: kruise-ads-spec.md §3.2–3.3 (Kruise's validating webhook), the
+// pod-template checks a user gets from apps/v1, and stricter IntOrString checks than Kruise (which silently
+// treats garbage strings as 0). The structural part (types, required fields) comes from the same schema as the
+// CRD, through ajv, so an object the apiserver would reject is rejected here with the same kind of message.
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { labelSelectorMatches } from '../k8s/labels.ts';
+import type { LabelSelector } from '../k8s/types.ts';
+import { openAPIV3Schema } from './crd.ts';
+import { isObject, setDefaultsPodTemplate, type JsonObject } from './defaults.ts';
+import {
+  duplicate,
+  forbidden,
+  invalid,
+  notFound,
+  notSupported,
+  path,
+  required,
+  typeInvalid,
+  type FieldError,
+  type FieldPath,
+} from './field.ts';
+import {
+  isDNS1123Label,
+  isDNS1123Subdomain,
+  isQualifiedName,
+  isValidLabelValue,
+  isValidPercent,
+  isValidPortName,
+} from './names.ts';
+import { compareQuantity, formatQuantity, isNegative, quantityFromJSON, type Quantity } from './quantity.ts';
+import { ROLLING_UPDATE_TYPES, UPDATE_STRATEGY_TYPES } from './schema.ts';
+
+export const NEGATIVE_ERROR = 'must be greater than or equal to 0';
+
+// ---------------------------------------------------------------------------------------------------------
+// Structural schema (ajv)
+
+let compiled: ValidateFunction | undefined;
+
+function schemaValidator(): ValidateFunction {
+  if (compiled) return compiled;
+  const ajv = new Ajv({ allErrors: true, verbose: true, strictTypes: false, strictTuples: false });
+  for (const keyword of [
+    'x-kubernetes-int-or-string',
+    'x-kubernetes-preserve-unknown-fields',
+    'x-kubernetes-list-type',
+    'x-kubernetes-map-type',
+  ])
+    ajv.addKeyword(keyword);
+  ajv.addFormat('int32', { type: 'number', validate: (n: number) => n >= -(2 ** 31) && n < 2 ** 31 });
+  ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isSafeInteger(n) });
+  ajv.addFormat('date-time', { type: 'string', validate: (s: string) => !Number.isNaN(Date.parse(s)) });
+  compiled = ajv.compile(openAPIV3Schema());
+  return compiled;
+}
+
+/** The JSON type name kube-openapi reports for a value. */
+function jsonTypeName(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
+  return typeof v;
+}
+
+/** "/spec/selector/matchExpressions/0/key" → "spec.selector.matchExpressions[0].key". */
+function pointerToPath(pointer: string): string {
+  let out = '';
+  for (const raw of pointer.split('/').slice(1)) {
+    const seg = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (/^\d+$/.test(seg)) out += `[${seg}]`;
+    else out += out ? `.${seg}` : seg;
+  }
+  return out;
+}
+
+function fieldPathOf(p: string): FieldPath {
+  const [first = '', ...rest] = p.split('.');
+  return rest.length ? path(first, ...rest) : path(first);
+}
+
+/**
+ * Errors of the structural schema, as the apiserver reports them for a CRD: type mismatches as TypeInvalid
+ * with kube-openapi's text, missing required fields as Required. null values are ignored (the apiserver
+ * prunes nulls of non-nullable fields), and status is not checked (the apiserver resets it on create).
+ */
+export function schemaErrors(obj: JsonObject): FieldError[] {
+  const { status: _status, ...rest } = obj;
+  const validate = schemaValidator();
+  if (validate(rest)) return [];
+  const errors: FieldError[] = [];
+  const seen = new Set<string>();
+  const all = (validate.errors ?? []) as ErrorObject[];
+  // An int-or-string mismatch yields one error per anyOf branch plus the anyOf itself: report it once.
+  const anyOfPaths = new Set(all.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath));
+  for (const e of all) {
+    const p = pointerToPath(e.instancePath);
+    if (e.keyword === 'required') {
+      const missing = (e.params as { missingProperty: string }).missingProperty;
+      const full = p ? `${p}.${missing}` : missing;
+      if (!seen.has(full)) errors.push(required(fieldPathOf(full)));
+      seen.add(full);
+      continue;
+    }
+    if (e.data === null || seen.has(p)) continue;
+    if (anyOfPaths.has(e.instancePath) && e.keyword !== 'anyOf') continue;
+    seen.add(p);
+    const fp = fieldPathOf(p);
+    if (e.keyword === 'anyOf') {
+      errors.push(typeInvalid(fp, e.data, `${p} in body must be of type integer,string: "${jsonTypeName(e.data)}"`));
+    } else if (e.keyword === 'type') {
+      const want = (e.params as { type: string | string[] }).type;
+      errors.push(typeInvalid(fp, e.data, `${p} in body must be of type ${String(want)}: "${jsonTypeName(e.data)}"`));
+    } else if (e.keyword === 'format') {
+      const format = (e.params as { format: string }).format;
+      errors.push(invalid(fp, e.data, `${p} in body must be of type ${format}: "${String(e.data)}"`));
+    } else {
+      errors.push(invalid(fp, e.data, `${p} in body ${e.message ?? 'is invalid'}`));
+    }
+  }
+  return errors;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Generic helpers
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const objectAt = (obj: JsonObject | undefined, key: string): JsonObject | undefined => {
+  const v = obj?.[key];
+  return isObject(v) ? v : undefined;
+};
+const arrayAt = (obj: JsonObject | undefined, key: string): unknown[] | undefined => {
+  const v = obj?.[key];
+  return Array.isArray(v) ? v : undefined;
+};
+const isSet = (v: unknown) => v !== undefined && v !== null;
+
+/** The value of an IntOrString as Go's IntOrString.String() prints it. */
+const intOrStringText = (v: unknown): string =>
+  typeof v === 'number' || typeof v === 'string' ? String(v) : JSON.stringify(v);
+
+/** ValidateNonnegativeField for plain integers (bad values print bare, as Go's int64). */
+function validateNonNegative(v: unknown, p: FieldPath): FieldError[] {
+  return typeof v === 'number' && v < 0 ? [invalid(p, v, NEGATIVE_ERROR)] : [];
+}
+
+/**
+ * An IntOrString that must be an int >= 0 or a valid "N%" <= 100%. Unlike Kruise, strings that are not percents
+ * ("abc", "5", "-1") are errors rather than a silent 0. Bad values print as the quoted String() of the value.
+ */
+export function validateIntOrPercent(v: unknown, p: FieldPath): FieldError[] {
+  if (typeof v === 'number') {
+    if (!Number.isInteger(v)) return [invalid(p, intOrStringText(v), "must be an integer or percentage (e.g '5%')")];
+    return v < 0 ? [invalid(p, intOrStringText(v), NEGATIVE_ERROR)] : [];
+  }
+  if (typeof v === 'string') {
+    const errs = isValidPercent(v).map((msg) => invalid(p, v, msg));
+    if (errs.length) return errs;
+    if (Number(v.slice(0, -1)) > 100) return [invalid(p, v, 'must not be greater than 100%')];
+  }
+  return [];
+}
+
+/** getIntOrPercentValue for a well-formed value; undefined for a malformed one (already reported). */
+function intOrPercentValue(v: unknown): number | undefined {
+  if (v === undefined || v === null) return 0;
+  if (typeof v === 'number') return Number.isInteger(v) && v >= 0 ? v : undefined;
+  if (typeof v === 'string' && isValidPercent(v).length === 0) return Number(v.slice(0, -1));
+  return undefined;
+}
+
+function validateLabels(labels: unknown, p: FieldPath): FieldError[] {
+  if (!isObject(labels)) return [];
+  const errs: FieldError[] = [];
+  for (const [k, v] of Object.entries(labels)) {
+    errs.push(...isQualifiedName(k).map((msg) => invalid(p, k, msg)));
+    if (typeof v === 'string') errs.push(...isValidLabelValue(v).map((msg) => invalid(p, v, msg)));
+  }
+  return errs;
+}
+
+function validateAnnotations(annotations: unknown, p: FieldPath): FieldError[] {
+  if (!isObject(annotations)) return [];
+  const errs: FieldError[] = [];
+  for (const k of Object.keys(annotations))
+    errs.push(...isQualifiedName(k.toLowerCase()).map((msg) => invalid(p, k, msg)));
+  return errs;
+}
+
+/** metav1validation.ValidateLabelSelector. */
+export function validateLabelSelector(selector: unknown, p: FieldPath): FieldError[] {
+  if (!isObject(selector)) return [];
+  const errs = validateLabels(selector.matchLabels, p.child('matchLabels'));
+  (arrayAt(selector, 'matchExpressions') ?? []).forEach((expr, i) => {
+    if (!isObject(expr)) return;
+    const ep = p.child('matchExpressions').index(i);
+    const values = arrayAt(expr, 'values') ?? [];
+    switch (expr.operator) {
+      case 'In':
+      case 'NotIn':
+        if (values.length === 0)
+          errs.push(required(ep.child('values'), "must be specified when `operator` is 'In' or 'NotIn'"));
+        break;
+      case 'Exists':
+      case 'DoesNotExist':
+        if (values.length > 0)
+          errs.push(
+            forbidden(ep.child('values'), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
+          );
+        break;
+      default:
+        errs.push(invalid(ep.child('operator'), expr.operator ?? '', 'not a valid selector operator'));
+    }
+    if (typeof expr.key === 'string')
+      errs.push(...isQualifiedName(expr.key).map((msg) => invalid(ep.child('key'), expr.key, msg)));
+    values.forEach((v, j) => {
+      if (typeof v === 'string')
+        errs.push(...isValidLabelValue(v).map((msg) => invalid(ep.child('values').index(j), v, msg)));
+    });
+  });
+  return errs;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Object metadata
+
+function validateObjectMeta(meta: JsonObject | undefined): FieldError[] {
+  const p = path('metadata');
+  const errs: FieldError[] = [];
+  const name = str(meta?.name);
+  const generateName = str(meta?.generateName);
+  if (name) errs.push(...isDNS1123Subdomain(name).map((msg) => invalid(p.child('name'), name, msg)));
+  else if (!generateName) errs.push(required(p.child('name'), 'name or generateName is required'));
+  if (!str(meta?.namespace)) errs.push(required(p.child('namespace')));
+  errs.push(...validateLabels(meta?.labels, p.child('labels')));
+  errs.push(...validateAnnotations(meta?.annotations, p.child('annotations')));
+  return errs;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Pod template (the checks a user gets from apps/v1's ValidatePodTemplateSpec that matter for daemons)
+
+const SUPPORTED_PROTOCOLS = ['SCTP', 'TCP', 'UDP'];
+const SUPPORTED_DNS_POLICIES = ['ClusterFirstWithHostNet', 'ClusterFirst', 'Default', 'None'];
+const SUPPORTED_PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'];
+const PORT_RANGE_ERROR = 'must be between 1 and 65535, inclusive';
+
+function validateResourceList(list: unknown, p: FieldPath): { errors: FieldError[]; parsed: Map<string, Quantity> } {
+  const errors: FieldError[] = [];
+  const parsed = new Map<string, Quantity>();
+  if (!isObject(list)) return { errors, parsed };
+  for (const [name, raw] of Object.entries(list)) {
+    const kp = p.key(name);
+    errors.push(...isQualifiedName(name).map((msg) => invalid(kp, name, msg)));
+    const q = quantityFromJSON(raw);
+    if (typeof q === 'string') {
+      errors.push(invalid(kp, typeof raw === 'string' ? raw : intOrStringText(raw), q));
+      continue;
+    }
+    if (isNegative(q)) errors.push(invalid(kp, formatQuantity(q), NEGATIVE_ERROR));
+    parsed.set(name, q);
+  }
+  return { errors, parsed };
+}
+
+/** ValidateResourceRequirements: parseable, non-negative quantities and requests <= limits. */
+function validateResources(resources: unknown, p: FieldPath): FieldError[] {
+  if (!isObject(resources)) return [];
+  const limits = validateResourceList(resources.limits, p.child('limits'));
+  const requests = validateResourceList(resources.requests, p.child('requests'));
+  const errs = [...limits.errors, ...requests.errors];
+  for (const [name, request] of requests.parsed) {
+    const limit = limits.parsed.get(name);
+    if (limit && compareQuantity(request, limit) > 0)
+      errs.push(
+        invalid(
+          p.child('requests'),
+          formatQuantity(request),
+          `must be less than or equal to ${name} limit of ${formatQuantity(limit)}`,
+        ),
+      );
+  }
+  return errs;
+}
+
+function validatePortNumber(v: unknown, p: FieldPath, requiredPort: boolean): FieldError[] {
+  if (v === undefined || v === null || v === 0) return requiredPort ? [required(p)] : [];
+  if (typeof v === 'number' && (!Number.isInteger(v) || v < 1 || v > 65535)) return [invalid(p, v, PORT_RANGE_ERROR)];
+  return [];
+}
+
+function validateContainer(c: JsonObject, p: FieldPath, allNames: Set<string>, volumeNames: Set<string>): FieldError[] {
+  const errs: FieldError[] = [];
+  const name = str(c.name);
+  if (!name) errs.push(required(p.child('name')));
+  else {
+    errs.push(...isDNS1123Label(name).map((msg) => invalid(p.child('name'), name, msg)));
+    if (allNames.has(name)) errs.push(duplicate(p.child('name'), name));
+    allNames.add(name);
+  }
+  const image = str(c.image);
+  if (!image) errs.push(required(p.child('image')));
+  else if (image.trim() !== image)
+    errs.push(invalid(p.child('image'), image, 'must not have leading or trailing whitespace'));
+  const pullPolicy = c.imagePullPolicy;
+  if (typeof pullPolicy === 'string' && !SUPPORTED_PULL_POLICIES.includes(pullPolicy))
+    errs.push(notSupported(p.child('imagePullPolicy'), pullPolicy, SUPPORTED_PULL_POLICIES));
+  const portNames = new Set<string>();
+  (arrayAt(c, 'ports') ?? []).forEach((port, i) => {
+    if (!isObject(port)) return;
+    const pp = p.child('ports').index(i);
+    const portName = str(port.name);
+    if (portName) {
+      errs.push(...isValidPortName(portName).map((msg) => invalid(pp.child('name'), portName, msg)));
+      if (portNames.has(portName)) errs.push(duplicate(pp.child('name'), portName));
+      portNames.add(portName);
+    }
+    errs.push(...validatePortNumber(port.containerPort, pp.child('containerPort'), true));
+    errs.push(...validatePortNumber(port.hostPort, pp.child('hostPort'), false));
+    if (typeof port.protocol === 'string' && !SUPPORTED_PROTOCOLS.includes(port.protocol))
+      errs.push(notSupported(pp.child('protocol'), port.protocol, SUPPORTED_PROTOCOLS));
+  });
+  (arrayAt(c, 'volumeMounts') ?? []).forEach((m, i) => {
+    if (!isObject(m)) return;
+    const mp = p.child('volumeMounts').index(i);
+    const mountName = str(m.name);
+    if (!mountName) errs.push(required(mp.child('name')));
+    else if (!volumeNames.has(mountName)) errs.push(notFound(mp.child('name'), mountName));
+    if (!str(m.mountPath)) errs.push(required(mp.child('mountPath')));
+  });
+  errs.push(...validateResources(c.resources, p.child('resources')));
+  return errs;
+}
+
+/**
+ * The template checks, on a template already defaulted (validation defaults a copy first, as Kruise does).
+ * Paths are under `p` (spec.template).
+ */
+export function validatePodTemplate(template: unknown, p: FieldPath): FieldError[] {
+  if (!isObject(template)) return [required(p)];
+  const errs: FieldError[] = [];
+  const meta = objectAt(template, 'metadata');
+  errs.push(...validateLabels(meta?.labels, p.child('metadata', 'labels')));
+  errs.push(...validateAnnotations(meta?.annotations, p.child('metadata', 'annotations')));
+
+  const spec = objectAt(template, 'spec');
+  const sp = p.child('spec');
+  if (!spec) return [...errs, required(sp)];
+
+  const volumeNames = new Set<string>();
+  (arrayAt(spec, 'volumes') ?? []).forEach((v, i) => {
+    if (!isObject(v)) return;
+    const vp = sp.child('volumes').index(i).child('name');
+    const name = str(v.name);
+    if (!name) errs.push(required(vp));
+    else {
+      errs.push(...isDNS1123Label(name).map((msg) => invalid(vp, name, msg)));
+      if (volumeNames.has(name)) errs.push(duplicate(vp, name));
+      volumeNames.add(name);
+    }
+  });
+
+  const containerNames = new Set<string>();
+  (arrayAt(spec, 'initContainers') ?? []).forEach((c, i) => {
+    if (isObject(c))
+      errs.push(...validateContainer(c, sp.child('initContainers').index(i), containerNames, volumeNames));
+  });
+  const containers = arrayAt(spec, 'containers') ?? [];
+  if (containers.length === 0) errs.push(required(sp.child('containers')));
+  containers.forEach((c, i) => {
+    if (isObject(c)) errs.push(...validateContainer(c, sp.child('containers').index(i), containerNames, volumeNames));
+  });
+
+  const dnsPolicy = spec.dnsPolicy;
+  if (typeof dnsPolicy === 'string' && !SUPPORTED_DNS_POLICIES.includes(dnsPolicy))
+    errs.push(notSupported(sp.child('dnsPolicy'), dnsPolicy, SUPPORTED_DNS_POLICIES));
+  errs.push(...validateNonNegative(spec.terminationGracePeriodSeconds, sp.child('terminationGracePeriodSeconds')));
+  errs.push(...validateLabels(spec.nodeSelector, sp.child('nodeSelector')));
+  return errs;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// DaemonSet
+
+function validateRollingUpdate(ru: JsonObject, p: FieldPath): FieldError[] {
+  const errs: FieldError[] = [];
+  errs.push(...validateIntOrPercent(ru.maxUnavailable, p.child('maxUnavailable')));
+  errs.push(...validateIntOrPercent(ru.maxSurge, p.child('maxSurge')));
+  const unavailable = intOrPercentValue(ru.maxUnavailable);
+  const surge = intOrPercentValue(ru.maxSurge);
+  // A malformed value is reported above; the pair rules would only add noise about it.
+  const hasUnavailable = unavailable !== undefined && unavailable !== 0;
+  const hasSurge = surge !== undefined && surge !== 0;
+  if (unavailable !== undefined && surge !== undefined) {
+    if (hasUnavailable && hasSurge)
+      errs.push(
+        invalid(p.child('maxSurge'), intOrStringText(ru.maxSurge), 'may not be set when maxUnavailable is non-zero'),
+      );
+    else if (!hasUnavailable && !hasSurge)
+      errs.push(required(p.child('maxUnavailable'), 'cannot be 0 when maxSurge is 0'));
+  }
+  const type = ru.rollingUpdateType;
+  if (type === 'InPlaceIfPossible') {
+    if (hasSurge)
+      errs.push(invalid(p.child('maxSurge'), intOrStringText(ru.maxSurge), 'must be 0 for InPlaceIfPossible type'));
+  } else if (type === 'Surging') {
+    if (hasUnavailable)
+      errs.push(invalid(p.child('maxUnavailable'), intOrStringText(ru.maxUnavailable), 'must be 0 for Surging type'));
+  } else if (isSet(type) && type !== '' && type !== 'Standard') {
+    errs.push(notSupported(p.child('rollingUpdateType'), type, ROLLING_UPDATE_TYPES));
+  }
+  if (isSet(ru.partition)) errs.push(...validateIntOrPercent(ru.partition, p.child('partition')));
+  return errs;
+}
+
+function validateUpdateStrategy(strategy: JsonObject | undefined, p: FieldPath): FieldError[] {
+  const type = strategy?.type;
+  if (type === 'OnDelete') return [];
+  if (type === 'RollingUpdate') {
+    const ru = objectAt(strategy, 'rollingUpdate');
+    if (!ru) return [required(p.child('rollingUpdate'))];
+    return validateRollingUpdate(ru, p.child('rollingUpdate'));
+  }
+  // Kruise reports the whole strategy struct at spec.updateStrategy; the type field is what the user must fix.
+  return [notSupported(p.child('type'), type ?? '', UPDATE_STRATEGY_TYPES)];
+}
+
+function validateSpec(spec: JsonObject | undefined): FieldError[] {
+  const p = path('spec');
+  const errs: FieldError[] = [];
+  const selector = spec?.selector;
+  const selectorErrs = validateLabelSelector(selector, p.child('selector'));
+  errs.push(...selectorErrs);
+  const rawTemplate = spec?.template;
+  const templateMeta = isObject(rawTemplate) ? objectAt(rawTemplate, 'metadata') : undefined;
+  const templateLabels = templateMeta?.labels;
+  // A nil selector selects nothing, so it fails here too; a selector that does not parse is reported above.
+  if (selectorErrs.length === 0 && (selector === undefined || selector === null || isObject(selector))) {
+    const labels = isObject(templateLabels) ? (templateLabels as Record<string, string>) : undefined;
+    if (!labelSelectorMatches((selector ?? undefined) as LabelSelector | undefined, labels))
+      errs.push(
+        invalid(
+          p.child('template', 'metadata', 'labels'),
+          templateLabels ?? null,
+          '`selector` does not match template `labels`',
+        ),
+      );
+  }
+  if (isObject(selector)) {
+    const matchLabels = objectAt(selector, 'matchLabels');
+    const count = Object.keys(matchLabels ?? {}).length + (arrayAt(selector, 'matchExpressions') ?? []).length;
+    if (count === 0) errs.push(invalid(p.child('selector'), selector, 'empty selector is invalid for daemonset'));
+  }
+
+  // As Kruise: the template is validated after pod defaults are applied to a copy.
+  const template = isObject(rawTemplate) ? structuredClone(rawTemplate) : rawTemplate;
+  if (isObject(template)) setDefaultsPodTemplate(template);
+  errs.push(...validatePodTemplate(template, p.child('template')));
+  const podSpec = isObject(template) ? objectAt(template, 'spec') : undefined;
+  if (podSpec) {
+    if (podSpec.restartPolicy !== 'Always')
+      errs.push(notSupported(p.child('template', 'spec', 'restartPolicy'), podSpec.restartPolicy ?? '', ['Always']));
+    if (isSet(podSpec.activeDeadlineSeconds))
+      errs.push(
+        forbidden(
+          p.child('template', 'spec', 'activeDeadlineSeconds'),
+          'activeDeadlineSeconds in DaemonSet is not Supported',
+        ),
+      );
+  }
+  errs.push(...validateNonNegative(spec?.minReadySeconds, p.child('minReadySeconds')));
+  errs.push(...validateUpdateStrategy(objectAt(spec, 'updateStrategy'), p.child('updateStrategy')));
+  errs.push(...validateNonNegative(spec?.revisionHistoryLimit, p.child('revisionHistoryLimit')));
+  if (isSet(spec?.burstReplicas)) errs.push(...validateIntOrPercent(spec?.burstReplicas, p.child('burstReplicas')));
+  const lifecycle = objectAt(spec, 'lifecycle');
+  if (lifecycle && isSet(lifecycle.inPlaceUpdate))
+    errs.push(forbidden(p.child('lifecycle', 'inPlaceUpdate'), 'inPlaceUpdate hook has not supported yet'));
+  return errs;
+}
+
+/**
+ * All errors of a DaemonSet on CREATE: the structural schema first, then Kruise's rules in Kruise's order.
+ * Errors of the same path and text are reported once.
+ */
+export function validateDaemonSet(obj: JsonObject): FieldError[] {
+  const errs = [
+    ...schemaErrors(obj),
+    ...validateObjectMeta(objectAt(obj, 'metadata')),
+    ...validateSpec(objectAt(obj, 'spec')),
+  ];
+  return dedupe(errs);
+}
+
+/** Kruise's v1alpha1 text, including its two spaces after 'lifecycle',. */
+export const SPEC_UPDATE_FORBIDDEN =
+  "updates to daemonset spec for fields other than 'BurstReplicas', 'template', 'lifecycle',  'updateStrategy', 'minReadySeconds', and 'revisionHistoryLimit' are forbidden";
+
+const MUTABLE_SPEC_FIELDS = [
+  'template',
+  'updateStrategy',
+  'lifecycle',
+  'burstReplicas',
+  'minReadySeconds',
+  'revisionHistoryLimit',
+];
+
+/** Semantic equality: null, absent, empty maps and empty lists are the same (apimachinery Semantic.DeepEqual). */
+function semanticEqual(a: unknown, b: unknown): boolean {
+  const empty = (v: unknown) =>
+    v === undefined ||
+    v === null ||
+    (Array.isArray(v) && v.length === 0) ||
+    (isObject(v) && Object.keys(v).length === 0);
+  if (empty(a) && empty(b)) return true;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => semanticEqual(x, b[i]));
+  if (isObject(a) && isObject(b)) {
+    const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+    return [...keys].every((k) => semanticEqual(a[k], b[k]));
+  }
+  return a === b;
+}
+
+/** Errors on UPDATE: the full create validation of the new object, then the immutability rule (§3.3). */
+export function validateDaemonSetUpdate(obj: JsonObject, oldObj: JsonObject): FieldError[] {
+  const errs = validateDaemonSet(obj);
+  const spec = objectAt(obj, 'spec') ?? {};
+  const oldSpec = objectAt(oldObj, 'spec') ?? {};
+  const restored: JsonObject = { ...spec };
+  for (const k of MUTABLE_SPEC_FIELDS) {
+    if (k in oldSpec) restored[k] = oldSpec[k];
+    else delete restored[k];
+  }
+  if (!semanticEqual(restored, oldSpec)) errs.push(forbidden(path('spec'), SPEC_UPDATE_FORBIDDEN));
+  return dedupe(errs);
+}
+
+function dedupe(errs: FieldError[]): FieldError[] {
+  const seen = new Set<string>();
+  return errs.filter((e) => {
+    const key = `${e.field}\u0000${e.type}\u0000${JSON.stringify(e.badValue)}\u0000${e.detail}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
