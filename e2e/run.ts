@@ -46,7 +46,11 @@ async function main(): Promise<number> {
       '--timeout=60s',
       'crd/daemonsets.apps.kruise.io',
     ]);
-    manager = await startManager({ kubeconfig, dir: mkdtempSync(join(tmpdir(), 'ads-e2e-manager-')) });
+    manager = await startManager({
+      kubeconfig,
+      dir: mkdtempSync(join(tmpdir(), 'ads-e2e-manager-')),
+      args: ['--log-level', process.env.ADS_E2E_MANAGER_LOG_LEVEL ?? 'debug'],
+    });
     say(`manager ready (log ${manager.log})`);
     say(`running ${files.length} e2e files: ${files.map((f) => relative(repoRoot, f)).join(', ')}`);
     code = await new Promise<number>((resolve, reject) => {

@@ -4,7 +4,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { binaries, repoRoot } from '../cluster/binaries.ts';
-import { eventually, kubeconfig, kubectl, kubectlJson, listPods, podReady, sleep, type PodJson } from './kube.ts';
+import { fakeNode } from '../cluster/cluster.ts';
+import {
+  eventually,
+  kubeconfig,
+  kubectl,
+  kubectlJson,
+  listPods,
+  nodeReady,
+  podReady,
+  sleep,
+  type PodJson,
+} from './kube.ts';
 
 /** kubectl resource name of our DaemonSets (the bare name `daemonset` means apps/v1). */
 export const ADS = 'daemonsets.apps.kruise.io';
@@ -248,6 +259,23 @@ export async function eventsFor(namespace: string, name: string, uid?: string): 
   return list.items.filter((e) => uid === undefined || e.involvedObject.uid === uid);
 }
 
+/**
+ * One more fake node in an existing e2e group (named `name`, labelled `e2e-group=<group>`), waited
+ * Ready and untainted. (createTestNodes with count 1 cannot be used: `kubectl get nodes X -o json`
+ * of a single name returns the Node, not a List, so its readiness wait never succeeds.)
+ */
+export async function addNodeToGroup(
+  group: string,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<string> {
+  await kubectl(['create', '-f', '-'], JSON.stringify(fakeNode(name, { 'e2e-group': group, ...labels })));
+  await eventually(`node ${name} Ready and untainted`, async () =>
+    nodeReady(await kubectlJson<Parameters<typeof nodeReady>[0]>(['get', 'node', name])),
+  );
+  return name;
+}
+
 export async function labelNode(node: string, labels: Record<string, string | null>): Promise<void> {
   const args = Object.entries(labels).map(([k, v]) => (v === null ? `${k}-` : `${k}=${v}`));
   await kubectl(['label', 'node', node, '--overwrite', ...args]);
@@ -314,6 +342,8 @@ export class PodWatch {
   private exited: string | undefined;
   private stopping = false;
   private stderr = '';
+  /** onEvent runs only once every pod that existed at start was seen (a partial initial list is no state). */
+  private primed = false;
 
   private constructor(
     namespace: string,
@@ -350,7 +380,10 @@ export class PodWatch {
     });
   }
 
-  /** Starts watching and waits until every pod that exists now has been seen. */
+  /**
+   * Starts watching and waits until every pod that exists now has been seen; `onEvent` runs for
+   * the events after that (call your check once yourself for the primed state).
+   */
   static async start(
     namespace: string,
     selector: string,
@@ -362,6 +395,7 @@ export class PodWatch {
       w.assertAlive();
       return existing.every((p) => w.pods.has(p.metadata.uid));
     });
+    w.primed = true;
     return w;
   }
 
@@ -371,7 +405,7 @@ export class PodWatch {
     else this.pods.set(pod.metadata.uid, pod);
     const e: WatchEvent = { type: ev.type, pod, at: Date.now() };
     this.events.push(e);
-    this.onEvent(this, e);
+    if (this.primed) this.onEvent(this, e);
   }
 
   assertAlive(): void {
@@ -441,3 +475,118 @@ export function readLogLines(file: string): LogLine[] {
 }
 
 export { sleep };
+
+// ------------------------------------------------------------------------------------------------
+// Status counters, counted independently
+
+export interface Counters {
+  desiredNumberScheduled: number;
+  currentNumberScheduled: number;
+  numberMisscheduled: number;
+  numberReady: number;
+  numberAvailable: number;
+  numberUnavailable: number;
+  updatedNumberScheduled: number;
+}
+
+export const COUNTER_NAMES = [
+  'desiredNumberScheduled',
+  'currentNumberScheduled',
+  'numberMisscheduled',
+  'numberReady',
+  'numberAvailable',
+  'numberUnavailable',
+  'updatedNumberScheduled',
+] as const;
+
+/**
+ * The counters as the spec defines them, from the pods (minReadySeconds 0, one pod per node):
+ * desired = eligible nodes; current = eligible nodes with a pod; misscheduled = other nodes with
+ * a pod; ready/available = eligible nodes whose pod is Ready; updated = eligible nodes whose pod
+ * carries `hash`.
+ */
+export function countFromPods(pods: PodJson[], eligible: string[], hash: string | undefined): Counters {
+  const nodes = byNode(pods);
+  const c: Counters = {
+    desiredNumberScheduled: eligible.length,
+    currentNumberScheduled: 0,
+    numberMisscheduled: 0,
+    numberReady: 0,
+    numberAvailable: 0,
+    numberUnavailable: 0,
+    updatedNumberScheduled: 0,
+  };
+  for (const [node, ps] of nodes) {
+    if (!eligible.includes(node)) {
+      c.numberMisscheduled++;
+      continue;
+    }
+    c.currentNumberScheduled++;
+    const p = ps[0]!;
+    if (podReady(p)) {
+      c.numberReady++;
+      c.numberAvailable++;
+    }
+    if (hash !== undefined && hashOf(p) === hash) c.updatedNumberScheduled++;
+  }
+  c.numberUnavailable = c.desiredNumberScheduled - c.numberAvailable;
+  return c;
+}
+
+/** `kubectl get ads NAME` as a header -> cell map (DESIRED, CURRENT, READY, UP-TO-DATE, AVAILABLE...). */
+export async function printedColumns(namespace: string, name: string): Promise<Record<string, string>> {
+  const out = (await kubectl(['get', ADS, name, '-n', namespace])).trim().split('\n');
+  const header = out[0]!.trim().split(/\s+/);
+  const row = out[1]!.trim().split(/\s+/);
+  return Object.fromEntries(header.map((h, i) => [h, row[i] ?? '']));
+}
+
+/**
+ * Waits until three views agree: the status the controller wrote, the columns `kubectl get ads`
+ * prints, and the counters counted here from pods and `eligible` nodes; and the counted ones
+ * equal `expected`. Returns the DaemonSet.
+ */
+export async function waitStatusAgrees(
+  namespace: string,
+  name: string,
+  eligible: string[],
+  expected: Partial<Counters>,
+  timeoutMs = 60_000,
+): Promise<AdsJson> {
+  let last: unknown;
+  try {
+    return await eventually(
+      `status of ${name} = kubectl get columns = own count ${JSON.stringify(expected)}`,
+      async () => {
+        const ds = await getAds(namespace, name);
+        const pods = await adsPods(namespace, name);
+        const cols = await printedColumns(namespace, name);
+        const own = countFromPods(pods, eligible, ds.status?.daemonSetHash);
+        const status = Object.fromEntries(COUNTER_NAMES.map((k) => [k, ds.status?.[k] ?? 0]));
+        const printed = {
+          desiredNumberScheduled: Number(cols.DESIRED),
+          currentNumberScheduled: Number(cols.CURRENT),
+          numberReady: Number(cols.READY),
+          updatedNumberScheduled: Number(cols['UP-TO-DATE']),
+          numberAvailable: Number(cols.AVAILABLE),
+        };
+        last = {
+          own,
+          status,
+          printed,
+          observedGeneration: ds.status?.observedGeneration,
+          generation: ds.metadata.generation,
+        };
+        const agree =
+          ds.status?.observedGeneration === ds.metadata.generation &&
+          COUNTER_NAMES.every((k) => status[k] === own[k]) &&
+          Object.entries(printed).every(([k, v]) => v === own[k as keyof Counters]) &&
+          Object.entries(expected).every(([k, v]) => own[k as keyof Counters] === v);
+        return agree && ds;
+      },
+      { timeoutMs },
+    );
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n  last views: ${JSON.stringify(last)}`, { cause: err });
+  }
+}
