@@ -1,0 +1,120 @@
+// Helpers for the Helm e2e tests: install the chart into a test namespace (its webhooks limited
+// to that namespace, its pods kept off the fake nodes), and act as the chart's ServiceAccount
+// with a real token, so RBAC is checked by the apiserver exactly as in a cluster.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { KubeClient } from '../../src/k8s/client.ts';
+import { loadKubeConfig } from '../../src/k8s/kubeconfig.ts';
+import { chartDir, helm, helmOk } from '../../test/chart/helm.ts';
+import { kubeconfig, kubectl } from '../lib/kube.ts';
+
+export { chartDir, helm, helmOk };
+
+/** helm with the harness's kubeconfig. */
+export function helmCluster(args: string[]): Promise<string> {
+  return helmOk([...args, '--kubeconfig', kubeconfig()]);
+}
+
+export interface Release {
+  name: string;
+  namespace: string;
+  /** Object name prefix (<release>-advanced-daemonset). */
+  fullname: string;
+  serviceAccount: string;
+  /** system:serviceaccount:<ns>:<sa> */
+  user: string;
+}
+
+export function release(name: string, namespace: string): Release {
+  const fullname = `${name}-advanced-daemonset`;
+  return {
+    name,
+    namespace,
+    fullname,
+    serviceAccount: fullname,
+    user: `system:serviceaccount:${namespace}:${fullname}`,
+  };
+}
+
+/**
+ * Values every e2e install uses: the webhooks only see the test namespace (other tests in the
+ * same cluster are not routed to a Service without endpoints), and the Deployment's pods
+ * cannot land on kwok nodes (there is no kubelet or image; they stay Pending).
+ */
+export function e2eValues(namespace: string): string[] {
+  return [
+    '--set-json',
+    `webhook.namespaceSelector={"matchLabels":{"kubernetes.io/metadata.name":"${namespace}"}}`,
+    '--set-json',
+    'nodeSelector={"ads-e2e/no-such-node":"true"}',
+  ];
+}
+
+export async function install(r: Release, extra: string[] = []): Promise<string> {
+  return helmCluster(['install', r.name, chartDir, '--namespace', r.namespace, ...e2eValues(r.namespace), ...extra]);
+}
+
+export async function uninstall(r: Release): Promise<void> {
+  const res = await helm(['uninstall', r.name, '--namespace', r.namespace, '--wait', '--kubeconfig', kubeconfig()]);
+  if (res.code !== 0 && !/not found/.test(res.stderr)) throw new Error(`helm uninstall failed: ${res.stderr}`);
+}
+
+/**
+ * A kubeconfig that authenticates as the release's ServiceAccount with a bound token
+ * (`kubectl create token`), written next to nothing else in a fresh temp dir.
+ */
+export async function serviceAccountKubeconfig(r: Release): Promise<string> {
+  const token = (await kubectl(['create', 'token', r.serviceAccount, '-n', r.namespace, '--duration', '2h'])).trim();
+  const admin = parse(readFileSync(kubeconfig(), 'utf8')) as {
+    clusters: { name: string }[];
+    contexts: { name: string; context: Record<string, string> }[];
+  };
+  const cluster = admin.clusters[0]!;
+  const config = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [cluster],
+    users: [{ name: r.serviceAccount, user: { token } }],
+    contexts: [{ name: 'sa', context: { cluster: cluster.name, user: r.serviceAccount, namespace: r.namespace } }],
+    'current-context': 'sa',
+  };
+  const file = join(mkdtempSync(join(tmpdir(), 'ads-sa-')), 'kubeconfig');
+  writeFileSync(file, stringify(config), { mode: 0o600 });
+  return file;
+}
+
+export function clientFor(kubeconfigFile: string): KubeClient {
+  return KubeClient.fromKubeConfig(loadKubeConfig(kubeconfigFile));
+}
+
+/** `kubectl auth can-i` as `user`: true for "yes", false for "no". */
+export async function canI(user: string, args: string[]): Promise<boolean> {
+  try {
+    const out = await kubectl(['auth', 'can-i', ...args, `--as=${user}`]);
+    return out.trim() === 'yes';
+  } catch (err) {
+    // can-i exits 1 with "no" on stdout; anything else is a real failure.
+    const msg = (err as Error).message;
+    if (/exit 1\b/.test(msg)) return false;
+    throw err;
+  }
+}
+
+interface WebhookConfigurationJson {
+  metadata: { name: string; annotations?: Record<string, string> };
+  webhooks: {
+    name: string;
+    timeoutSeconds: number;
+    clientConfig: { caBundle?: string; url?: string; service?: { name: string; namespace: string; path: string } };
+  }[];
+}
+
+export async function webhookConfiguration(
+  kind: 'mutating' | 'validating',
+  r: Release,
+): Promise<WebhookConfigurationJson> {
+  const out = await kubectl(['get', `${kind}webhookconfiguration`, `${r.fullname}-${kind}`, '-o', 'json']);
+  return JSON.parse(out) as WebhookConfigurationJson;
+}

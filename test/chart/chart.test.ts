@@ -1,0 +1,441 @@
+// charts/advanced-daemonset: `helm lint` and `helm template` over the values files in the chart's
+// ci/ folder, with the rendered objects parsed and checked: the Deployment's probes and
+// security, the webhook configurations (equal to certs/webhook-config.ts), RBAC rule by rule,
+// the certificate modes, and the schema's messages for bad values.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { webhookConfigurations } from '../../certs/webhook-config.ts';
+import { chartDir, ciValues, find, helm, helmMissing, helmOk, render, templateArgs, type Rendered } from './helm.ts';
+
+const ns = 'kruise-system';
+const fullname = 'ads-advanced-daemonset';
+const podLabels = { 'app.kubernetes.io/name': 'advanced-daemonset', 'app.kubernetes.io/instance': 'ads' };
+
+const container = (objects: Rendered[]) => find(objects, 'Deployment').spec.template.spec.containers[0];
+const args = (objects: Rendered[]) => container(objects).args as string[];
+const flag = (objects: Rendered[], name: string) => {
+  const found = args(objects).filter((a) => a.startsWith(`--${name}=`));
+  return found.length === 1 ? found[0]!.slice(name.length + 3) : undefined;
+};
+const webhooks = (objects: Rendered[]) => [
+  find(objects, 'MutatingWebhookConfiguration').webhooks[0],
+  find(objects, 'ValidatingWebhookConfiguration').webhooks[0],
+];
+
+/** The ClusterRole the manager needs: what the controller and the certificate code call. */
+const expectedClusterRules = [
+  { apiGroups: ['apps.kruise.io'], resources: ['daemonsets'], verbs: ['get', 'list', 'watch', 'patch'] },
+  { apiGroups: ['apps.kruise.io'], resources: ['daemonsets/status'], verbs: ['patch', 'update'] },
+  { apiGroups: ['apps.kruise.io'], resources: ['daemonsets/finalizers'], verbs: ['update'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'create', 'delete', 'patch'] },
+  { apiGroups: [''], resources: ['pods/status'], verbs: ['patch'] },
+  { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
+  {
+    apiGroups: ['apps'],
+    resources: ['controllerrevisions'],
+    verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+  },
+  { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+  {
+    apiGroups: ['apiextensions.k8s.io'],
+    resources: ['customresourcedefinitions'],
+    resourceNames: ['daemonsets.apps.kruise.io'],
+    verbs: ['get'],
+  },
+  {
+    apiGroups: ['admissionregistration.k8s.io'],
+    resources: ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'],
+    resourceNames: [`${fullname}-mutating`, `${fullname}-validating`],
+    verbs: ['get', 'update', 'patch'],
+  },
+];
+
+const leaseRules = [
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+  {
+    apiGroups: ['coordination.k8s.io'],
+    resources: ['leases'],
+    resourceNames: [`${fullname}-controller`],
+    verbs: ['get', 'update'],
+  },
+];
+const secretRules = [
+  { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+  { apiGroups: [''], resources: ['secrets'], resourceNames: [`${fullname}-webhook-certs`], verbs: ['get', 'update'] },
+];
+
+describe('helm chart', { skip: helmMissing() }, () => {
+  test('helm lint --strict passes for every values file in ci/', async () => {
+    const files = readdirSync(join(chartDir, 'ci')).filter((f) => f.endsWith('-values.yaml'));
+    assert.ok(files.length >= 6, `values files in ci/: ${files.join(', ')}`);
+    for (const f of files) {
+      const out = await helmOk(['lint', chartDir, '--strict', '-f', join(chartDir, 'ci', f)]);
+      assert.match(out, /1 chart\(s\) linted, 0 chart\(s\) failed/, f);
+    }
+  });
+
+  describe('defaults (self-signed certificates)', async () => {
+    const objects = await render({ valuesFiles: [ciValues('default')] });
+
+    test('renders exactly the expected objects, all in the release namespace', () => {
+      assert.deepEqual(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort(), [
+        `ClusterRole/${fullname}`,
+        `ClusterRoleBinding/${fullname}`,
+        `Deployment/${fullname}`,
+        `MutatingWebhookConfiguration/${fullname}-mutating`,
+        `PodDisruptionBudget/${fullname}`,
+        `Role/${fullname}`,
+        `RoleBinding/${fullname}`,
+        `Secret/${fullname}-webhook-certs`,
+        `Service/${fullname}-webhook`,
+        `ServiceAccount/${fullname}`,
+        `ValidatingWebhookConfiguration/${fullname}-validating`,
+      ]);
+      const clusterScoped = [
+        'ClusterRole',
+        'ClusterRoleBinding',
+        'MutatingWebhookConfiguration',
+        'ValidatingWebhookConfiguration',
+      ];
+      for (const o of objects) {
+        if (clusterScoped.includes(o.kind)) assert.equal(o.metadata.namespace, undefined, o.kind);
+        else assert.equal(o.metadata.namespace, ns, `${o.kind} ${o.metadata.name}`);
+        assert.ok(o.metadata.name.length <= 63, o.metadata.name);
+        assert.equal(o.metadata.labels?.['app.kubernetes.io/managed-by'], 'Helm');
+      }
+    });
+
+    test('Deployment: 2 replicas, manager args wired to the other objects, POD_NAMESPACE', () => {
+      const d = find(objects, 'Deployment');
+      assert.equal(d.spec.replicas, 2);
+      assert.deepEqual(d.spec.selector.matchLabels, podLabels);
+      assert.equal(d.spec.strategy.rollingUpdate.maxUnavailable, 0, 'a rollout never lowers serving replicas');
+      assert.equal(args(objects)[0], 'manager');
+      assert.equal(flag(objects, 'leader-elect'), 'true');
+      assert.equal(flag(objects, 'leader-election-namespace'), ns);
+      assert.equal(flag(objects, 'leader-election-id'), `${fullname}-controller`);
+      assert.equal(flag(objects, 'cert-mode'), 'self-signed');
+      assert.equal(flag(objects, 'cert-dir'), '/tmp/k8s-webhook-server/serving-certs');
+      assert.equal(flag(objects, 'cert-secret-name'), find(objects, 'Secret').metadata.name);
+      assert.equal(flag(objects, 'webhook-service-name'), find(objects, 'Service').metadata.name);
+      assert.equal(flag(objects, 'webhook-configuration-name'), fullname);
+      assert.equal(flag(objects, 'webhook-port'), '9876');
+      assert.equal(flag(objects, 'webhook-timeout-seconds'), '10');
+      assert.equal(flag(objects, 'log-level'), 'info');
+      assert.equal(flag(objects, 'feature-gates'), undefined, 'no --feature-gates unless set');
+      assert.equal(flag(objects, 'webhook-host'), undefined, 'in cluster the Service is used, never a host URL');
+      const env = container(objects).env as { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+      assert.equal(env.find((e) => e.name === 'POD_NAMESPACE')?.valueFrom?.fieldRef?.fieldPath, 'metadata.namespace');
+      assert.equal(d.spec.template.spec.serviceAccountName, find(objects, 'ServiceAccount').metadata.name);
+      assert.equal(d.spec.template.spec.containers[0].image, 'advanced-daemonset:0.1.0', 'tag defaults to appVersion');
+    });
+
+    test('probes: liveness /healthz and readiness /readyz on the health port', () => {
+      const c = container(objects);
+      const health = (c.ports as { name: string; containerPort: number }[]).find((p) => p.name === 'health');
+      assert.equal(health?.containerPort, 8081);
+      assert.equal(flag(objects, 'health-port'), '8081');
+      assert.deepEqual(c.livenessProbe.httpGet, { path: '/healthz', port: 'health' });
+      assert.deepEqual(c.readinessProbe.httpGet, { path: '/readyz', port: 'health' });
+      assert.ok(
+        c.livenessProbe.failureThreshold * c.livenessProbe.periodSeconds >= 30,
+        'liveness is not trigger-happy',
+      );
+    });
+
+    test('security: non-root, read-only root with emptyDir /tmp, no escalation, no capabilities, RuntimeDefault seccomp', () => {
+      const spec = find(objects, 'Deployment').spec.template.spec;
+      assert.equal(spec.securityContext.runAsNonRoot, true);
+      assert.ok(spec.securityContext.runAsUser > 0);
+      assert.deepEqual(spec.securityContext.seccompProfile, { type: 'RuntimeDefault' });
+      const c = container(objects);
+      assert.deepEqual(c.securityContext, {
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+      });
+      assert.deepEqual(c.volumeMounts, [{ name: 'tmp', mountPath: '/tmp' }], 'the cert dir lives in the /tmp emptyDir');
+      assert.deepEqual(spec.volumes, [{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }]);
+    });
+
+    test('resources: requests 100m/256Mi; termination grace covers the webhook drain', () => {
+      const c = container(objects);
+      assert.deepEqual(c.resources.requests, { cpu: '100m', memory: '256Mi' });
+      assert.equal(flag(objects, 'webhook-drain'), '10s');
+      const grace = find(objects, 'Deployment').spec.template.spec.terminationGracePeriodSeconds;
+      assert.ok(grace >= 10 + 5, `terminationGracePeriodSeconds ${grace} covers a 10s drain plus shutdown`);
+    });
+
+    test('spreading: preferred anti-affinity by node and a zone spread, both on the pod labels', () => {
+      const spec = find(objects, 'Deployment').spec.template.spec;
+      const term = spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm;
+      assert.equal(term.topologyKey, 'kubernetes.io/hostname');
+      assert.deepEqual(term.labelSelector.matchLabels, podLabels);
+      assert.deepEqual(spec.topologySpreadConstraints, [
+        {
+          maxSkew: 1,
+          topologyKey: 'topology.kubernetes.io/zone',
+          whenUnsatisfiable: 'ScheduleAnyway',
+          labelSelector: { matchLabels: podLabels },
+        },
+      ]);
+    });
+
+    test('Service routes 443 to the webhook port and exposes metrics; PDB keeps one replica', () => {
+      const svc = find(objects, 'Service');
+      assert.deepEqual(svc.spec.selector, podLabels);
+      assert.deepEqual(svc.spec.ports, [
+        { name: 'https', port: 443, targetPort: 'webhook', protocol: 'TCP' },
+        { name: 'metrics', port: 8080, targetPort: 'metrics', protocol: 'TCP' },
+      ]);
+      const pdb = find(objects, 'PodDisruptionBudget');
+      assert.equal(pdb.spec.minAvailable, 1);
+      assert.deepEqual(pdb.spec.selector.matchLabels, podLabels);
+    });
+
+    test('webhook configurations equal certs/webhook-config.ts (scope, failurePolicy Fail, sideEffects None) with a Service reference', () => {
+      const expected = webhookConfigurations({
+        name: fullname,
+        endpoint: { service: { namespace: ns, name: `${fullname}-webhook`, port: 443 } },
+        caBundle: '',
+      });
+      for (const [rendered, want] of [
+        [find(objects, 'MutatingWebhookConfiguration'), expected.mutating],
+        [find(objects, 'ValidatingWebhookConfiguration'), expected.validating],
+      ] as const) {
+        assert.equal(rendered.metadata.name, want.metadata.name);
+        const wantHook = structuredClone((want.webhooks as Record<string, { caBundle?: string }>[])[0]!);
+        delete wantHook.clientConfig!.caBundle;
+        const { namespaceSelector, ...hook } = rendered.webhooks[0];
+        assert.deepEqual(hook, wantHook);
+        assert.deepEqual(namespaceSelector, {});
+        assert.equal(rendered.webhooks.length, 1);
+      }
+      for (const w of webhooks(objects)) {
+        assert.equal(w.failurePolicy, 'Fail');
+        assert.equal(w.sideEffects, 'None');
+        assert.deepEqual(w.rules, [
+          {
+            apiGroups: ['apps.kruise.io'],
+            apiVersions: ['v1alpha1'],
+            resources: ['daemonsets'],
+            operations: ['CREATE', 'UPDATE'],
+            scope: 'Namespaced',
+          },
+        ]);
+        assert.equal(w.clientConfig.caBundle, undefined, 'self-signed: the manager injects caBundle');
+      }
+    });
+
+    test('RBAC: the ClusterRole holds exactly the rules the manager uses; the Role only its Lease and Secret', () => {
+      assert.deepEqual(find(objects, 'ClusterRole').rules, expectedClusterRules);
+      assert.deepEqual(find(objects, 'Role').rules, [...leaseRules, ...secretRules]);
+      const sa = { kind: 'ServiceAccount', name: fullname, namespace: ns };
+      assert.deepEqual(find(objects, 'ClusterRoleBinding').subjects, [sa]);
+      assert.deepEqual(find(objects, 'RoleBinding').subjects, [sa]);
+      assert.deepEqual(find(objects, 'ClusterRoleBinding').roleRef, {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: fullname,
+      });
+      for (const r of find(objects, 'ClusterRole').rules as { resources: string[]; verbs: string[] }[]) {
+        assert.ok(!r.verbs.includes('*') && !r.resources.includes('*'), 'no wildcards');
+        assert.ok(!r.resources.includes('secrets'), 'no cluster-wide Secret access');
+      }
+    });
+
+    test('the certificate Secret is rendered empty for the manager to fill (type kubernetes.io/tls)', () => {
+      const secret = find(objects, 'Secret');
+      assert.equal(secret.type, 'kubernetes.io/tls');
+      assert.deepEqual(secret.data, { 'tls.crt': '', 'tls.key': '' });
+    });
+  });
+
+  describe('cert-manager mode', async () => {
+    const objects = await render({ valuesFiles: [ciValues('cert-manager')] });
+
+    test('a private CA chain (self-signed Issuer, CA Certificate, CA Issuer) issues the serving Certificate', () => {
+      const issuers = objects.filter((o) => o.kind === 'Issuer').map((o) => o.metadata.name);
+      assert.deepEqual(issuers.sort(), [`${fullname}-ca`, `${fullname}-selfsigned`]);
+      const ca = find(objects, 'Certificate', `${fullname}-ca`);
+      assert.equal(ca.spec.isCA, true);
+      assert.equal(ca.spec.issuerRef.name, `${fullname}-selfsigned`);
+      const serving = find(objects, 'Certificate', `${fullname}-webhook`);
+      assert.equal(serving.apiVersion, 'cert-manager.io/v1');
+      assert.deepEqual(serving.spec.issuerRef, { name: `${fullname}-ca`, kind: 'Issuer', group: 'cert-manager.io' });
+      assert.deepEqual(serving.spec.dnsNames, [
+        `${fullname}-webhook.${ns}.svc`,
+        `${fullname}-webhook.${ns}.svc.cluster.local`,
+      ]);
+      assert.equal(serving.spec.secretName, `${fullname}-webhook-certs`);
+    });
+
+    test('webhooks carry inject-ca-from for cainjector, no caBundle, the configured timeout', () => {
+      for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
+        const c = find(objects, kind);
+        assert.equal(c.metadata.annotations?.['cert-manager.io/inject-ca-from'], `${ns}/${fullname}-webhook`);
+        assert.equal(c.webhooks[0].clientConfig.caBundle, undefined);
+        assert.equal(c.webhooks[0].timeoutSeconds, 30);
+      }
+    });
+
+    test('the pod mounts the Certificate Secret read-only at the cert dir; no Secret rights, no rendered Secret', () => {
+      assert.equal(flag(objects, 'cert-mode'), 'cert-manager');
+      const c = container(objects);
+      assert.deepEqual(
+        c.volumeMounts.find((m: { name: string }) => m.name === 'certs'),
+        { name: 'certs', mountPath: '/tmp/k8s-webhook-server/serving-certs', readOnly: true },
+      );
+      const volume = find(objects, 'Deployment').spec.template.spec.volumes.find(
+        (v: { name: string }) => v.name === 'certs',
+      );
+      assert.equal(volume.secret.secretName, `${fullname}-webhook-certs`);
+      assert.deepEqual(find(objects, 'Role').rules, leaseRules);
+      assert.equal(objects.filter((o) => o.kind === 'Secret').length, 0);
+    });
+
+    test('an existing issuer replaces the chart-made CA', async () => {
+      const withIssuer = await render({ valuesFiles: [ciValues('cert-manager-issuer')] });
+      assert.equal(withIssuer.filter((o) => o.kind === 'Issuer').length, 0);
+      assert.deepEqual(find(withIssuer, 'Certificate').spec.issuerRef, {
+        name: 'corp-ca',
+        kind: 'ClusterIssuer',
+        group: 'cert-manager.io',
+      });
+    });
+  });
+
+  describe('external mode', async () => {
+    const objects = await render({ valuesFiles: [ciValues('external')] });
+
+    test('caBundle comes from values, the certificate from the user Secret, nothing cert-related is created', () => {
+      for (const w of webhooks(objects)) {
+        assert.equal(
+          w.clientConfig.caBundle,
+          'LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ4ZkNDQVd1Z0F3SUJBZ0lRCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K',
+        );
+      }
+      assert.equal(flag(objects, 'cert-mode'), 'external');
+      assert.equal(flag(objects, 'cert-secret-name'), 'my-webhook-tls');
+      const volume = find(objects, 'Deployment').spec.template.spec.volumes.find(
+        (v: { name: string }) => v.name === 'certs',
+      );
+      assert.equal(volume.secret.secretName, 'my-webhook-tls');
+      assert.equal(objects.filter((o) => ['Secret', 'Certificate', 'Issuer'].includes(o.kind)).length, 0);
+      assert.deepEqual(find(objects, 'Role').rules, leaseRules);
+    });
+  });
+
+  describe('custom values', async () => {
+    const objects = await render({ valuesFiles: [ciValues('custom')] });
+
+    test('image, replicas, resources, log level and feature gates', () => {
+      const d = find(objects, 'Deployment');
+      assert.equal(d.spec.replicas, 3);
+      const c = container(objects);
+      assert.equal(c.image, 'registry.example.com/platform/advanced-daemonset:1.2.3');
+      assert.equal(c.imagePullPolicy, 'Always');
+      assert.deepEqual(d.spec.template.spec.imagePullSecrets, [{ name: 'regcred' }]);
+      assert.deepEqual(c.resources, {
+        requests: { cpu: '250m', memory: '512Mi' },
+        limits: { cpu: '1', memory: '1Gi' },
+      });
+      assert.equal(flag(objects, 'log-level'), 'debug');
+      assert.equal(flag(objects, 'feature-gates'), 'InPlaceUpdate=true,PreDownloadImage=false');
+      assert.equal(find(objects, 'PodDisruptionBudget').spec.minAvailable, 2);
+    });
+
+    test('placement: nodeSelector, tolerations, a user affinity replacing the default, priority class', () => {
+      const spec = find(objects, 'Deployment').spec.template.spec;
+      assert.deepEqual(spec.nodeSelector, { 'node-role.kubernetes.io/control-plane': '' });
+      assert.deepEqual(spec.tolerations, [
+        { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
+      ]);
+      assert.deepEqual(Object.keys(spec.affinity), ['nodeAffinity']);
+      assert.equal(spec.priorityClassName, 'system-cluster-critical');
+    });
+
+    test('webhook port, timeout, namespaceSelector and drain reach the pod and the configurations', () => {
+      const c = container(objects);
+      assert.equal(c.ports.find((p: { name: string }) => p.name === 'webhook').containerPort, 10250);
+      assert.equal(flag(objects, 'webhook-port'), '10250');
+      assert.equal(flag(objects, 'webhook-drain'), '15s');
+      assert.equal(find(objects, 'Deployment').spec.template.spec.terminationGracePeriodSeconds, 45);
+      for (const w of webhooks(objects)) {
+        assert.equal(w.timeoutSeconds, 5);
+        assert.deepEqual(w.namespaceSelector, {
+          matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system'] }],
+        });
+      }
+    });
+  });
+
+  test('ServiceMonitor (opt-in) scrapes the metrics port of the chart Service', async () => {
+    assert.equal((await render()).filter((o) => o.kind === 'ServiceMonitor').length, 0);
+    const objects = await render({ valuesFiles: [ciValues('servicemonitor')] });
+    const sm = find(objects, 'ServiceMonitor');
+    assert.equal(sm.apiVersion, 'monitoring.coreos.com/v1');
+    assert.equal(sm.metadata.labels?.release, 'prometheus');
+    assert.deepEqual(sm.spec.selector.matchLabels, podLabels);
+    const svc = find(objects, 'Service');
+    for (const [k, v] of Object.entries(podLabels)) assert.equal(svc.metadata.labels?.[k], v);
+    assert.deepEqual(sm.spec.endpoints, [
+      { port: 'metrics', path: '/metrics', scheme: 'http', interval: '15s', scrapeTimeout: '10s' },
+    ]);
+    assert.deepEqual(sm.spec.namespaceSelector, { matchNames: [ns] });
+  });
+
+  test('a single replica without leader election gets no PodDisruptionBudget', async () => {
+    const objects = await render({ valuesFiles: [ciValues('single-replica')] });
+    assert.equal(objects.filter((o) => o.kind === 'PodDisruptionBudget').length, 0);
+    assert.equal(flag(objects, 'leader-elect'), 'false');
+  });
+
+  test('the CRD ships in crds/ (installed first, never deleted or upgraded by Helm)', async () => {
+    const objects = await render({ extra: ['--include-crds'] });
+    const crd = find(objects, 'CustomResourceDefinition');
+    assert.equal(crd.metadata.name, 'daemonsets.apps.kruise.io');
+    assert.equal((await render()).filter((o) => o.kind === 'CustomResourceDefinition').length, 0);
+  });
+
+  describe('bad values are refused with a message naming the value', () => {
+    const cases: [string, string[], RegExp[]][] = [
+      [
+        'an unknown certificate mode',
+        ['certificates.mode=vault'],
+        [/certificates\/mode/, /'self-signed', 'cert-manager', 'external'/],
+      ],
+      ['a timeout above 30s', ['webhook.timeoutSeconds=60'], [/webhook\/timeoutSeconds/, /maximum: got 60, want 30/]],
+      ['a misspelt key', ['webhook.timeout=5'], [/additional properties 'timeout' not allowed/]],
+      ['zero replicas', ['replicas=0'], [/\/replicas/, /minimum: got 0, want 1/]],
+      ['a log level typo', ['logLevel=verbose'], [/logLevel/]],
+      ['a malformed duration', ['leaderElection.leaseDuration=15'], [/leaderElection\/leaseDuration/]],
+      ['malformed feature gates', ['featureGates=Foo'], [/featureGates/]],
+      ['a string where a number belongs', ['webhook.port=https'], [/webhook\/port/, /want integer/]],
+      [
+        'two replicas without leader election',
+        ['leaderElection.enabled=false'],
+        [/leaderElection.enabled is false: every replica would reconcile/],
+      ],
+      [
+        'a grace period shorter than the drain',
+        ['terminationGracePeriodSeconds=10', 'webhook.drainSeconds=10'],
+        [/terminationGracePeriodSeconds \(10\) must be at least webhook.drainSeconds \(10\) \+ 5/],
+      ],
+      [
+        'external mode without a Secret',
+        ['certificates.mode=external'],
+        [/set certificates.secretName to your Secret/],
+      ],
+    ];
+    for (const [what, set, messages] of cases) {
+      test(what, async () => {
+        const r = await helm(templateArgs({ set }));
+        assert.notEqual(r.code, 0, `helm template --set ${set.join(',')} should fail`);
+        for (const m of messages) assert.match(r.stderr, m);
+      });
+    }
+  });
+});
