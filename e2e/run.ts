@@ -2,10 +2,11 @@
 // run, runs every e2e/**/*.e2e.ts against it with node's test runner, and tears it down.
 // Set ADS_E2E_KUBECONFIG to run against a cluster you already started (faster while iterating),
 // and pass test-name filters through: `npm run test:e2e -- --test-name-pattern=rollback`.
+// Naming e2e files runs only those: `npm run test:e2e -- e2e/controller/basics.e2e.ts`.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { ensureBinaries, repoRoot } from './cluster/binaries.ts';
 import { clusterDown, clusterUp, kubectl, readState } from './cluster/cluster.ts';
 import { startManager, type ManagerProcess } from './lib/manager.ts';
@@ -23,8 +24,10 @@ function findTests(dir: string): string[] {
 const say = (l: string) => process.stderr.write(`[e2e] ${l}\n`);
 
 async function main(): Promise<number> {
-  const files = findTests(join(repoRoot, 'e2e')).sort();
-  const extraArgs = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const named = args.filter((a) => a.endsWith('.e2e.ts')).map((a) => resolve(repoRoot, a));
+  const extraArgs = args.filter((a) => !a.endsWith('.e2e.ts'));
+  const files = named.length > 0 ? named : findTests(join(repoRoot, 'e2e')).sort();
   let kubeconfig = process.env.ADS_E2E_KUBECONFIG;
   let dir: string | undefined;
   if (!kubeconfig) {
