@@ -136,6 +136,21 @@ describe('constructHistory', () => {
   });
 });
 
+describe('revisionData', () => {
+  test('keys sorted at every level, as Go re-marshals them (the GC patches revisions; other bytes are immutable)', () => {
+    const ds = newDaemonSet();
+    ds.spec.template = {
+      spec: { containers: [{ name: 'c', image: 'x', command: ['sh'] }], nodeSelector: { z: '1', a: '2' } },
+      metadata: { labels: { name: 'foo' } },
+    };
+    assert.equal(
+      JSON.stringify(revisionData(ds)),
+      '{"spec":{"template":{"$patch":"replace","metadata":{"labels":{"name":"foo"}},' +
+        '"spec":{"containers":[{"command":["sh"],"image":"x","name":"c"}],"nodeSelector":{"a":"2","z":"1"}}}}}',
+    );
+  });
+});
+
 describe('cleanupHistory', () => {
   const ds = newDaemonSet({ revisionHistoryLimit: 2 });
   const revs = [1, 2, 3, 4].map((n) => ({

@@ -2,16 +2,18 @@
 // constructHistory, dedupCurHistories, snapshot (with hash-collision handling) and cleanupHistory, all pure.
 import type { DaemonSet } from '../api/types.ts';
 import type { ControllerRevision, Pod } from '../k8s/types.ts';
-import { canonicalJson, computeHash } from '../k8s/hash.ts';
+import { canonicalJson, computeHash, sortKeys } from '../k8s/hash.ts';
 import { CONTROLLER_REVISION_HASH_LABEL, DEFAULT_REVISION_HISTORY_LIMIT } from './constants.ts';
 import { controllerRef, podRevisionHash } from './pods.ts';
 
 /**
  * getPatch: the revision data, `{"spec":{"template":<template + "$patch":"replace">}}` (a strategic merge patch that
- * restores the template).
+ * restores the template), keys sorted as Go marshals them (see sortKeys: other bytes break ownerReference patches).
  */
 export function revisionData(ds: DaemonSet): { spec: { template: Record<string, unknown> } } {
-  return { spec: { template: { ...structuredClone(ds.spec.template), $patch: 'replace' } } };
+  return sortKeys({ spec: { template: { ...ds.spec.template, $patch: 'replace' } } }) as {
+    spec: { template: Record<string, unknown> };
+  };
 }
 
 /**

@@ -5,6 +5,7 @@ import {
   ApiError,
   defaultUserAgent,
   isAlreadyExists,
+  goJson,
   isConflict,
   isGone,
   isNotFound,
@@ -38,6 +39,15 @@ describe('resourcePath', () => {
       resourcePath(resources.daemonSets, { namespace: 'x' }),
       '/apis/apps.kruise.io/v1alpha1/namespaces/x/daemonsets',
     );
+  });
+});
+
+describe('goJson', () => {
+  test('escapes <, >, &, U+2028 and U+2029 as Go encoding/json does; the value is unchanged', () => {
+    const v = { cmd: 'a && b > c < d', sep: '\u2028\u2029' };
+    const text = goJson(v);
+    assert.equal(text, '{"cmd":"a \\u0026\\u0026 b \\u003e c \\u003c d","sep":"\\u2028\\u2029"}');
+    assert.deepEqual(JSON.parse(text), v);
   });
 });
 

@@ -721,7 +721,7 @@ export class KubeClient {
     contentType: string | undefined,
     signal: AbortSignal | undefined,
   ): Promise<T> {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const payload = body === undefined ? undefined : goJson(body);
     let authRetried = false;
     let resetRetried = false;
     for (let attempt = 0; ; attempt++) {
@@ -945,4 +945,16 @@ function headersFrom(opts: https.RequestOptions): Record<string, string> {
   for (const [k, v] of Object.entries(opts.headers ?? {})) if (v !== undefined) headers[k] = String(v);
   if (opts.auth) headers.Authorization = `Basic ${Buffer.from(opts.auth).toString('base64')}`;
   return headers;
+}
+
+/**
+ * JSON as Go's encoding/json writes it: `<`, `>`, `&`, U+2028 and U+2029 escaped (they can only occur inside
+ * strings). Bytes the apiserver keeps verbatim, such as ControllerRevision.data, then survive a Go client's
+ * re-marshal unchanged; otherwise its next patch of the object fails with "field is immutable".
+ */
+export function goJson(value: unknown): string {
+  return JSON.stringify(value).replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

@@ -9,7 +9,12 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(sortKeys(value));
 }
 
-function sortKeys(value: unknown): unknown {
+/**
+ * A copy with object keys sorted at every level. Values whose bytes the apiserver keeps verbatim and compares
+ * (ControllerRevision.data) must be written this way: every Go client that round-trips the object (the garbage
+ * collector's ownerReference patches) re-marshals them with sorted keys, and different bytes are "immutable".
+ */
+export function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map((v) => (v === undefined ? null : sortKeys(v)));
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
