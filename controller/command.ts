@@ -3,6 +3,9 @@
 import { hostname } from 'node:os';
 import { pino, type Logger } from 'pino';
 import { boolFlag, durationFlag, intFlag, parseCommandArgs, UserError, type Command } from '../src/cli/command.ts';
+import { parseFeatureGates, type FeatureGates } from '../src/cli/feature-gates.ts';
+import { CERT_MODES, type CertMode } from '../certs/modes.ts';
+import { currentNamespace, loadKubeConfig } from '../src/k8s/kubeconfig.ts';
 import { startController, type ControllerRunOptions } from './run.ts';
 import { enableProcessMetrics, registry } from './runtime/metrics.ts';
 import { startMetricsServer, startProbeServer, type RunningServer } from './runtime/probes.ts';
@@ -20,7 +23,8 @@ const controllerFlags = `  --kubeconfig FILE                  kubeconfig (defaul
   --retry-period D                   (default 2s)
   --health-port N                    /healthz and /readyz (default 8081; 0 picks a free port)
   --metrics-port N                   /metrics (default 8080; 0 picks a free port)
-  --log-level LEVEL                  trace|debug|info|warn|error (default info)`;
+  --log-level LEVEL                  trace|debug|info|warn|error (default info)
+  --feature-gates GATES              Name=true|false,... of kruise-manager's gates (unknown names are refused)`;
 
 const webhookFlags = `  --cert-dir DIR                     tls.crt and tls.key (default /tmp/k8s-webhook-server/serving-certs)
   --webhook-port N                   HTTPS port (default 9876; 0 picks a free port)
@@ -28,9 +32,17 @@ const webhookFlags = `  --cert-dir DIR                     tls.crt and tls.key (
                                      register the webhook configurations with url https://HOST:PORT
   --webhook-configuration-name NAME  base name of the webhook configurations (default advanced-daemonset)
   --webhook-timeout-seconds N        timeoutSeconds of the registered configurations (default 10)
-  --webhook-drain D                  keep serving this long after SIGTERM (default 5s)`;
+  --webhook-drain D                  keep serving this long after SIGTERM (default 5s)
+  --cert-mode MODE                   in a cluster: self-signed (keep a CA and serving certificate in
+                                     --cert-secret-name, renew them, patch caBundle into the webhook
+                                     configurations), or cert-manager|external (serve the tls.crt and
+                                     tls.key mounted in --cert-dir) (default external)
+  --cert-secret-name NAME            self-signed: the Secret in the pod's namespace
+                                     (default advanced-daemonset-webhook-certs)
+  --webhook-service-name NAME        self-signed: the Service the certificate is for
+                                     (default advanced-daemonset-webhook)`;
 
-const controllerOptions = {
+export const controllerOptions = {
   kubeconfig: { type: 'string' },
   workers: { type: 'string' },
   'kube-api-qps': { type: 'string' },
@@ -44,15 +56,19 @@ const controllerOptions = {
   'health-port': { type: 'string' },
   'metrics-port': { type: 'string' },
   'log-level': { type: 'string' },
+  'feature-gates': { type: 'string' },
 } as const;
 
-const webhookOptions = {
+export const webhookOptions = {
   'cert-dir': { type: 'string' },
   'webhook-port': { type: 'string' },
   'webhook-host': { type: 'string' },
   'webhook-configuration-name': { type: 'string' },
   'webhook-timeout-seconds': { type: 'string' },
   'webhook-drain': { type: 'string' },
+  'cert-mode': { type: 'string' },
+  'cert-secret-name': { type: 'string' },
+  'webhook-service-name': { type: 'string' },
 } as const;
 
 type Values = Partial<Record<keyof typeof controllerOptions | keyof typeof webhookOptions, string>>;
@@ -80,6 +96,26 @@ function controllerRunOptions(v: Values, log: Logger): ControllerRunOptions {
   };
 }
 
+function featureGates(value: string | undefined): FeatureGates {
+  try {
+    return parseFeatureGates(value);
+  } catch (err) {
+    throw new UserError(`--feature-gates: ${(err as Error).message}`, 2);
+  }
+}
+
+function certMode(v: Values): CertMode {
+  const mode = v['cert-mode'] ?? 'external';
+  if (!(CERT_MODES as readonly string[]).includes(mode))
+    throw new UserError(`--cert-mode must be one of ${CERT_MODES.join(', ')}, got "${mode}"`, 2);
+  if (mode === 'self-signed' && v['webhook-host'])
+    throw new UserError(
+      '--webhook-host makes its own certificate; it cannot be combined with --cert-mode self-signed',
+      2,
+    );
+  return mode as CertMode;
+}
+
 /** Resolves on the first SIGTERM/SIGINT; aborts `controller` then. */
 function onShutdownSignal(controller: AbortController, log: Logger): Promise<void> {
   return new Promise((resolve) => {
@@ -98,6 +134,9 @@ function onShutdownSignal(controller: AbortController, log: Logger): Promise<voi
 async function runProcess(v: Values, withWebhook: boolean): Promise<number> {
   const log = logger(v['log-level']);
   const opts = controllerRunOptions(v, log);
+  const gates = featureGates(v['feature-gates']);
+  const mode = withWebhook ? certMode(v) : undefined;
+  log.info({ featureGates: gates }, 'feature gates');
   enableProcessMetrics();
   const stop = new AbortController();
   const servers: RunningServer[] = [];
@@ -115,6 +154,10 @@ async function runProcess(v: Values, withWebhook: boolean): Promise<number> {
           configurationName: v['webhook-configuration-name'] ?? 'advanced-daemonset',
           timeoutSeconds: intFlag('webhook-timeout-seconds', v['webhook-timeout-seconds'], 10),
           drainMs: durationFlag('webhook-drain', v['webhook-drain'], 5_000),
+          certMode: mode!,
+          certSecretName: v['cert-secret-name'] ?? 'advanced-daemonset-webhook-certs',
+          serviceName: v['webhook-service-name'] ?? 'advanced-daemonset-webhook',
+          namespace: currentNamespace(loadKubeConfig(v.kubeconfig)),
           client: controller.client,
           logger: log,
         },

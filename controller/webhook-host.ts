@@ -3,6 +3,8 @@
 // (`--webhook-host 127.0.0.1`) the manager makes its own and registers the webhook
 // configurations by URL, as kruise-manager does with WEBHOOK_HOST.
 import type { Logger } from 'pino';
+import { runCertificateBootstrap } from '../certs/bootstrap.ts';
+import type { CertMode } from '../certs/modes.ts';
 import { ensureLocalServingCertificate, ensureWebhookConfigurations } from '../certs/webhook-config.ts';
 import type { KubeClient } from '../src/k8s/client.ts';
 import { startWebhookServer } from '../webhook/server.ts';
@@ -16,6 +18,12 @@ export interface ManagedWebhookOptions {
   configurationName: string;
   timeoutSeconds: number;
   drainMs: number;
+  /** In a cluster: self-signed keeps its own certificate in a Secret; other modes read certDir. */
+  certMode: CertMode;
+  certSecretName: string;
+  serviceName: string;
+  /** The pod's namespace: of the Secret and the Service. */
+  namespace: string;
   client: KubeClient;
   logger: Logger;
 }
@@ -26,11 +34,23 @@ export interface ManagedWebhook {
   stop(): Promise<void>;
 }
 
-export async function startManagedWebhook(opts: ManagedWebhookOptions, _signal: AbortSignal): Promise<ManagedWebhook> {
+export async function startManagedWebhook(opts: ManagedWebhookOptions, signal: AbortSignal): Promise<ManagedWebhook> {
   const log = opts.logger.child({ component: 'webhook' });
   let caBundle: string | undefined;
   if (opts.host) {
     ({ caBundle } = await ensureLocalServingCertificate(opts.certDir, [opts.host]));
+  } else if (opts.certMode === 'self-signed') {
+    // Files first, then the server: it loads them at start and reloads them on renewal.
+    await runCertificateBootstrap({
+      client: opts.client,
+      namespace: opts.namespace,
+      secretName: opts.certSecretName,
+      serviceName: opts.serviceName,
+      certDir: opts.certDir,
+      webhookConfigurationName: opts.configurationName,
+      signal,
+      logger: log.child({ component: 'certificates' }),
+    });
   }
   const server = await startWebhookServer({
     certDir: opts.certDir,

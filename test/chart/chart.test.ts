@@ -6,7 +6,11 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CERT_MODES } from '../../certs/modes.ts';
 import { webhookConfigurations } from '../../certs/webhook-config.ts';
+import { controllerOptions, webhookOptions } from '../../controller/command.ts';
+import { parseFeatureGates } from '../../src/cli/feature-gates.ts';
 import { chartDir, ciValues, find, helm, helmMissing, helmOk, render, templateArgs, type Rendered } from './helm.ts';
 
 const ns = 'kruise-system';
@@ -26,8 +30,8 @@ const webhooks = (objects: Rendered[]) => [
 
 /** The ClusterRole the manager needs: what the controller and the certificate code call. */
 const expectedClusterRules = [
-  { apiGroups: ['apps.kruise.io'], resources: ['daemonsets'], verbs: ['get', 'list', 'watch', 'patch'] },
-  { apiGroups: ['apps.kruise.io'], resources: ['daemonsets/status'], verbs: ['patch', 'update'] },
+  { apiGroups: ['apps.kruise.io'], resources: ['daemonsets'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['apps.kruise.io'], resources: ['daemonsets/status'], verbs: ['patch'] },
   { apiGroups: ['apps.kruise.io'], resources: ['daemonsets/finalizers'], verbs: ['update'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'create', 'delete', 'patch'] },
   { apiGroups: [''], resources: ['pods/status'], verbs: ['patch'] },
@@ -38,12 +42,6 @@ const expectedClusterRules = [
     verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
   },
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
-  {
-    apiGroups: ['apiextensions.k8s.io'],
-    resources: ['customresourcedefinitions'],
-    resourceNames: ['daemonsets.apps.kruise.io'],
-    verbs: ['get'],
-  },
   {
     apiGroups: ['admissionregistration.k8s.io'],
     resources: ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'],
@@ -73,6 +71,17 @@ describe('helm chart', { skip: helmMissing() }, () => {
     for (const f of files) {
       const out = await helmOk(['lint', chartDir, '--strict', '-f', join(chartDir, 'ci', f)]);
       assert.match(out, /1 chart\(s\) linted, 0 chart\(s\) failed/, f);
+    }
+  });
+
+  test('every ci/ values file renders manager args the manager accepts', async () => {
+    for (const f of readdirSync(join(chartDir, 'ci')).filter((f) => f.endsWith('-values.yaml'))) {
+      const [command, ...rest] = args(await render({ valuesFiles: [join(chartDir, 'ci', f)] }));
+      assert.equal(command, 'manager', f);
+      // strict: a flag the manager does not define throws, naming it.
+      const { values } = parseArgs({ args: rest, options: { ...controllerOptions, ...webhookOptions }, strict: true });
+      assert.ok((CERT_MODES as readonly string[]).includes(values['cert-mode']!), `${f}: --cert-mode`);
+      assert.doesNotThrow(() => parseFeatureGates(values['feature-gates']), `${f}: --feature-gates`);
     }
   });
 
@@ -343,7 +352,10 @@ describe('helm chart', { skip: helmMissing() }, () => {
         limits: { cpu: '1', memory: '1Gi' },
       });
       assert.equal(flag(objects, 'log-level'), 'debug');
-      assert.equal(flag(objects, 'feature-gates'), 'InPlaceUpdate=true,PreDownloadImage=false');
+      assert.equal(
+        flag(objects, 'feature-gates'),
+        'PreDownloadImageForDaemonSetUpdate=true,KruisePodReadinessGate=false',
+      );
       assert.equal(find(objects, 'PodDisruptionBudget').spec.minAvailable, 2);
     });
 
