@@ -230,7 +230,10 @@ function defaultVolume(v: JsonObject): void {
     setIfZero(scaleIO, 'storageMode', 'ThinProvisioned');
     setIfZero(scaleIO, 'fsType', 'xfs');
   }
-  const claimSpec = objectAt(objectAt(objectAt(v, 'ephemeral') ?? {}, 'volumeClaimTemplate') ?? {}, 'spec');
+  const claimTemplate = objectAt(objectAt(v, 'ephemeral') ?? {}, 'volumeClaimTemplate');
+  // Its ObjectMeta is a non-pointer struct: typed serialization writes `metadata: {}`.
+  if (claimTemplate) ensureObject(claimTemplate, 'metadata');
+  const claimSpec = claimTemplate ? objectAt(claimTemplate, 'spec') : undefined;
   if (claimSpec) {
     setIfNil(claimSpec, 'volumeMode', 'Filesystem');
     const resources = ensureObject(claimSpec, 'resources');
@@ -250,6 +253,13 @@ function defaultVolume(v: JsonObject): void {
 export function setDefaultsPodTemplate(template: JsonObject): void {
   const spec = ensureObject(template, 'spec');
   if (!spec) return;
+  // The v1 <-> internal conversion: serviceAccount is the deprecated alias of serviceAccountName (the new
+  // field wins), and the stored v1 object always carries both.
+  if (spec.serviceAccountName === undefined || spec.serviceAccountName === null || spec.serviceAccountName === '')
+    if (typeof spec.serviceAccount === 'string' && spec.serviceAccount !== '')
+      spec.serviceAccountName = spec.serviceAccount;
+  if (typeof spec.serviceAccountName === 'string' && spec.serviceAccountName !== '')
+    spec.serviceAccount = spec.serviceAccountName;
   // SetDefaults_PodSpec
   setIfZero(spec, 'dnsPolicy', 'ClusterFirst');
   setIfZero(spec, 'restartPolicy', 'Always');

@@ -150,7 +150,8 @@ function validateNonNegative(v: unknown, p: FieldPath): FieldError[] {
  */
 export function validateIntOrPercent(v: unknown, p: FieldPath): FieldError[] {
   if (typeof v === 'number') {
-    if (!Number.isInteger(v)) return [invalid(p, intOrStringText(v), "must be an integer or percentage (e.g '5%')")];
+    // A fraction is a type error of the structural schema (schemaErrors), reported there once.
+    if (!Number.isInteger(v)) return [];
     return v < 0 ? [invalid(p, intOrStringText(v), NEGATIVE_ERROR)] : [];
   }
   if (typeof v === 'string') {

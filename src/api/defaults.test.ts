@@ -1,0 +1,430 @@
+// Table tests of the mutating webhook's defaults: Kruise's SetDefaultsDaemonSet (kruise-ads-spec.md §1.1),
+// the apps/v1 pod-template defaults, and the JSON patch (computed against the raw object, empty when nothing
+// changes).
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fastJsonPatch from 'fast-json-patch';
+import {
+  defaultDaemonSet,
+  defaultingPatch,
+  setDefaultsDaemonSet,
+  setDefaultsPodTemplate,
+  type JsonObject,
+} from './defaults.ts';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+describe('setDefaultsDaemonSet: Kruise defaults exactly', () => {
+  const cases: { name: string; spec: JsonObject; want: JsonObject }[] = [
+    {
+      name: 'empty spec: every default',
+      spec: {},
+      want: {
+        burstReplicas: 250,
+        updateStrategy: {
+          type: 'RollingUpdate',
+          rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 },
+        },
+        revisionHistoryLimit: 10,
+      },
+    },
+    {
+      name: 'set values are kept',
+      spec: {
+        burstReplicas: '10%',
+        revisionHistoryLimit: 0,
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 3 } },
+      },
+      want: {
+        burstReplicas: '10%',
+        revisionHistoryLimit: 0,
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 3 } },
+      },
+    },
+    {
+      name: 'burstReplicas 0 is kept (a pointer in Go)',
+      spec: { burstReplicas: 0, revisionHistoryLimit: 1, updateStrategy: { type: 'OnDelete' } },
+      want: { burstReplicas: 0, revisionHistoryLimit: 1, updateStrategy: { type: 'OnDelete' } },
+    },
+    {
+      name: 'empty type becomes RollingUpdate with rollingUpdate {} filled',
+      spec: { updateStrategy: { type: '' } },
+      want: {
+        burstReplicas: 250,
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 } },
+        revisionHistoryLimit: 10,
+      },
+    },
+    {
+      name: 'OnDelete leaves rollingUpdate absent',
+      spec: { updateStrategy: { type: 'OnDelete' } },
+      want: { burstReplicas: 250, updateStrategy: { type: 'OnDelete' }, revisionHistoryLimit: 10 },
+    },
+    {
+      name: 'OnDelete leaves a given rollingUpdate untouched',
+      spec: { updateStrategy: { type: 'OnDelete', rollingUpdate: { partition: 1 } } },
+      want: { burstReplicas: 250, updateStrategy: { type: 'OnDelete', rollingUpdate: { partition: 1 } }, revisionHistoryLimit: 10 },
+    },
+    {
+      name: 'Surging: maxSurge 1 and maxUnavailable 0, then type Standard',
+      spec: { updateStrategy: { rollingUpdate: { rollingUpdateType: 'Surging' } } },
+      want: {
+        burstReplicas: 250,
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 1, maxUnavailable: 0 } },
+        revisionHistoryLimit: 10,
+      },
+    },
+    {
+      name: 'Surging keeps a set maxSurge',
+      spec: { updateStrategy: { rollingUpdate: { rollingUpdateType: 'Surging', maxSurge: '20%' } } },
+      want: {
+        burstReplicas: 250,
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: '20%', maxUnavailable: 0 } },
+        revisionHistoryLimit: 10,
+      },
+    },
+    {
+      name: 'only maxSurge set: maxUnavailable stays unset',
+      spec: { updateStrategy: { rollingUpdate: { maxSurge: 2 } } },
+      want: {
+        burstReplicas: 250,
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 2 } },
+        revisionHistoryLimit: 10,
+      },
+    },
+    {
+      name: 'only maxUnavailable set: maxSurge stays unset',
+      spec: { updateStrategy: { rollingUpdate: { maxUnavailable: '50%' } } },
+      want: {
+        burstReplicas: 250,
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: '50%' } },
+        revisionHistoryLimit: 10,
+      },
+    },
+    {
+      name: 'null values count as unset',
+      spec: { burstReplicas: null, revisionHistoryLimit: null, updateStrategy: { rollingUpdate: { maxSurge: null, maxUnavailable: null } } },
+      want: {
+        burstReplicas: 250,
+        revisionHistoryLimit: 10,
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 0, maxUnavailable: 1 } },
+      },
+    },
+    {
+      name: 'partition, paused and rollingUpdate.selector are not defaulted',
+      spec: { updateStrategy: { rollingUpdate: { partition: 2, paused: true, selector: { matchLabels: { canary: 'true' } } } } },
+      want: {
+        burstReplicas: 250,
+        updateStrategy: {
+          type: 'RollingUpdate',
+          rollingUpdate: { partition: 2, paused: true, selector: { matchLabels: { canary: 'true' } }, rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 },
+        },
+        revisionHistoryLimit: 10,
+      },
+    },
+  ]; // prettier-ignore
+  for (const c of cases)
+    test(c.name, () => {
+      const ds: JsonObject = { spec: structuredClone(c.spec) };
+      setDefaultsDaemonSet(ds);
+      assert.deepEqual(ds.spec, c.want);
+    });
+});
+
+describe('setDefaultsPodTemplate: as the apiserver defaults an apps/v1 DaemonSet template', () => {
+  const POD_DEFAULTS = {
+    dnsPolicy: 'ClusterFirst',
+    restartPolicy: 'Always',
+    securityContext: {},
+    terminationGracePeriodSeconds: 30,
+    schedulerName: 'default-scheduler',
+  };
+  const CONTAINER_DEFAULTS = {
+    terminationMessagePath: '/dev/termination-log',
+    terminationMessagePolicy: 'File',
+    resources: {},
+  };
+  const cases: { name: string; spec: JsonObject; want: JsonObject }[] = [
+    {
+      name: 'pod and container defaults; imagePullPolicy Always without a tag',
+      spec: { containers: [{ name: 'c', image: 'nginx' }] },
+      want: { ...POD_DEFAULTS, containers: [{ name: 'c', image: 'nginx', imagePullPolicy: 'Always', ...CONTAINER_DEFAULTS }] },
+    },
+    {
+      name: 'imagePullPolicy from the tag: latest → Always, a tag → IfNotPresent, a digest → IfNotPresent',
+      spec: {
+        containers: [
+          { name: 'a', image: 'nginx:latest' },
+          { name: 'b', image: 'registry.local:5000/team/app:1.2' },
+          { name: 'c', image: `busybox@sha256:${'a'.repeat(64)}` },
+          { name: 'd', image: 'nginx:1.27', imagePullPolicy: 'Never' },
+        ],
+      },
+      want: {
+        ...POD_DEFAULTS,
+        containers: [
+          { name: 'a', image: 'nginx:latest', imagePullPolicy: 'Always', ...CONTAINER_DEFAULTS },
+          { name: 'b', image: 'registry.local:5000/team/app:1.2', imagePullPolicy: 'IfNotPresent', ...CONTAINER_DEFAULTS },
+          { name: 'c', image: `busybox@sha256:${'a'.repeat(64)}`, imagePullPolicy: 'IfNotPresent', ...CONTAINER_DEFAULTS },
+          { name: 'd', image: 'nginx:1.27', imagePullPolicy: 'Never', ...CONTAINER_DEFAULTS },
+        ],
+      },
+    },
+    {
+      name: 'set pod fields are kept',
+      spec: {
+        dnsPolicy: 'ClusterFirstWithHostNet',
+        restartPolicy: 'Always',
+        terminationGracePeriodSeconds: 0,
+        schedulerName: 'custom',
+        securityContext: { runAsUser: 1000 },
+        containers: [{ name: 'c', image: 'nginx:1', terminationMessagePolicy: 'FallbackToLogsOnError', resources: { limits: { cpu: '1' } } }],
+      },
+      want: {
+        dnsPolicy: 'ClusterFirstWithHostNet',
+        restartPolicy: 'Always',
+        terminationGracePeriodSeconds: 0,
+        schedulerName: 'custom',
+        securityContext: { runAsUser: 1000 },
+        containers: [
+          {
+            name: 'c',
+            image: 'nginx:1',
+            imagePullPolicy: 'IfNotPresent',
+            terminationMessagePath: '/dev/termination-log',
+            terminationMessagePolicy: 'FallbackToLogsOnError',
+            resources: { limits: { cpu: '1' } },
+          },
+        ],
+      },
+    },
+    {
+      name: 'ports protocol TCP; probes and handlers',
+      spec: {
+        containers: [
+          {
+            name: 'c',
+            image: 'nginx:1',
+            ports: [{ containerPort: 80 }, { containerPort: 53, protocol: 'UDP' }],
+            livenessProbe: { httpGet: { port: 80 } },
+            readinessProbe: { tcpSocket: { port: 80 }, periodSeconds: 5 },
+            startupProbe: { grpc: { port: 9090 } },
+            lifecycle: { preStop: { httpGet: { port: 80, path: '/stop' } }, postStart: { exec: { command: ['true'] } } },
+          },
+        ],
+      },
+      want: {
+        ...POD_DEFAULTS,
+        containers: [
+          {
+            name: 'c',
+            image: 'nginx:1',
+            imagePullPolicy: 'IfNotPresent',
+            ...CONTAINER_DEFAULTS,
+            ports: [{ containerPort: 80, protocol: 'TCP' }, { containerPort: 53, protocol: 'UDP' }],
+            livenessProbe: { httpGet: { port: 80, path: '/', scheme: 'HTTP' }, timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3 },
+            readinessProbe: { tcpSocket: { port: 80 }, periodSeconds: 5, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 3 },
+            startupProbe: { grpc: { port: 9090, service: '' }, timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3 },
+            lifecycle: { preStop: { httpGet: { port: 80, path: '/stop', scheme: 'HTTP' } }, postStart: { exec: { command: ['true'] } } },
+          },
+        ],
+      },
+    },
+    {
+      name: 'env fieldRef apiVersion and resourceFieldRef divisor',
+      spec: {
+        containers: [
+          {
+            name: 'c',
+            image: 'nginx:1',
+            env: [
+              { name: 'NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+              { name: 'CPU', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } },
+              { name: 'PLAIN', value: 'x' },
+            ],
+          },
+        ],
+      },
+      want: {
+        ...POD_DEFAULTS,
+        containers: [
+          {
+            name: 'c',
+            image: 'nginx:1',
+            imagePullPolicy: 'IfNotPresent',
+            ...CONTAINER_DEFAULTS,
+            env: [
+              { name: 'NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName', apiVersion: 'v1' } } },
+              { name: 'CPU', valueFrom: { resourceFieldRef: { resource: 'limits.cpu', divisor: '0' } } },
+              { name: 'PLAIN', value: 'x' },
+            ],
+          },
+        ],
+      },
+    },
+    {
+      name: 'volumes: defaultMode, hostPath type, emptyDir when no source',
+      spec: {
+        containers: [{ name: 'c', image: 'nginx:1' }],
+        volumes: [
+          { name: 'cm', configMap: { name: 'cfg' } },
+          { name: 's', secret: { secretName: 'sec' } },
+          { name: 'h', hostPath: { path: '/var/log' } },
+          { name: 'e' },
+          { name: 'd', downwardAPI: { items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] } },
+          { name: 'p', projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } },
+        ],
+      },
+      want: {
+        ...POD_DEFAULTS,
+        containers: [{ name: 'c', image: 'nginx:1', imagePullPolicy: 'IfNotPresent', ...CONTAINER_DEFAULTS }],
+        volumes: [
+          { name: 'cm', configMap: { name: 'cfg', defaultMode: 420 } },
+          { name: 's', secret: { secretName: 'sec', defaultMode: 420 } },
+          { name: 'h', hostPath: { path: '/var/log', type: '' } },
+          { name: 'e', emptyDir: {} },
+          { name: 'd', downwardAPI: { defaultMode: 420, items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels', apiVersion: 'v1' } }] } },
+          { name: 'p', projected: { defaultMode: 420, sources: [{ serviceAccountToken: { path: 'token', expirationSeconds: 3600 } }] } },
+        ],
+      },
+    },
+    {
+      name: 'quantities in canonical form',
+      spec: { containers: [{ name: 'c', image: 'nginx:1', resources: { limits: { cpu: '1.5', memory: '1024Mi' }, requests: { cpu: 0.1 } } }] },
+      want: {
+        ...POD_DEFAULTS,
+        containers: [
+          { name: 'c', image: 'nginx:1', imagePullPolicy: 'IfNotPresent', terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File', resources: { limits: { cpu: '1500m', memory: '1Gi' }, requests: { cpu: '100m' } } },
+        ],
+      },
+    },
+  ]; // prettier-ignore
+  for (const c of cases)
+    test(c.name, () => {
+      const template: JsonObject = { metadata: { labels: { app: 'x' } }, spec: structuredClone(c.spec) };
+      setDefaultsPodTemplate(template);
+      assert.deepEqual(template, { metadata: { labels: { app: 'x' } }, spec: c.want });
+    });
+
+  test('init and ephemeral containers are defaulted like containers', () => {
+    const template: any = {
+      spec: { initContainers: [{ name: 'i', image: 'busybox' }], containers: [{ name: 'c', image: 'nginx:1' }] },
+    };
+    setDefaultsPodTemplate(template);
+    assert.equal(template.spec.initContainers[0].imagePullPolicy, 'Always');
+    assert.equal(template.spec.initContainers[0].terminationMessagePath, '/dev/termination-log');
+  });
+
+  test('serviceAccount and serviceAccountName: the deprecated alias is filled both ways, the new field wins', () => {
+    const cases: [JsonObject, JsonObject][] = [
+      [{ serviceAccountName: 'a' }, { serviceAccountName: 'a', serviceAccount: 'a' }],
+      [{ serviceAccount: 'old' }, { serviceAccountName: 'old', serviceAccount: 'old' }],
+      [
+        { serviceAccount: 'old', serviceAccountName: 'new' },
+        { serviceAccountName: 'new', serviceAccount: 'new' },
+      ],
+      [{}, {}],
+    ];
+    for (const [given, want] of cases) {
+      const template: any = { spec: { ...given, containers: [] } };
+      setDefaultsPodTemplate(template);
+      assert.deepEqual(
+        { serviceAccount: template.spec.serviceAccount, serviceAccountName: template.spec.serviceAccountName },
+        { serviceAccount: want.serviceAccount, serviceAccountName: want.serviceAccountName },
+        JSON.stringify(given),
+      );
+    }
+  });
+
+  test('ephemeral volumeClaimTemplate: metadata {} and volumeMode Filesystem', () => {
+    const template: any = {
+      spec: {
+        containers: [],
+        volumes: [
+          {
+            name: 'v',
+            ephemeral: { volumeClaimTemplate: { spec: { resources: { requests: { storage: '1.5Gi' } } } } },
+          },
+        ],
+      },
+    };
+    setDefaultsPodTemplate(template);
+    assert.deepEqual(template.spec.volumes[0].ephemeral.volumeClaimTemplate, {
+      metadata: {},
+      spec: { volumeMode: 'Filesystem', resources: { requests: { storage: '1536Mi' } } },
+    });
+  });
+
+  test('fields of the wrong type are left for validation', () => {
+    const template: any = { spec: { containers: 'nope', volumes: [42] } };
+    setDefaultsPodTemplate(template);
+    assert.deepEqual(template.spec.containers, 'nope');
+    assert.deepEqual(template.spec.volumes, [42]);
+  });
+});
+
+const manifest = (): any => ({
+  apiVersion: 'apps.kruise.io/v1alpha1',
+  kind: 'DaemonSet',
+  metadata: { name: 'x', namespace: 'ns' },
+  spec: {
+    selector: { matchLabels: { app: 'x' } },
+    template: { metadata: { labels: { app: 'x' } }, spec: { containers: [{ name: 'c', image: 'nginx:1.27' }] } },
+  },
+});
+
+describe('defaultDaemonSet and defaultingPatch', () => {
+  test('the input is not modified', () => {
+    const m = manifest();
+    const copy = structuredClone(m);
+    defaultDaemonSet(m);
+    assert.deepEqual(m, copy);
+  });
+
+  test('the patch applied to the raw object gives the defaulted object', () => {
+    const m = manifest();
+    const patch = defaultingPatch(m);
+    const patched: any = fastJsonPatch.applyPatch(structuredClone(m), patch).newDocument;
+    assert.equal(patched.spec.burstReplicas, 250);
+    assert.equal(patched.spec.template.spec.restartPolicy, 'Always');
+    assert.deepEqual(patched, defaultDaemonSet(m));
+  });
+
+  test('no patch when nothing changes', () => {
+    assert.deepEqual(defaultingPatch(defaultDaemonSet(manifest())), []);
+  });
+
+  test('unknown fields survive: the patch only adds defaults', () => {
+    const m = manifest();
+    m.spec.futureField = { keep: true };
+    m.spec.template.spec.containers[0].futureContainerField = 'x';
+    m.status = { somethingNew: 1 };
+    const patch = defaultingPatch(m);
+    assert.ok(
+      patch.every((op) => op.op === 'add'),
+      `only adds: ${JSON.stringify(patch)}`,
+    );
+    const patched = fastJsonPatch.applyPatch(structuredClone(m), patch).newDocument;
+    assert.deepEqual(patched.spec.futureField, { keep: true });
+    assert.equal(patched.spec.template.spec.containers[0].futureContainerField, 'x');
+    assert.deepEqual(patched.status, { somethingNew: 1 });
+  });
+
+  test('on update, an unchanged template is not defaulted (the stored revision hash stays)', () => {
+    const old = manifest();
+    const next = manifest();
+    next.spec.burstReplicas = 5;
+    const out: any = defaultDaemonSet(next, old);
+    assert.equal(out.spec.template.spec.restartPolicy, undefined);
+    assert.equal(out.spec.revisionHistoryLimit, 10, 'Kruise defaults still apply');
+  });
+
+  test('on update, a changed template is defaulted', () => {
+    const old = manifest();
+    const next = manifest();
+    next.spec.template.spec.containers[0].image = 'nginx:1.28';
+    const out: any = defaultDaemonSet(next, old);
+    assert.equal(out.spec.template.spec.restartPolicy, 'Always');
+    assert.equal(out.spec.template.spec.containers[0].imagePullPolicy, 'IfNotPresent');
+  });
+});
