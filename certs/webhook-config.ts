@@ -8,7 +8,7 @@ import { isIP } from 'node:net';
 import type { KubeClient, ResourceType } from '../src/k8s/client.ts';
 import { isNotFound, resources } from '../src/k8s/client.ts';
 import type { KubeObject } from '../src/k8s/types.ts';
-import { certificateNotAfter, createCA, createLeaf } from './pki.ts';
+import { certificateNotAfter, createCA, createLeaf, type CertificateAuthority, type KeyPairPem } from './pki.ts';
 
 export const MUTATE_PATH = '/mutate-apps-kruise-io-daemonset';
 export const VALIDATE_PATH = '/validate-apps-kruise-io-daemonset';
@@ -107,6 +107,23 @@ export async function ensureWebhookConfigurations(
   await createOrUpdate(client, resources.validatingWebhookConfigurations, validating);
 }
 
+/** A new private CA and a serving certificate it signed for `hosts` (IP addresses or DNS names). */
+export async function newServingCertificate(
+  hosts: string[],
+  { validityDays = 365, caValidityDays = 3650, now = new Date() } = {},
+): Promise<{ ca: CertificateAuthority; leaf: KeyPairPem }> {
+  const ca = await createCA('advanced-daemonset-webhook-ca', caValidityDays, now);
+  const leaf = await createLeaf(ca, {
+    commonName: hosts[0] ?? 'advanced-daemonset-webhook',
+    usage: 'server',
+    ipAddresses: hosts.filter((h) => isIP(h) !== 0),
+    dnsNames: hosts.filter((h) => isIP(h) === 0),
+    validityDays,
+    now,
+  });
+  return { ca, leaf };
+}
+
 export interface ServingCertificate {
   certDir: string;
   caBundle: string;
@@ -131,15 +148,7 @@ export async function ensureLocalServingCertificate(
       return { certDir, caBundle: readFileSync(caFile, 'utf8') };
     }
   }
-  const ca = await createCA('advanced-daemonset-webhook-ca', validityDays * 10, now);
-  const leaf = await createLeaf(ca, {
-    commonName: hosts[0] ?? 'advanced-daemonset-webhook',
-    usage: 'server',
-    ipAddresses: hosts.filter((h) => isIP(h) !== 0),
-    dnsNames: hosts.filter((h) => isIP(h) === 0),
-    validityDays,
-    now,
-  });
+  const { ca, leaf } = await newServingCertificate(hosts, { validityDays, caValidityDays: validityDays * 10, now });
   const write = (file: string, data: string, mode = 0o644) => {
     writeFileSync(`${file}.tmp`, data, { mode });
     renameSync(`${file}.tmp`, file);

@@ -49,7 +49,7 @@ export async function startManagedWebhook(opts: ManagedWebhookOptions, signal: A
       certDir: opts.certDir,
       webhookConfigurationName: opts.configurationName,
       signal,
-      logger: log.child({ component: 'certificates' }),
+      logger: opts.logger.child({ component: 'certificates' }),
     });
   }
   const server = await startWebhookServer({

@@ -1,6 +1,7 @@
 // Helpers for the Helm e2e tests: install the chart into a test namespace (its webhooks limited
 // to that namespace, its pods kept off the fake nodes), and act as the chart's ServiceAccount
 // with a real token, so RBAC is checked by the apiserver exactly as in a cluster.
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +9,7 @@ import { parse, stringify } from 'yaml';
 import { KubeClient } from '../../src/k8s/client.ts';
 import { loadKubeConfig } from '../../src/k8s/kubeconfig.ts';
 import { chartDir, helm, helmOk } from '../../test/chart/helm.ts';
+import { binaries } from '../cluster/binaries.ts';
 import { kubeconfig, kubectl } from '../lib/kube.ts';
 
 export { chartDir, helm, helmOk };
@@ -89,17 +91,21 @@ export function clientFor(kubeconfigFile: string): KubeClient {
   return KubeClient.fromKubeConfig(loadKubeConfig(kubeconfigFile));
 }
 
-/** `kubectl auth can-i` as `user`: true for "yes", false for "no". */
-export async function canI(user: string, args: string[]): Promise<boolean> {
-  try {
-    const out = await kubectl(['auth', 'can-i', ...args, `--as=${user}`]);
-    return out.trim() === 'yes';
-  } catch (err) {
-    // can-i exits 1 with "no" on stdout; anything else is a real failure.
-    const msg = (err as Error).message;
-    if (/exit 1\b/.test(msg)) return false;
-    throw err;
-  }
+/**
+ * `kubectl auth can-i` as `user`: true for "yes", false for "no". kubectl answers "no" (and
+ * warns) to a resource type the server does not have, so a warning fails the check instead:
+ * a misspelt question must not pass as a refusal.
+ */
+export function canI(user: string, args: string[]): Promise<boolean> {
+  const argv = ['--kubeconfig', kubeconfig(), 'auth', 'can-i', ...args, `--as=${user}`];
+  return new Promise((resolve, reject) => {
+    execFile(binaries().kubectl, argv, (err, stdout, stderr) => {
+      const code = err ? (err as { code?: unknown }).code : 0;
+      if (stderr.trim() !== '' || (code !== 0 && code !== 1)) {
+        reject(new Error(`kubectl ${argv.slice(2).join(' ')}: exit ${String(code)}: ${stderr.trim()}`));
+      } else resolve(stdout.trim() === 'yes');
+    });
+  });
 }
 
 interface WebhookConfigurationJson {

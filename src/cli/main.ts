@@ -5,8 +5,16 @@ import { clusterCommand } from '../../e2e/cluster/command.ts';
 import { demoCommand } from '../../e2e/demo/command.ts';
 import { controllerCommand, managerCommand } from '../../controller/command.ts';
 import { webhookCommand } from '../../webhook/command.ts';
+import { certsCommand } from '../../certs/command.ts';
 
-const commands: Command[] = [managerCommand, controllerCommand, webhookCommand, demoCommand, clusterCommand];
+const commands: Command[] = [
+  managerCommand,
+  controllerCommand,
+  webhookCommand,
+  certsCommand,
+  demoCommand,
+  clusterCommand,
+];
 
 const topUsage = () =>
   [

@@ -4,7 +4,8 @@
 // the certificate modes, and the schema's messages for bad values.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { parse } from 'yaml';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CERT_MODES } from '../../certs/modes.ts';
@@ -63,6 +64,15 @@ const secretRules = [
   { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
   { apiGroups: [''], resources: ['secrets'], resourceNames: [`${fullname}-webhook-certs`], verbs: ['get', 'update'] },
 ];
+
+test('the README values table names every top-level value of values.yaml', () => {
+  const readme = readFileSync(join(chartDir, '..', '..', 'README.md'), 'utf8');
+  const table = readme.slice(readme.indexOf('### Values'), readme.indexOf('### Tests of the chart'));
+  assert.ok(table.length > 100, 'README has a ### Values section');
+  const values = parse(readFileSync(join(chartDir, 'values.yaml'), 'utf8')) as Record<string, unknown>;
+  const missing = Object.keys(values).filter((k) => !table.includes(`\`${k}`));
+  assert.deepEqual(missing, [], 'values missing from the README table');
+});
 
 describe('helm chart', { skip: helmMissing() }, () => {
   test('helm lint --strict passes for every values file in ci/', async () => {

@@ -1,0 +1,43 @@
+# syntax=docker/dockerfile:1
+# The manager image: Node 24 on distroless (no shell, no package manager), non-root (uid 65532,
+# the chart's runAsUser), production dependencies only.
+#
+# The code is TypeScript run through tsx in development; tsx is a devDependency, so the image
+# does not run it. Instead the build stage bundles our own code (src/, controller/, webhook/,
+# certs/) into one ESM file with esbuild, the compiler tsx itself uses; npm packages stay
+# external and come from `npm ci --omit=dev`. No TypeScript toolchain and no compile cache at
+# runtime, so the root filesystem can stay read-only, and startup is faster.
+#
+#   docker build -t advanced-daemonset:0.1.0 .
+#   docker run --rm advanced-daemonset:0.1.0 --help
+
+ARG NODE_IMAGE=node:24-bookworm-slim
+ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot
+
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --ignore-scripts: the `node` devDependency would download a second Node binary; the base image has one.
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY . .
+RUN node_modules/.bin/esbuild src/cli/main.ts --bundle --platform=node --format=esm --target=node24 \
+      --packages=external --sourcemap --outfile=dist/main.mjs \
+ # e2e/cluster/binaries.ts (behind the `cluster` command) reads versions.json beside itself at load.
+ && cp e2e/cluster/versions.json dist/versions.json
+
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+FROM ${RUNTIME_IMAGE}
+WORKDIR /app
+ENV NODE_ENV=production
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+
+USER 65532:65532
+# 9876 webhook (HTTPS), 8081 /healthz and /readyz, 8080 /metrics
+EXPOSE 9876 8081 8080
+ENTRYPOINT ["/nodejs/bin/node", "--enable-source-maps", "/app/dist/main.mjs"]
+CMD ["manager"]

@@ -1,0 +1,279 @@
+// The chart on a real control plane, end to end: `helm install` (CRD from crds/ first) creates
+// every object; the manager runs out of cluster with the chart's own Deployment args and the
+// chart's ServiceAccount identity (a bound token from the TokenRequest API), so every request it
+// makes is authorized by the chart's RBAC: it fills caBundle in both webhook configurations and
+// runs the core controller flow (one Ready pod per node, an image rollout). `kubectl auth can-i`
+// shows what the ServiceAccount may not do. Then `helm upgrade` and `helm uninstall` (CRD kept).
+//
+// This file runs on a private cluster of its own: the harness's manager reconciles every
+// DaemonSet of the shared cluster and would fight the manager under test.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { clusterDown, clusterUp } from '../cluster/cluster.ts';
+import {
+  adsManifest,
+  adsPods,
+  imagePatch,
+  patchAds,
+  readLogLines,
+  startProductProcess,
+  waitOnePodPerNode,
+  waitRolledOut,
+  type ManagedProcess,
+} from '../lib/ads.ts';
+import { apply, createNamespace, createTestNodes, eventually, kubectl, kubectlJson, uniqueName } from '../lib/kube.ts';
+import {
+  canI,
+  chartDir,
+  e2eValues,
+  helmCluster,
+  install,
+  release,
+  serviceAccountKubeconfig,
+  uninstall,
+  webhookConfiguration,
+  type Release,
+} from './lib.ts';
+
+interface DeploymentJson {
+  spec: { replicas: number; template: { spec: { containers: { args: string[] }[] } } };
+}
+
+/** Flags whose values only make sense in a pod; replaced for a process on this machine. */
+const LOCAL_FLAGS = ['cert-dir', 'health-port', 'metrics-port', 'webhook-port', 'webhook-drain'];
+
+/** The manager's args exactly as the installed Deployment runs them, but for local ports and dirs. */
+async function chartManagerArgs(r: Release, certDir: string): Promise<string[]> {
+  const d = await kubectlJson<DeploymentJson>(['get', 'deployment', r.fullname, '-n', r.namespace]);
+  const args = d.spec.template.spec.containers[0]!.args;
+  return [
+    ...args.filter((a) => !LOCAL_FLAGS.some((f) => a.startsWith(`--${f}=`))),
+    `--cert-dir=${certDir}`,
+    '--health-port=0',
+    '--metrics-port=0',
+    '--webhook-port=0',
+    '--webhook-drain=1s',
+  ];
+}
+
+const exists = async (args: string[]) =>
+  (await kubectl(['get', ...args, '--ignore-not-found', '-o', 'name'])).trim() !== '';
+
+describe('the chart on a private control plane, the manager as its ServiceAccount', { timeout: 400_000 }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ads-e2e-helm-'));
+  const group = uniqueName('hl');
+  let r: Release;
+  let ns: string;
+  let nodes: string[];
+  let manager: ManagedProcess | undefined;
+  const ds = 'agent';
+
+  /** Every object the chart renders with default values, as `kubectl get` arguments. */
+  const chartObjects = () => [
+    ['serviceaccount', r.fullname, '-n', r.namespace],
+    ['clusterrole', r.fullname],
+    ['clusterrolebinding', r.fullname],
+    ['role', r.fullname, '-n', r.namespace],
+    ['rolebinding', r.fullname, '-n', r.namespace],
+    ['secret', `${r.fullname}-webhook-certs`, '-n', r.namespace],
+    ['service', `${r.fullname}-webhook`, '-n', r.namespace],
+    ['deployment', r.fullname, '-n', r.namespace],
+    ['poddisruptionbudget', r.fullname, '-n', r.namespace],
+    ['mutatingwebhookconfiguration', `${r.fullname}-mutating`],
+    ['validatingwebhookconfiguration', `${r.fullname}-validating`],
+  ];
+
+  before(async () => {
+    const state = await clusterUp({ dir: join(dir, 'cluster'), nodes: 0, progress: () => {} });
+    // Every helper below talks to this private cluster (node:test runs each file in its own process).
+    process.env.KUBECONFIG = state.kubeconfig;
+    r = release('ads', await createNamespace('ads-system'));
+    ns = await createNamespace('e2e-helm-flow');
+    nodes = await createTestNodes(group, 3);
+  });
+
+  after(async () => {
+    if (manager && manager.child.exitCode === null && manager.child.signalCode === null) manager.child.kill('SIGKILL');
+    await manager?.exit;
+    await clusterDown({ dir: join(dir, 'cluster'), progress: () => {} });
+  });
+
+  test('helm install creates the CRD (from crds/) and every object of the chart', async () => {
+    assert.equal(await exists(['crd', 'daemonsets.apps.kruise.io']), false, 'a cluster without the CRD');
+    await install(r);
+    assert.equal(await exists(['crd', 'daemonsets.apps.kruise.io']), true, 'helm installed crds/ first');
+    for (const args of chartObjects()) assert.equal(await exists(args), true, `${args.join(' ')} exists`);
+    for (const kind of ['mutating', 'validating'] as const) {
+      const c = await webhookConfiguration(kind, r);
+      assert.equal(c.webhooks[0]!.clientConfig.caBundle, undefined, 'no caBundle before the manager runs');
+      assert.equal(c.webhooks[0]!.clientConfig.service?.name, `${r.fullname}-webhook`);
+    }
+  });
+
+  test('the manager with the chart args and ServiceAccount token fills caBundle and runs the core flow', async () => {
+    const saKubeconfig = await serviceAccountKubeconfig(r);
+    const args = await chartManagerArgs(r, join(dir, 'certs'));
+    assert.ok(args.includes('--cert-mode=self-signed'), args.join(' '));
+    manager = startProductProcess('manager', [...args, '--kubeconfig', saKubeconfig], join(dir, 'manager.log'));
+
+    // Certificates: the Secret the chart rendered empty is filled; caBundle is its CA in both configurations.
+    const caBundle = await eventually('the certificate Secret filled by the manager', async () => {
+      const s = await kubectlJson<{ data?: Record<string, string> }>([
+        'get',
+        'secret',
+        `${r.fullname}-webhook-certs`,
+        '-n',
+        r.namespace,
+      ]);
+      // Empty strings (the chart renders the Secret empty) count as not yet.
+      return (s.data?.['tls.crt'] && s.data['ca.crt']) || undefined;
+    });
+    await eventually('caBundle of both webhook configurations equal to the Secret CA', async () => {
+      for (const kind of ['mutating', 'validating'] as const) {
+        const got = (await webhookConfiguration(kind, r)).webhooks[0]!.clientConfig.caBundle;
+        if (got !== caBundle)
+          throw new Error(`${kind} caBundle ${got?.slice(0, 60)}..., Secret ${caBundle.slice(0, 60)}...`);
+      }
+      return true;
+    });
+    await eventually('the manager to hold the chart Lease', async () => {
+      const lease = await kubectlJson<{ spec?: { holderIdentity?: string } }>([
+        'get',
+        'lease',
+        `${r.fullname}-controller`,
+        '-n',
+        r.namespace,
+      ]).catch(() => undefined);
+      return Boolean(lease?.spec?.holderIdentity);
+    });
+
+    // The core flow. The chart's webhooks only see its own namespace here (their Service has no
+    // reachable endpoint on this cluster), so the manifest carries the webhook's defaults.
+    const manifest = adsManifest({
+      name: ds,
+      namespace: ns,
+      group,
+      image: 'nginx:1.27',
+      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1 } },
+      revisionHistoryLimit: 10,
+    });
+    (manifest.spec as Record<string, unknown>).burstReplicas = 250;
+    await apply(manifest);
+    await waitOnePodPerNode(ns, ds, nodes);
+    await waitRolledOut(ns, ds, nodes.length);
+
+    await patchAds(ns, ds, imagePatch('nginx:1.28'));
+    await waitRolledOut(ns, ds, nodes.length);
+    await waitOnePodPerNode(ns, ds, nodes);
+    const images = (await adsPods(ns, ds)).map((p) => p.spec.containers[0]!.image);
+    assert.deepEqual(images, ['nginx:1.28', 'nginx:1.28', 'nginx:1.28']);
+
+    const denied = readLogLines(manager.logFile).filter((l) => /forbidden/i.test(JSON.stringify(l)));
+    assert.deepEqual(denied, [], 'no request of the manager was refused by RBAC');
+    assert.equal(manager.child.exitCode, null, 'the manager is still running');
+  });
+
+  test('kubectl auth can-i: the ServiceAccount may do what the manager needs and nothing more', async () => {
+    // -A for cluster-scoped resources: kubectl warns about a namespace otherwise, and canI fails on warnings.
+    const other = 'default';
+    const allowed: string[][] = [
+      ['list', 'daemonsets.apps.kruise.io', '-A'],
+      ['patch', 'daemonsets.apps.kruise.io', '--subresource=status', '-n', ns],
+      ['create', 'pods', '-n', ns],
+      ['delete', 'pods', '-n', ns],
+      ['watch', 'nodes', '-A'],
+      ['create', 'controllerrevisions.apps', '-n', ns],
+      ['update', `leases.coordination.k8s.io/${r.fullname}-controller`, '-n', r.namespace],
+      ['update', `secrets/${r.fullname}-webhook-certs`, '-n', r.namespace],
+      ['patch', `validatingwebhookconfigurations/${r.fullname}-validating`, '-A'],
+    ];
+    const refused: string[][] = [
+      ['delete', 'nodes', '-A'],
+      ['update', 'nodes', '-A'],
+      ['get', 'secrets', '-A'],
+      ['list', 'secrets', '-n', r.namespace],
+      ['get', 'secrets/some-other-secret', '-n', r.namespace],
+      ['get', 'secrets', '-n', other],
+      ['create', 'pods', '--subresource=exec', '-n', ns],
+      ['create', 'pods', '--subresource=eviction', '-n', ns],
+      ['delete', 'daemonsets.apps.kruise.io', '-n', ns],
+      ['update', 'daemonsets.apps.kruise.io', '-n', ns],
+      ['create', 'daemonsets.apps', '-n', ns],
+      ['get', 'configmaps', '-n', r.namespace],
+      ['update', 'leases.coordination.k8s.io/kube-scheduler', '-n', 'kube-system'],
+      ['create', 'leases.coordination.k8s.io', '-n', other],
+      ['update', 'mutatingwebhookconfigurations/someone-elses', '-A'],
+      ['create', 'validatingwebhookconfigurations', '-A'],
+      ['delete', 'customresourcedefinitions', '-A'],
+      ['create', 'clusterrolebindings', '-A'],
+      ['escalate', 'clusterroles', '-A'],
+      ['impersonate', 'serviceaccounts'],
+      ['create', 'serviceaccounts', '--subresource=token', '-n', r.namespace],
+    ];
+    for (const args of allowed) assert.equal(await canI(r.user, args), true, `may ${args.join(' ')}`);
+    for (const args of refused) assert.equal(await canI(r.user, args), false, `may not ${args.join(' ')}`);
+  });
+
+  test('helm upgrade with changed values reaches the Deployment and webhooks; the certificate survives', async () => {
+    const secretBefore = await kubectl([
+      'get',
+      'secret',
+      `${r.fullname}-webhook-certs`,
+      '-n',
+      r.namespace,
+      '-o',
+      'jsonpath={.data}',
+    ]);
+    await helmCluster([
+      'upgrade',
+      r.name,
+      chartDir,
+      '--namespace',
+      r.namespace,
+      ...e2eValues(r.namespace),
+      '--set',
+      'replicas=3',
+      '--set',
+      'logLevel=debug',
+      '--set',
+      'webhook.timeoutSeconds=25',
+    ]);
+    const d = await kubectlJson<DeploymentJson>(['get', 'deployment', r.fullname, '-n', r.namespace]);
+    assert.equal(d.spec.replicas, 3);
+    assert.ok(d.spec.template.spec.containers[0]!.args.includes('--log-level=debug'));
+    assert.ok(d.spec.template.spec.containers[0]!.args.includes('--webhook-timeout-seconds=25'));
+    const caBundle = await kubectl([
+      'get',
+      'secret',
+      `${r.fullname}-webhook-certs`,
+      '-n',
+      r.namespace,
+      '-o',
+      'jsonpath={.data.ca\\.crt}',
+    ]);
+    for (const kind of ['mutating', 'validating'] as const) {
+      const c = await webhookConfiguration(kind, r);
+      assert.equal(c.webhooks[0]!.timeoutSeconds, 25);
+      assert.equal(c.webhooks[0]!.clientConfig.caBundle, caBundle, 'caBundle kept by the upgrade');
+    }
+    assert.equal(
+      await kubectl(['get', 'secret', `${r.fullname}-webhook-certs`, '-n', r.namespace, '-o', 'jsonpath={.data}']),
+      secretBefore,
+      'the certificate Secret is unchanged',
+    );
+    const revision = JSON.parse(await helmCluster(['history', r.name, '-n', r.namespace, '-o', 'json'])) as unknown[];
+    assert.equal(revision.length, 2);
+  });
+
+  test('helm uninstall removes every object of the chart but keeps the CRD and the DaemonSets', async () => {
+    manager!.child.kill('SIGTERM');
+    assert.deepEqual(await manager!.exit, { code: 0, signal: null }, 'the manager shuts down cleanly');
+    await uninstall(r);
+    for (const args of chartObjects()) assert.equal(await exists(args), false, `${args.join(' ')} removed`);
+    assert.equal(await exists(['crd', 'daemonsets.apps.kruise.io']), true, 'the CRD stays');
+    assert.equal(await exists(['daemonsets.apps.kruise.io', ds, '-n', ns]), true, 'and so do the DaemonSets');
+  });
+});
