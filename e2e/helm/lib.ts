@@ -10,7 +10,7 @@ import { KubeClient } from '../../src/k8s/client.ts';
 import { loadKubeConfig } from '../../src/k8s/kubeconfig.ts';
 import { chartDir, helm, helmOk } from '../../test/chart/helm.ts';
 import { binaries } from '../cluster/binaries.ts';
-import { kubeconfig, kubectl } from '../lib/kube.ts';
+import { kubeconfig, kubectl, kubectlJson } from '../lib/kube.ts';
 
 export { chartDir, helm, helmOk };
 
@@ -106,6 +106,18 @@ export function canI(user: string, args: string[]): Promise<boolean> {
       } else resolve(stdout.trim() === 'yes');
     });
   });
+}
+
+/** data (base64 values) of the release's certificate Secret; {} while it has none. */
+export async function certSecretData(r: Release): Promise<Record<string, string>> {
+  const secret = await kubectlJson<{ data?: Record<string, string> }>([
+    'get',
+    'secret',
+    `${r.fullname}-webhook-certs`,
+    '-n',
+    r.namespace,
+  ]);
+  return secret.data ?? {};
 }
 
 interface WebhookConfigurationJson {
