@@ -1,7 +1,8 @@
 // The chart on a real control plane, end to end: `helm install` (CRD from crds/ first) creates
 // every object; the manager runs out of cluster with the chart's own Deployment args and the
 // chart's ServiceAccount identity (a bound token from the TokenRequest API), so every request it
-// makes is authorized by the chart's RBAC: it fills caBundle in both webhook configurations and
+// makes is authorized by the chart's RBAC: it fills caBundle in both webhook configurations,
+// answers admission over TLS that verifies against that caBundle for the Service's DNS name, and
 // runs the core controller flow (one Ready pod per node, an image rollout). `kubectl auth can-i`
 // shows what the ServiceAccount may not do. Then `helm upgrade` and `helm uninstall` (CRD kept).
 //
@@ -10,6 +11,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { checkServerIdentity } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterDown, clusterUp } from '../cluster/cluster.ts';
@@ -58,6 +61,56 @@ async function chartManagerArgs(r: Release, certDir: string): Promise<string[]> 
     '--webhook-port=0',
     '--webhook-drain=1s',
   ];
+}
+
+interface AdmissionReviewJson {
+  response?: { uid?: string; allowed?: boolean; patch?: string };
+}
+
+/** POSTs a mutating AdmissionReview to the manager's webhook, verifying TLS for `serverName` against `caPem`. */
+async function admissionOverTls(manager: ManagedProcess, serverName: string, caPem: string) {
+  const started = await eventually('the manager started line', async () =>
+    readLogLines(manager.logFile).find((l) => l.msg === 'manager started'),
+  );
+  const body = JSON.stringify({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: 'chart-e2e',
+      kind: { group: 'apps.kruise.io', version: 'v1alpha1', kind: 'DaemonSet' },
+      resource: { group: 'apps.kruise.io', version: 'v1alpha1', resource: 'daemonsets' },
+      operation: 'CREATE',
+      namespace: 'default',
+      name: 'probe',
+      userInfo: { username: 'e2e' },
+      object: adsManifest({ name: 'probe', namespace: 'default', group: 'none' }),
+    },
+  });
+  return new Promise<AdmissionReviewJson>((resolve, reject) => {
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port: started.webhookPort as number,
+        servername: serverName,
+        ca: caPem,
+        // Default identity check, but for the name the apiserver uses rather than 127.0.0.1.
+        checkServerIdentity: (_host, cert) => checkServerIdentity(serverName, cert),
+        method: 'POST',
+        path: '/mutate-apps-kruise-io-daemonset',
+        headers: { 'content-type': 'application/json' },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => {
+          if (res.statusCode !== 200) reject(new Error(`webhook answered ${res.statusCode}: ${text}`));
+          else resolve(JSON.parse(text) as AdmissionReviewJson);
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 const exists = async (args: string[]) =>
@@ -134,6 +187,16 @@ describe('the chart on a private control plane, the manager as its ServiceAccoun
       }
       return true;
     });
+    // The apiserver would call <service>.<namespace>.svc and trust only caBundle: the manager's
+    // webhook answers an AdmissionReview over TLS verified exactly so.
+    const review = await admissionOverTls(
+      manager,
+      `${r.fullname}-webhook.${r.namespace}.svc`,
+      Buffer.from(caBundle, 'base64').toString('utf8'),
+    );
+    assert.equal(review.response?.uid, 'chart-e2e');
+    assert.equal(review.response?.allowed, true, JSON.stringify(review.response));
+
     await eventually('the manager to hold the chart Lease', async () => {
       const lease = await kubectlJson<{ spec?: { holderIdentity?: string } }>([
         'get',
