@@ -24,7 +24,8 @@ const controllerFlags = `  --kubeconfig FILE                  kubeconfig (defaul
   --health-port N                    /healthz and /readyz (default 8081; 0 picks a free port)
   --metrics-port N                   /metrics (default 8080; 0 picks a free port)
   --log-level LEVEL                  trace|debug|info|warn|error (default info)
-  --feature-gates GATES              Name=true|false,... of kruise-manager's gates (unknown names are refused)`;
+  --feature-gates GATES              Name=true|false,... of Kruise's DaemonSet gates; checked and
+                                     logged, none changes behaviour yet`;
 
 const webhookFlags = `  --cert-dir DIR                     tls.crt and tls.key (default /tmp/k8s-webhook-server/serving-certs)
   --webhook-port N                   HTTPS port (default 9876; 0 picks a free port)
