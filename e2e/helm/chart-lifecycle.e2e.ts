@@ -1,16 +1,17 @@
 // The chart on a real control plane, end to end: `helm install` (CRD from crds/ first) creates
-// every object; the manager runs out of cluster with the chart's own Deployment args and the
-// chart's ServiceAccount identity (a bound token from the TokenRequest API), so every request it
-// makes is authorized by the chart's RBAC: it fills caBundle in both webhook configurations,
-// answers admission over TLS that verifies against that caBundle for the Service's DNS name, and
-// runs the core controller flow (one Ready pod per node, an image rollout). `kubectl auth can-i`
+// every object; two managers (the chart's 2 replicas) run out of cluster with the chart's own
+// Deployment args and the chart's ServiceAccount identity (a bound token from the TokenRequest
+// API), so every request they make is authorized by the chart's RBAC: they converge on one
+// certificate, fill caBundle in both webhook configurations, answer admission over TLS that
+// verifies against that caBundle for the Service's DNS name, and the Lease holder runs the core
+// controller flow (one Ready pod per node, an image rollout). `kubectl auth can-i`
 // shows what the ServiceAccount may not do. Then `helm upgrade` and `helm uninstall` (CRD kept).
 //
 // This file runs on a private cluster of its own: the harness's manager reconciles every
-// DaemonSet of the shared cluster and would fight the manager under test.
+// DaemonSet of the shared cluster and would fight the managers under test.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { checkServerIdentity } from 'node:tls';
 import { tmpdir } from 'node:os';
@@ -122,7 +123,8 @@ describe('the chart on a private control plane, the manager as its ServiceAccoun
   let r: Release;
   let ns: string;
   let nodes: string[];
-  let manager: ManagedProcess | undefined;
+  /** Two replicas, as the chart's Deployment runs. */
+  const managers: ManagedProcess[] = [];
   const ds = 'agent';
 
   /** Every object the chart renders with default values, as `kubectl get` arguments. */
@@ -150,8 +152,8 @@ describe('the chart on a private control plane, the manager as its ServiceAccoun
   });
 
   after(async () => {
-    if (manager && manager.child.exitCode === null && manager.child.signalCode === null) manager.child.kill('SIGKILL');
-    await manager?.exit;
+    for (const m of managers) if (m.child.exitCode === null && m.child.signalCode === null) m.child.kill('SIGKILL');
+    await Promise.all(managers.map((m) => m.exit));
     await clusterDown({ dir: join(dir, 'cluster'), progress: () => {} });
   });
 
@@ -167,11 +169,13 @@ describe('the chart on a private control plane, the manager as its ServiceAccoun
     }
   });
 
-  test('the manager with the chart args and ServiceAccount token fills caBundle and runs the core flow', async () => {
+  test('two managers with the chart args and ServiceAccount token share one certificate, fill caBundle and run the core flow', async () => {
     const saKubeconfig = await serviceAccountKubeconfig(r);
-    const args = await chartManagerArgs(r, join(dir, 'certs'));
-    assert.ok(args.includes('--cert-mode=self-signed'), args.join(' '));
-    manager = startProductProcess('manager', [...args, '--kubeconfig', saKubeconfig], join(dir, 'manager.log'));
+    for (const id of ['a', 'b']) {
+      const args = await chartManagerArgs(r, join(dir, `certs-${id}`));
+      assert.ok(args.includes('--cert-mode=self-signed'), args.join(' '));
+      managers.push(startProductProcess(id, [...args, '--kubeconfig', saKubeconfig], join(dir, `manager-${id}.log`)));
+    }
 
     // Certificates: the Secret the chart rendered empty is filled; caBundle is its CA in both configurations.
     const caBundle = await eventually('the certificate Secret filled by the manager', async () => {
@@ -187,17 +191,35 @@ describe('the chart on a private control plane, the manager as its ServiceAccoun
       }
       return true;
     });
-    // The apiserver would call <service>.<namespace>.svc and trust only caBundle: the manager's
-    // webhook answers an AdmissionReview over TLS verified exactly so.
-    const review = await admissionOverTls(
-      manager,
-      `${r.fullname}-webhook.${r.namespace}.svc`,
-      Buffer.from(caBundle, 'base64').toString('utf8'),
+    // Both replicas serve the one certificate in the Secret; exactly one of them wrote it.
+    const tlsCrt = Buffer.from((await certSecretData(r))['tls.crt']!, 'base64').toString('utf8');
+    const certFile = (id: string) => {
+      try {
+        return readFileSync(join(dir, `certs-${id}`, 'tls.crt'), 'utf8');
+      } catch {
+        return undefined;
+      }
+    };
+    await eventually('both cert dirs to hold the Secret certificate', async () =>
+      ['a', 'b'].every((id) => certFile(id) === tlsCrt),
     );
-    assert.equal(review.response?.uid, 'chart-e2e');
-    assert.equal(review.response?.allowed, true, JSON.stringify(review.response));
+    const issued = managers.flatMap((m) =>
+      readLogLines(m.logFile).filter((l) => l.msg === 'issued webhook serving certificate'),
+    );
+    assert.equal(issued.length, 1, 'one replica issued the certificate, the other adopted it');
+    // The apiserver would call <service>.<namespace>.svc and trust only caBundle: each replica's
+    // webhook answers an AdmissionReview over TLS verified exactly so.
+    for (const m of managers) {
+      const review = await admissionOverTls(
+        m,
+        `${r.fullname}-webhook.${r.namespace}.svc`,
+        Buffer.from(caBundle, 'base64').toString('utf8'),
+      );
+      assert.equal(review.response?.uid, 'chart-e2e');
+      assert.equal(review.response?.allowed, true, JSON.stringify(review.response));
+    }
 
-    await eventually('the manager to hold the chart Lease', async () => {
+    const holder = await eventually('one manager to hold the chart Lease', async () => {
       const lease = await kubectlJson<{ spec?: { holderIdentity?: string } }>([
         'get',
         'lease',
@@ -205,8 +227,12 @@ describe('the chart on a private control plane, the manager as its ServiceAccoun
         '-n',
         r.namespace,
       ]).catch(() => undefined);
-      return Boolean(lease?.spec?.holderIdentity);
+      return lease?.spec?.holderIdentity;
     });
+    const leaders = managers.filter((m) =>
+      readLogLines(m.logFile).some((l) => l.msg === 'successfully acquired lease' && l.identity === holder),
+    );
+    assert.equal(leaders.length, 1, `exactly one manager acquired the lease (${holder})`);
 
     // The core flow. The chart's webhooks only see its own namespace here (their Service has no
     // reachable endpoint on this cluster), so the manifest carries the webhook's defaults.
@@ -229,9 +255,11 @@ describe('the chart on a private control plane, the manager as its ServiceAccoun
     const images = (await adsPods(ns, ds)).map((p) => p.spec.containers[0]!.image);
     assert.deepEqual(images, ['nginx:1.28', 'nginx:1.28', 'nginx:1.28']);
 
-    const denied = readLogLines(manager.logFile).filter((l) => /forbidden/i.test(JSON.stringify(l)));
-    assert.deepEqual(denied, [], 'no request of the manager was refused by RBAC');
-    assert.equal(manager.child.exitCode, null, 'the manager is still running');
+    for (const m of managers) {
+      const denied = readLogLines(m.logFile).filter((l) => /forbidden/i.test(JSON.stringify(l)));
+      assert.deepEqual(denied, [], `no request of manager ${m.name} was refused by RBAC`);
+      assert.equal(m.child.exitCode, null, `manager ${m.name} is still running`);
+    }
   });
 
   test('kubectl auth can-i: the ServiceAccount may do what the manager needs and nothing more', async () => {
@@ -308,8 +336,10 @@ describe('the chart on a private control plane, the manager as its ServiceAccoun
   });
 
   test('helm uninstall removes every object of the chart but keeps the CRD and the DaemonSets', async () => {
-    manager!.child.kill('SIGTERM');
-    assert.deepEqual(await manager!.exit, { code: 0, signal: null }, 'the manager shuts down cleanly');
+    for (const m of managers) m.child.kill('SIGTERM');
+    for (const m of managers) {
+      assert.deepEqual(await m.exit, { code: 0, signal: null }, `manager ${m.name} shuts down cleanly`);
+    }
     await uninstall(r);
     for (const args of chartObjects()) assert.equal(await exists(args), false, `${args.join(' ')} removed`);
     assert.equal(await exists(['crd', 'daemonsets.apps.kruise.io']), true, 'the CRD stays');
