@@ -285,7 +285,7 @@ export async function labelNode(node: string, labels: Record<string, string | nu
 // Streaming pod watch
 
 /** Splits a stream of concatenated (pretty-printed) JSON values into values. */
-class JsonStreamSplitter {
+export class JsonStreamSplitter {
   private buf = '';
   private depth = 0;
   private inString = false;

@@ -1,0 +1,122 @@
+// Issue #5, e2e items 1 and 2: rollingUpdate.partition (int and percent of the live desired count) and
+// rollingUpdate.selector, alone and combined with partition and maxUnavailable (seed 000's "multi-dimensional"
+// release). Which nodes keep the old revision is asserted exactly, and kept pods are checked by UID.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { apply, podReady } from '../lib/kube.ts';
+import { PodWatch, adsManifest, getAds, imagePatch, patchAds, waitRolledOut } from '../lib/ads.ts';
+import {
+  assertSamePods,
+  assertUnchanged,
+  fixture,
+  layout,
+  liveByNode,
+  waitLayout,
+  waitNewRevision,
+  waitObserved,
+} from './lib.ts';
+
+const partitionPatch = (partition: number | string) => ({
+  spec: { updateStrategy: { rollingUpdate: { partition } } },
+});
+
+describe('rollingUpdate.partition (item 1)', { timeout: 300_000 }, () => {
+  const f = fixture('partition', 8);
+  const name = 'part';
+
+  test('partition 3 on 8 nodes keeps exactly the 3 lowest node names old; raising it rolls nothing back; lowering it (13% = 1) continues', async () => {
+    const n = f.nodes;
+    await apply(
+      adsManifest({
+        name,
+        namespace: f.ns,
+        group: f.group,
+        image: 'busybox:1.36',
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2, partition: 3 } },
+      }),
+    );
+    // A partition does not hold back the first rollout's creations (no progressive annotation).
+    const v1 = (await waitRolledOut(f.ns, name, 8)).status!.daemonSetHash!;
+    const initial = await waitLayout(f.ns, name, layout(n, v1));
+
+    await patchAds(f.ns, name, imagePatch('busybox:1.37'));
+    const v2 = (await waitNewRevision(f.ns, name, v1)).status!.daemonSetHash!;
+    // Kruise's order: descending node names are updated first, so the lowest names stay old.
+    const want = layout(n.slice(0, 3), v1, layout(n.slice(3), v2));
+    const p3 = await waitLayout(f.ns, name, want);
+    assertSamePods(initial, p3, n.slice(0, 3), 'kept at the old revision by partition 3');
+    const ds = await getAds(f.ns, name);
+    assert.equal(ds.status?.updatedNumberScheduled, 5, 'updatedNumberScheduled = 8 - partition');
+    await assertUnchanged(f.ns, name, p3, 'partition reached');
+
+    await patchAds(f.ns, name, partitionPatch(6));
+    await waitObserved(f.ns, name);
+    await assertUnchanged(f.ns, name, p3, 'raising the partition to 6 never rolls updated pods back');
+
+    await patchAds(f.ns, name, partitionPatch('13%'));
+    // 13% of 8 = 1.04, rounded down to 1: one node (the lowest name) stays old; rounding up would keep 2.
+    const p1 = await waitLayout(f.ns, name, layout(n.slice(0, 1), v1, layout(n.slice(1), v2)));
+    assertSamePods(initial, p1, n.slice(0, 1), 'kept at the old revision by partition 13%');
+    assertSamePods(p3, p1, n.slice(3), 'already updated pods untouched when the partition is lowered');
+    await assertUnchanged(f.ns, name, p1, 'partition 13% reached');
+  });
+});
+
+describe('rollingUpdate.selector (item 2)', { timeout: 300_000 }, () => {
+  // Canary nodes 1, 3 and 4: not a prefix or suffix of the name order, so name order alone cannot pass.
+  const canary = new Set([1, 3, 4]);
+  const f = fixture('selector', 6, (i): Record<string, string> => (canary.has(i) ? { nodeType: 'canary' } : {}));
+  const name = 'canary';
+  let watch: PodWatch | undefined;
+
+  test('a canary selector updates exactly the labelled nodes; selector + partition + maxUnavailable 1 updates the highest-named selected nodes one at a time', async (t) => {
+    t.after(() => watch?.stop());
+    const n = f.nodes;
+    const selected = n.filter((_, i) => canary.has(i));
+    const others = n.filter((_, i) => !canary.has(i));
+    await apply(
+      adsManifest({
+        name,
+        namespace: f.ns,
+        group: f.group,
+        image: 'busybox:1.36',
+        updateStrategy: {
+          type: 'RollingUpdate',
+          rollingUpdate: { maxUnavailable: 1, selector: { matchLabels: { nodeType: 'canary' } } },
+        },
+      }),
+    );
+    const v1 = (await waitRolledOut(f.ns, name, 6)).status!.daemonSetHash!;
+    const initial = await waitLayout(f.ns, name, layout(n, v1));
+
+    // maxUnavailable 1 is the concurrency cap: never two nodes without an available pod.
+    let worst: string[] = [];
+    watch = await PodWatch.start(f.ns, `app=${name}`, (w) => {
+      const lacking = [...liveByNode(w.list(), n)].filter(([, ps]) => !ps.some(podReady)).map(([node]) => node);
+      if (lacking.length > worst.length) worst = lacking;
+    });
+
+    await patchAds(f.ns, name, imagePatch('busybox:1.37'));
+    const v2 = (await waitNewRevision(f.ns, name, v1)).status!.daemonSetHash!;
+    const canaried = await waitLayout(f.ns, name, layout(others, v1, layout(selected, v2)));
+    assertSamePods(initial, canaried, others, 'nodes outside the selector');
+    await assertUnchanged(f.ns, name, canaried, 'canary done: unlabelled nodes stay old');
+
+    // Multi-dimensional: a new image, selector canary, partition 4 of 6 nodes -> 6 - 4 = 2 nodes may be updated,
+    // taken from the selected ones in descending name order (nodes 4 and 3); node 1 keeps v2, the rest v1.
+    await patchAds(f.ns, name, {
+      spec: {
+        template: { spec: { containers: [{ name: 'c', image: 'busybox:1.38' }] } },
+        updateStrategy: { rollingUpdate: { partition: 4 } },
+      },
+    });
+    const v3 = (await waitNewRevision(f.ns, name, v2)).status!.daemonSetHash!;
+    const want = layout(others, v1, layout([n[1]!], v2, layout([n[3]!, n[4]!], v3)));
+    const multi = await waitLayout(f.ns, name, want);
+    assertSamePods(canaried, multi, [...others, n[1]!], 'outside the selector or inside the partition');
+    await assertUnchanged(f.ns, name, multi, 'selector + partition reached');
+    watch.stop();
+    assert.ok(worst.length <= 1, `maxUnavailable 1: at most one node without an available pod; saw ${worst}`);
+    assert.equal(worst.length, 1, 'the rollout used its budget of one');
+  });
+});
