@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -64,9 +64,11 @@ describe('self-signed certificate bootstrap on the chart (as its ServiceAccount)
   let r: Release;
   let client: KubeClient;
   const stop = new AbortController();
+  /** Cert dirs of the two replicas and the ServiceAccount kubeconfig (a token): removed after. */
+  const tmp = mkdtempSync(join(tmpdir(), 'ads-e2e-helm-certs-'));
   const replicas = [
-    { dir: mkdtempSync(join(tmpdir(), 'ads-cert-a-')), log: new RecordingLogger(), changes: 0 },
-    { dir: mkdtempSync(join(tmpdir(), 'ads-cert-b-')), log: new RecordingLogger(), changes: 0 },
+    { dir: join(tmp, 'a'), log: new RecordingLogger(), changes: 0 },
+    { dir: join(tmp, 'b'), log: new RecordingLogger(), changes: 0 },
   ];
   const certFile = (i: number) => readFileSync(join(replicas[i]!.dir, 'tls.crt'), 'utf8');
   /** How many certificates the replicas wrote to the Secret so far (losers of a race write none). */
@@ -76,7 +78,8 @@ describe('self-signed certificate bootstrap on the chart (as its ServiceAccount)
     ns = await createNamespace('e2e-helm-certs');
     r = release(uniqueName('hc'), ns);
     await install(r);
-    client = clientFor(await serviceAccountKubeconfig(r));
+    for (const rep of replicas) mkdirSync(rep.dir);
+    client = clientFor(await serviceAccountKubeconfig(r, tmp));
   });
 
   after(async () => {
@@ -84,6 +87,7 @@ describe('self-signed certificate bootstrap on the chart (as its ServiceAccount)
     client?.close();
     if (r) await uninstall(r);
     if (ns) await deleteNamespace(ns);
+    rmSync(tmp, { recursive: true, force: true });
   });
 
   test('two replicas starting together converge on one certificate and set caBundle on both configurations', async () => {

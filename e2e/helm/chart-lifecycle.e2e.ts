@@ -9,9 +9,9 @@
 //
 // This file runs on a private cluster of its own: the harness's manager reconciles every
 // DaemonSet of the shared cluster and would fight the managers under test.
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { checkServerIdentity } from 'node:tls';
 import { tmpdir } from 'node:os';
@@ -151,10 +151,18 @@ describe('the chart on a private control plane, the manager as its ServiceAccoun
     nodes = await createTestNodes(group, 3);
   });
 
+  let failed = false;
+  afterEach((t) => {
+    if ('passed' in t && !t.passed) failed = true;
+  });
+
   after(async () => {
     for (const m of managers) if (m.child.exitCode === null && m.child.signalCode === null) m.child.kill('SIGKILL');
     await Promise.all(managers.map((m) => m.exit));
     await clusterDown({ dir: join(dir, 'cluster'), progress: () => {} });
+    // The managers' logs are worth keeping only when something failed.
+    if (failed) process.stderr.write(`chart e2e failed; manager logs kept in ${dir}\n`);
+    else rmSync(dir, { recursive: true, force: true });
   });
 
   test('helm install creates the CRD (from crds/) and every object of the chart', async () => {
@@ -170,7 +178,7 @@ describe('the chart on a private control plane, the manager as its ServiceAccoun
   });
 
   test('two managers with the chart args and ServiceAccount token share one certificate, fill caBundle and run the core flow', async () => {
-    const saKubeconfig = await serviceAccountKubeconfig(r);
+    const saKubeconfig = await serviceAccountKubeconfig(r, dir);
     for (const id of ['a', 'b']) {
       const args = await chartManagerArgs(r, join(dir, `certs-${id}`));
       assert.ok(args.includes('--cert-mode=self-signed'), args.join(' '));

@@ -4,9 +4,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from '../cluster/binaries.ts';
 import { createNamespace, deleteNamespace, kubectl, kubectlJson, uniqueName } from '../lib/kube.ts';
@@ -30,6 +30,7 @@ describe('external certificates from `advanced-daemonset certs`', () => {
   after(async () => {
     if (r) await uninstall(r);
     if (ns) await deleteNamespace(ns);
+    rmSync(dirname(out), { recursive: true, force: true });
   });
 
   test('install takes caBundle from the Secret and mounts it; the ServiceAccount cannot read Secrets', async () => {

@@ -2,8 +2,7 @@
 // to that namespace, its pods kept off the fake nodes), and act as the chart's ServiceAccount
 // with a real token, so RBAC is checked by the apiserver exactly as in a cluster.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { KubeClient } from '../../src/k8s/client.ts';
@@ -65,9 +64,9 @@ export async function uninstall(r: Release): Promise<void> {
 
 /**
  * A kubeconfig that authenticates as the release's ServiceAccount with a bound token
- * (`kubectl create token`), written next to nothing else in a fresh temp dir.
+ * (`kubectl create token`), written as `dir`/sa.kubeconfig (the caller removes `dir`).
  */
-export async function serviceAccountKubeconfig(r: Release): Promise<string> {
+export async function serviceAccountKubeconfig(r: Release, dir: string): Promise<string> {
   const token = (await kubectl(['create', 'token', r.serviceAccount, '-n', r.namespace, '--duration', '2h'])).trim();
   const admin = parse(readFileSync(kubeconfig(), 'utf8')) as {
     clusters: { name: string }[];
@@ -82,7 +81,7 @@ export async function serviceAccountKubeconfig(r: Release): Promise<string> {
     contexts: [{ name: 'sa', context: { cluster: cluster.name, user: r.serviceAccount, namespace: r.namespace } }],
     'current-context': 'sa',
   };
-  const file = join(mkdtempSync(join(tmpdir(), 'ads-sa-')), 'kubeconfig');
+  const file = join(dir, 'sa.kubeconfig');
   writeFileSync(file, stringify(config), { mode: 0o600 });
   return file;
 }
