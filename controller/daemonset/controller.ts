@@ -433,7 +433,7 @@ export class DaemonSetController {
             ds,
             'Warning',
             'FailedUpdatePodInPlace',
-            `failed to update pod ${u.podName} in-place: ${message(err)}`,
+            `failed to update pod ${u.podName} in-place(revision ${ds.metadata.name}-${u.toHash}): ${message(err)}`,
           );
           errors.push(err);
         }
