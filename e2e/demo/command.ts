@@ -11,8 +11,9 @@ import { ProgressPrinter, progressLine, type RolloutCounts } from './progress.ts
 const usage = `Usage: advanced-daemonset demo [flags]
 
 Brings up a local control plane with fake nodes, installs the CRD, starts the manager
-(webhook + controller) and applies an example Advanced DaemonSet; then changes its image and
-shows the rollout until it is done. The cluster stays up until Ctrl-C, which tears it all down.
+(webhook + controller) and applies an example Advanced DaemonSet; then rolls a new image out as
+a canary on two labelled nodes (rollingUpdate.selector) and to the rest with a partition
+stepping down, showing each step until it is done. The cluster stays up until Ctrl-C, which tears it all down.
 
 Flags:
   --nodes N    fake nodes (default 10)
@@ -24,7 +25,9 @@ Flags:
 const CRD = join(repoRoot, 'charts', 'advanced-daemonset', 'crds', 'apps.kruise.io_daemonsets.yaml');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function exampleDaemonSet(image: string) {
+const CANARY_LABEL = 'demo.advanced-daemonset.io/canary';
+
+function exampleDaemonSet(image: string, rollingUpdate: Record<string, unknown> = {}) {
   return {
     apiVersion: 'apps.kruise.io/v1alpha1',
     kind: 'DaemonSet',
@@ -32,13 +35,19 @@ function exampleDaemonSet(image: string) {
     spec: {
       selector: { matchLabels: { app: 'node-agent' } },
       minReadySeconds: 1,
-      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2 } },
+      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2, ...rollingUpdate } },
       template: {
         metadata: { labels: { app: 'node-agent' } },
         spec: { containers: [{ name: 'agent', image }] },
       },
     },
   };
+}
+
+/** The partitions the demo steps through after the canary: about half, a quarter, then none. */
+export function partitionSteps(nodes: number): number[] {
+  const steps = [Math.floor(nodes / 2), Math.floor(nodes / 4)].filter((p) => p > 0 && p < nodes - 2);
+  return [...new Set(steps), 0];
 }
 
 interface DsStatus {
@@ -52,7 +61,8 @@ interface DsStatus {
   };
 }
 
-async function waitRollout(kc: string, label: string, timeoutMs = 300_000): Promise<void> {
+/** Shows progress until `updated` pods (default: every desired one) run the current revision and all are available. */
+async function waitRollout(kc: string, label: string, updated?: number, timeoutMs = 300_000): Promise<void> {
   const printer = new ProgressPrinter();
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -70,7 +80,7 @@ async function waitRollout(kc: string, label: string, timeoutMs = 300_000): Prom
     const done =
       s.observedGeneration === ds.metadata.generation &&
       c.desired > 0 &&
-      c.updated === c.desired &&
+      c.updated === (updated ?? c.desired) &&
       c.available === c.desired;
     if (done) {
       printer.done();
@@ -100,7 +110,7 @@ export const demoCommand: Command = {
     const clusterDir = join(dir, 'cluster');
     const say = (l: string) => process.stdout.write(`${l}\n`);
 
-    say('== 1/5 local control plane (the first run builds it from the Go module proxy: many minutes)');
+    say('== 1/6 local control plane (the first run builds it from the Go module proxy: many minutes)');
     await ensureBinaries();
     const existing = readState(clusterDir);
     if (existing?.processes.every(processAlive)) await clusterDown({ dir: clusterDir, progress: () => {} });
@@ -123,16 +133,16 @@ export const demoCommand: Command = {
     };
 
     try {
-      say('== 2/5 CRD apps.kruise.io/v1alpha1 DaemonSet');
+      say('== 2/6 CRD apps.kruise.io/v1alpha1 DaemonSet');
       await kubectl(kc, ['apply', '--server-side', '-f', CRD]);
       await kubectl(kc, ['wait', '--for=condition=Established', '--timeout=60s', 'crd/daemonsets.apps.kruise.io']);
 
-      say('== 3/5 manager (webhook + controller), out of cluster on 127.0.0.1');
+      say('== 3/6 manager (webhook + controller), out of cluster on 127.0.0.1');
       manager = await startManager({ kubeconfig: kc, dir: join(dir, 'manager') });
       say(`   manager ready (log: ${manager.log})`);
       checkInterrupt();
 
-      say('== 4/5 an Advanced DaemonSet (only apiVersion differs from apps/v1), defaulted by the webhook');
+      say('== 4/6 an Advanced DaemonSet (only apiVersion differs from apps/v1), defaulted by the webhook');
       await kubectl(kc, ['create', 'namespace', 'demo']).catch(() => undefined);
       await kubectl(kc, ['apply', '-f', '-'], JSON.stringify(exampleDaemonSet('nginx:1.27')));
       const strategy = (
@@ -142,9 +152,28 @@ export const demoCommand: Command = {
       await waitRollout(kc, '   creating ');
       checkInterrupt();
 
-      say('== 5/5 new image nginx:1.28, rolling update with maxUnavailable 2');
-      await kubectl(kc, ['apply', '-f', '-'], JSON.stringify(exampleDaemonSet('nginx:1.28')));
-      await waitRollout(kc, '   rolling  ');
+      const nodeNames = (await kubectl(kc, ['get', 'nodes', '-o', 'jsonpath={.items[*].metadata.name}'])).stdout
+        .trim()
+        .split(/\s+/)
+        .sort();
+      const canaries = nodeNames.slice(-2);
+      say(`== 5/6 canary: label ${canaries.join(', ')} ${CANARY_LABEL}=true, roll nginx:1.28 to them only`);
+      say('   (rollingUpdate.selector matches node labels; the other nodes keep nginx:1.27)');
+      await kubectl(kc, ['label', 'node', ...canaries, `${CANARY_LABEL}=true`, '--overwrite']);
+      await kubectl(
+        kc,
+        ['apply', '-f', '-'],
+        JSON.stringify(exampleDaemonSet('nginx:1.28', { selector: { matchLabels: { [CANARY_LABEL]: 'true' } } })),
+      );
+      await waitRollout(kc, '   canary   ', canaries.length);
+      checkInterrupt();
+
+      say('== 6/6 the rest: selector removed, partition stepping down (partition = nodes kept on nginx:1.27)');
+      for (const partition of partitionSteps(nodeNames.length)) {
+        await kubectl(kc, ['apply', '-f', '-'], JSON.stringify(exampleDaemonSet('nginx:1.28', { partition })));
+        await waitRollout(kc, `   partition ${String(partition).padEnd(3)}`, nodeNames.length - partition);
+        checkInterrupt();
+      }
       say((await kubectl(kc, ['get', 'ads', '-n', 'demo', '-o', 'wide'])).stdout.trimEnd());
       say('demo done.');
       if (parsed.values.exit) return 0;
