@@ -1,0 +1,145 @@
+// handleAdmissionReview and the two handlers as pure functions: every malformed body gets a 400 or an
+// errored review, never an exception.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { handleAdmissionReview, mutateDaemonSet, validateDaemonSetAdmission } from './admission.ts';
+import { admissionReview, daemonSetManifest } from './review-fixtures.ts';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+describe('handleAdmissionReview: bodies that are not a usable AdmissionReview', () => {
+  const cases: { name: string; body: unknown; message: string }[] = [
+    { name: 'an array', body: [1], message: 'request body is not a JSON object' },
+    { name: 'a string', body: 'hello', message: 'request body is not a JSON object' },
+    { name: 'another kind', body: { apiVersion: 'v1', kind: 'Pod' }, message: 'expected kind AdmissionReview, got "Pod"' },
+    {
+      name: 'an unknown AdmissionReview version',
+      body: { ...admissionReview({}), apiVersion: 'admission.k8s.io/v2' },
+      message: 'unsupported AdmissionReview apiVersion "admission.k8s.io/v2"',
+    },
+    {
+      name: 'no request',
+      body: { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' },
+      message: 'AdmissionReview has no request or no request.uid',
+    },
+    {
+      name: 'no kind in the request',
+      body: { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'u', operation: 'CREATE' } },
+      message: 'AdmissionReview request has no kind or operation',
+    },
+  ]; // prettier-ignore
+  for (const c of cases)
+    test(`${c.name} → 400`, () => {
+      const out = handleAdmissionReview(c.body, mutateDaemonSet);
+      assert.equal(out.httpStatus, 400);
+      assert.deepEqual(out.body, { message: c.message });
+      assert.equal(out.verdict, 'errored');
+    });
+});
+
+describe('handleAdmissionReview: reviews the webhook cannot handle get an errored review, uid echoed', () => {
+  const cases: { name: string; body: unknown; code: number; message: string }[] = [
+    {
+      name: 'unknown version (Kruise: "unsupported version")',
+      body: admissionReview(daemonSetManifest(), { version: 'v1beta1' }),
+      code: 400,
+      message: 'unsupported version: v1beta1',
+    },
+    {
+      name: 'unknown kind',
+      body: admissionReview({}, { group: 'apps', version: 'v1', kind: 'Deployment' }),
+      code: 400,
+      message: 'unsupported kind: apps/v1, Kind=Deployment',
+    },
+    {
+      name: 'undecodable object',
+      body: admissionReview('not an object'),
+      code: 400,
+      message: 'request.object is not a JSON object',
+    },
+    {
+      name: 'UPDATE without oldObject',
+      body: admissionReview(daemonSetManifest(), { operation: 'UPDATE' }),
+      code: 400,
+      message: 'request.oldObject is not a JSON object',
+    },
+  ];
+  for (const handler of [mutateDaemonSet, validateDaemonSetAdmission])
+    for (const c of cases)
+      test(`${c.name} (${handler === mutateDaemonSet ? 'mutate' : 'validate'})`, () => {
+        const out = handleAdmissionReview(c.body, handler);
+        assert.equal(out.httpStatus, 200);
+        const response = (out.body as any).response;
+        assert.equal(response.uid, '705ab4f5-6393-11e8-b7cc-42010a800002');
+        assert.equal(response.allowed, false);
+        assert.deepEqual(response.status, {
+          metadata: {},
+          status: 'Failure',
+          code: c.code,
+          reason: 'BadRequest',
+          message: c.message,
+        });
+        assert.equal(out.verdict, 'errored');
+      });
+
+  test('a handler that throws gives a 500 errored review without details, and the cause for the log', () => {
+    const boom = new Error('boom');
+    const out = handleAdmissionReview(admissionReview(daemonSetManifest()), () => {
+      throw boom;
+    });
+    assert.equal(out.httpStatus, 200);
+    assert.equal((out.body as any).response.status.code, 500);
+    assert.equal((out.body as any).response.status.message, 'internal error while handling the admission request');
+    assert.equal(out.cause, boom);
+  });
+});
+
+describe('handlers', () => {
+  test('DELETE and status subresource updates are admitted as they are', () => {
+    for (const review of [
+      admissionReview(null, { operation: 'DELETE', oldObject: daemonSetManifest() }),
+      admissionReview(daemonSetManifest(), {
+        operation: 'UPDATE',
+        subResource: 'status',
+        oldObject: daemonSetManifest(),
+      }),
+    ])
+      for (const handler of [mutateDaemonSet, validateDaemonSetAdmission]) {
+        const out = handleAdmissionReview(review, handler);
+        assert.deepEqual((out.body as any).response, { uid: '705ab4f5-6393-11e8-b7cc-42010a800002', allowed: true });
+      }
+  });
+
+  test('validate: denied with 422 Invalid, one cause per field error, verdict denied', () => {
+    const ds: any = daemonSetManifest();
+    ds.spec.updateStrategy = { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 1 } };
+    ds.spec.minReadySeconds = -1;
+    const out = handleAdmissionReview(admissionReview(ds), validateDaemonSetAdmission);
+    const status = (out.body as any).response.status;
+    assert.equal(out.verdict, 'denied');
+    assert.equal(status.code, 422);
+    assert.equal(status.reason, 'Invalid');
+    assert.equal(
+      status.message,
+      'DaemonSet.apps.kruise.io "x" is invalid: [spec.minReadySeconds: Invalid value: -1: must be greater than or equal to 0, spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: "1": may not be set when maxUnavailable is non-zero]',
+    );
+    assert.deepEqual(
+      status.details.causes.map((c: any) => c.field),
+      ['spec.minReadySeconds', 'spec.updateStrategy.rollingUpdate.maxSurge'],
+    );
+  });
+
+  test('validate UPDATE: a selector change is refused', () => {
+    const old: any = daemonSetManifest();
+    const next: any = daemonSetManifest();
+    next.spec.selector.matchExpressions = [{ key: 'tier', operator: 'DoesNotExist' }];
+    const out = handleAdmissionReview(
+      admissionReview(next, { operation: 'UPDATE', oldObject: old }),
+      validateDaemonSetAdmission,
+    );
+    const response = (out.body as any).response;
+    assert.equal(response.allowed, false);
+    assert.equal(response.status.code, 422);
+    assert.match(response.status.message, /spec: Forbidden: updates to daemonset spec for fields other than/);
+  });
+});
