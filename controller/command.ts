@@ -25,7 +25,10 @@ const controllerFlags = `  --kubeconfig FILE                  kubeconfig (defaul
   --metrics-port N                   /metrics (default 8080; 0 picks a free port)
   --log-level LEVEL                  trace|debug|info|warn|error (default info)
   --feature-gates GATES              Name=true|false,... of Kruise's DaemonSet gates; checked and
-                                     logged, none changes behaviour yet`;
+                                     logged, none changes behaviour yet
+  --image-predownload MODE           pods: pull a rollout's new images ahead on nodes still running old
+                                     pods with short-lived pull pods (README: image pre-download), or off
+                                     (default pods)`;
 
 const webhookFlags = `  --cert-dir DIR                     tls.crt and tls.key (default /tmp/k8s-webhook-server/serving-certs)
   --webhook-port N                   HTTPS port (default 9876; 0 picks a free port)
@@ -58,6 +61,7 @@ export const controllerOptions = {
   'metrics-port': { type: 'string' },
   'log-level': { type: 'string' },
   'feature-gates': { type: 'string' },
+  'image-predownload': { type: 'string' },
 } as const;
 
 export const webhookOptions = {
@@ -93,8 +97,16 @@ function controllerRunOptions(v: Values, log: Logger): ControllerRunOptions {
     leaseDurationMs: durationFlag('lease-duration', v['lease-duration'], 15_000),
     renewDeadlineMs: durationFlag('renew-deadline', v['renew-deadline'], 10_000),
     retryPeriodMs: durationFlag('retry-period', v['retry-period'], 2_000),
+    imagePreDownload: imagePreDownloadFlag(v['image-predownload']),
     logger: log,
   };
+}
+
+function imagePreDownloadFlag(value: string | undefined): 'pods' | 'off' {
+  const mode = value ?? 'pods';
+  if (mode !== 'pods' && mode !== 'off')
+    throw new UserError(`--image-predownload must be pods or off, got "${mode}"`, 2);
+  return mode;
 }
 
 function featureGates(value: string | undefined): FeatureGates {

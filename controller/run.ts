@@ -19,6 +19,8 @@ export interface ControllerRunOptions {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+  /** --image-predownload (default pods). */
+  imagePreDownload?: 'pods' | 'off';
   logger: Logger;
 }
 
@@ -39,7 +41,13 @@ export function startController(opts: ControllerRunOptions, signal: AbortSignal)
   });
   const log = opts.logger;
   const recorder = new EventRecorder({ client, logger: log });
-  const controller = new DaemonSetController({ client, recorder, logger: log, workers: opts.workers });
+  const controller = new DaemonSetController({
+    client,
+    recorder,
+    logger: log,
+    workers: opts.workers,
+    imagePreDownload: opts.imagePreDownload,
+  });
   let synced = false;
 
   const informers = controller.startInformers(signal);

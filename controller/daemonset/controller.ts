@@ -4,6 +4,8 @@
 import type { DaemonSet } from '../../src/api/types.ts';
 import { adoptPatch, claimObjects, releasePatch } from '../../src/daemonset/claim.ts';
 import { getControllerOf } from '../../src/daemonset/pods.ts';
+import { IMAGE_PULL_POD_DAEMONSET_UID_LABEL } from '../../src/daemonset/constants.ts';
+import { isImagePullPod } from '../../src/daemonset/predownload.ts';
 import { nodeAddAffects, nodeUpdateAffects } from '../../src/daemonset/eligibility.ts';
 import { planDaemonSet } from '../../src/daemonset/plan.ts';
 import type { AfterManage, Plan, PodCreate, PodDelete } from '../../src/daemonset/plan-types.ts';
@@ -28,6 +30,8 @@ export interface DaemonSetControllerOptions {
   workers?: number;
   /** Informer tuning for tests (watch timeouts, inactivity watchdog). */
   informerOverrides?: { inactivityTimeoutMs?: number };
+  /** Pull new images ahead of a rollout with short-lived pull pods ('pods', the default) or not ('off'). */
+  imagePreDownload?: 'pods' | 'off';
 }
 
 type MaybeTombstone<T> = T | DeletedFinalStateUnknown<T>;
@@ -56,8 +60,10 @@ export class DaemonSetController {
   private readonly recorder: EventRecorder;
   private readonly log: Logger;
   private readonly workers: number;
+  private readonly imagePreDownload: 'pods' | 'off';
 
   constructor(opts: DaemonSetControllerOptions) {
+    this.imagePreDownload = opts.imagePreDownload ?? 'pods';
     this.client = opts.client;
     this.recorder = opts.recorder;
     this.log = opts.logger.child({ controller: CONTROLLER_NAME });
@@ -90,6 +96,7 @@ export class DaemonSetController {
       onDelete: (ds) => {
         const key = objectKey(deletedObject(ds));
         this.expectations.deleteExpectations(key);
+        this.expectations.deleteExpectations(pullPodsKey(key));
         this.failedPodsBackoff.delete(key);
         this.queue.add(key);
       },
@@ -97,6 +104,7 @@ export class DaemonSetController {
 
     this.pods.addEventHandler({
       onAdd: (pod) => {
+        if (this.pullPodEvent(pod, pod.metadata.deletionTimestamp ? 'deleted' : 'added')) return;
         if (pod.metadata.deletionTimestamp) {
           // Seen first already terminating (e.g. after a relist): count it as observed deleted.
           this.podDeleted(pod);
@@ -112,6 +120,7 @@ export class DaemonSetController {
       },
       onUpdate: (old, cur) => {
         if (cur.metadata.resourceVersion === old.metadata.resourceVersion) return;
+        if (this.pullPodEvent(cur, cur.metadata.deletionTimestamp ? 'deleted' : 'updated')) return;
         this.podVersions.observe(cur);
         if (cur.metadata.deletionTimestamp) this.podDeleted(cur);
         const oldOwner = this.ownerKey(old);
@@ -121,6 +130,7 @@ export class DaemonSetController {
         else if (labelsChanged(old, cur) || oldOwner) this.enqueueMatching(cur);
       },
       onDelete: (pod) => {
+        if (this.pullPodEvent(deletedObject(pod), 'deleted')) return;
         this.podVersions.delete(deletedObject(pod));
         this.podDeleted(deletedObject(pod));
       },
@@ -155,6 +165,23 @@ export class DaemonSetController {
     if (!owner) return;
     this.expectations.deletionObservedOf(owner, objectKey(pod));
     this.queue.add(owner);
+  }
+
+  /**
+   * Image pre-download pull pods are not daemon pods: their changes only count against the pull-pod
+   * expectations and wake the DaemonSet they pull for. Returns whether `pod` is one.
+   */
+  private pullPodEvent(pod: Pod, what: 'added' | 'updated' | 'deleted'): boolean {
+    if (!isImagePullPod(pod)) return false;
+    const uid = pod.metadata.labels?.[IMAGE_PULL_POD_DAEMONSET_UID_LABEL];
+    const ref = pod.metadata.ownerReferences?.find((r) => r.kind === 'DaemonSet' && r.uid === uid);
+    const ds = ref && this.daemonSets.store.getByName(pod.metadata.namespace, ref.name);
+    if (!ds || ds.metadata.uid !== uid) return true;
+    const key = objectKey(ds);
+    if (what === 'added') this.expectations.creationObserved(pullPodsKey(key));
+    if (what === 'deleted') this.expectations.deletionObservedOf(pullPodsKey(key), objectKey(pod));
+    this.queue.add(key);
+    return true;
   }
 
   /** Key of the DaemonSet (ours) that controls obj, if it still exists with that UID. */
@@ -209,13 +236,19 @@ export class DaemonSetController {
     const ds = this.daemonSets.store.get(key);
     if (!ds) {
       this.expectations.deleteExpectations(key);
+      this.expectations.deleteExpectations(pullPodsKey(key));
       this.failedPodsBackoff.delete(key);
       return;
     }
     const log = this.log.child({ daemonset: key });
     const namespace = ds.metadata.namespace ?? '';
 
-    const pods = await this.claim(ds, this.pods.store.byIndex('namespace', namespace), resources.pods, log);
+    const namespacePods = this.pods.store.byIndex('namespace', namespace);
+    const imagePullPods = namespacePods.filter(
+      (p) => p.metadata.labels?.[IMAGE_PULL_POD_DAEMONSET_UID_LABEL] === ds.metadata.uid,
+    );
+    const daemonPodCandidates = namespacePods.filter((p) => !isImagePullPod(p));
+    const pods = await this.claim(ds, daemonPodCandidates, resources.pods, log);
     const allRevisions = this.revisions.store.byIndex('namespace', namespace);
     const revisions = await this.claim(ds, allRevisions, resources.controllerRevisions, log);
     const ownedNames = new Set(revisions.map((r) => r.metadata.name));
@@ -230,6 +263,12 @@ export class DaemonSetController {
       now: Date.now(),
       failedPodsBackoff: this.failedPodsBackoff.get(key) ?? {},
       expectationsSatisfied: this.expectations.satisfiedExpectations(key) && podVersionsSatisfied,
+      // Pull pods in flight not yet in the cache: plan no pre-download until they are, or the parallelism
+      // would be exceeded.
+      imagePullPods,
+      options: {
+        imagePreDownload: this.expectations.satisfiedExpectations(pullPodsKey(key)) ? this.imagePreDownload : 'off',
+      },
     });
     this.failedPodsBackoff.set(key, plan.failedPodsBackoff);
     log.debug(
@@ -332,6 +371,7 @@ export class DaemonSetController {
 
     let step: PlanStep = plan;
     errors.push(...(await this.executePods(ds, key, step, log)));
+    errors.push(...(await this.executeImagePreDownload(ds, plan, log)));
     // Upstream goes on with the rolling update in the same sync when manage's requests all
     // failed (their expectations are then already observed); otherwise a persistent quota
     // error on a few nodes would stall the whole rollout.
@@ -442,6 +482,53 @@ export class DaemonSetController {
     return errors;
   }
 
+  /** Pull pods of the image pre-download: plain creates and deletes (no expectations: not daemon pods). */
+  private async executeImagePreDownload(ds: DaemonSet, plan: Plan, log: Logger): Promise<unknown[]> {
+    const namespace = ds.metadata.namespace ?? '';
+    const pre = plan.imagePreDownload;
+    if (!pre) return [];
+    const key = pullPodsKey(objectKey(ds));
+    if (pre.creates.length > 0 || pre.deletes.length > 0) {
+      this.expectations.expectDeletionsOf(
+        key,
+        pre.deletes.map((d) => `${namespace}/${d.podName}`),
+      );
+      this.expectations.raiseExpectations(key, pre.creates.length, 0);
+    }
+    // Finished and cancelled pulls go first, so no more than `parallelism` pull pods ever exist at once.
+    const deleted = await Promise.all(
+      pre.deletes.map(async (d) => {
+        try {
+          await this.client.delete(
+            resources.pods,
+            { namespace, name: d.podName },
+            d.uid ? { preconditions: { uid: d.uid } } : {},
+          );
+          log.info({ pod: d.podName, node: d.nodeName, reason: d.reason }, 'deleted pull pod');
+          return undefined;
+        } catch (err) {
+          this.expectations.deletionObservedOf(key, `${namespace}/${d.podName}`);
+          return isNotFound(err) ? undefined : err;
+        }
+      }),
+    );
+    const created = await Promise.all(
+      pre.creates.map(async (c) => {
+        try {
+          const created = await this.client.create<Pod>(resources.pods, c.pod, { namespace });
+          log.info({ pod: created.metadata.name, node: c.nodeName, hash: plan.hash }, 'pre-downloading images');
+          return undefined;
+        } catch (err) {
+          this.expectations.creationObserved(key);
+          this.recorder.event(ds, 'Warning', 'FailedPreDownloadImage', `Error creating pull pod: ${message(err)}`);
+          return err;
+        }
+      }),
+    );
+    const results = [...deleted, ...created];
+    return results.filter((e) => e !== undefined);
+  }
+
   private async createPods(ds: DaemonSet, key: string, creates: PodCreate[], log: Logger): Promise<unknown[]> {
     const namespace = ds.metadata.namespace ?? '';
     const errors: unknown[] = [];
@@ -500,6 +587,11 @@ export class DaemonSetController {
     );
     return results.filter((e) => e !== undefined);
   }
+}
+
+/** Expectations key of a DaemonSet's image pre-download pull pods (separate from its daemon pods'). */
+function pullPodsKey(key: string): string {
+  return `${key}#image-predownload`;
 }
 
 function message(err: unknown): string {

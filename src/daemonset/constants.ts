@@ -15,8 +15,18 @@ export {
   INPLACE_UPDATE_STATE_ANNOTATION_OLD,
   DEFAULT_BURST_REPLICAS,
   DEFAULT_REVISION_HISTORY_LIMIT,
+  IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION,
+  IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION,
 } from '../api/constants.ts';
 
 export const LIFECYCLE_STATE_PREPARING_DELETE = 'PreparingDelete';
 /** spec.schedulerName when pods are bound by the controller (--assign-pods-by-scheduler=false). */
 export const DAEMONSET_CONTROLLER_SCHEDULER = 'kubernetes.io/daemonset-controller';
+
+// Image pre-download by pull pods (predownload.ts); our own keys, Kruise uses ImagePullJobs instead.
+/** Pull-pod label: UID of the DaemonSet it pulls for (a pull pod is never one of its daemon pods). */
+export const IMAGE_PULL_POD_DAEMONSET_UID_LABEL = 'apps.kruise.io/image-predownload-daemonset-uid';
+/** Pull-pod label: the revision hash whose images it pulls. */
+export const IMAGE_PULL_POD_REVISION_LABEL = 'apps.kruise.io/image-predownload-revision';
+/** Old daemon pod annotation: its node already pulled the images of this revision hash. */
+export const IMAGE_PREDOWNLOADED_ANNOTATION = 'apps.kruise.io/image-predownloaded';

@@ -2,6 +2,7 @@
 import type { DaemonSet, DaemonSetStatus } from '../api/types.ts';
 import type { ControllerRevision, Node, Pod } from '../k8s/types.ts';
 import type { BackoffState } from './backoff.ts';
+import type { ImagePreDownloadPlan } from './predownload.ts';
 
 /** Why a pod is deleted (for logs and tests; the events are SuccessfulDelete/FailedDelete as upstream). */
 export type DeleteReason =
@@ -50,7 +51,9 @@ export type PatchReason =
   /** metadata: controller-revision-hash relabel after duplicate revisions were merged. */
   | 'RevisionRelabel'
   /** pods/status: InPlaceUpdateReady condition during/after an in-place update. */
-  | 'InPlaceUpdateReady';
+  | 'InPlaceUpdateReady'
+  /** metadata: the old pod's node pulled the new images ahead (image pre-download). */
+  | 'ImagePreDownloaded';
 
 export interface PodPatch {
   podName: string;
@@ -150,11 +153,18 @@ export interface Plan {
   failedPodsBackoff: BackoffState;
   /** Stage Managed only: see AfterManage. */
   afterManage?: AfterManage;
+  /**
+   * Image pre-download pull pods to create and delete (not daemon pods: no expectations); their podPatches are
+   * already in `podPatches`. Undefined when pre-download is off or the sync stopped before it.
+   */
+  imagePreDownload?: Pick<ImagePreDownloadPlan, 'creates' | 'deletes'>;
 }
 
 export interface PlanOptions {
   /** --assign-pods-by-scheduler (default true). */
   assignPodsByScheduler?: boolean;
+  /** --image-predownload: pull new images ahead with pull pods ('pods'), or not ('off', the default here). */
+  imagePreDownload?: 'pods' | 'off';
 }
 
 /** Everything one sync reads, already in memory. */
@@ -177,5 +187,7 @@ export interface DaemonSetSnapshot {
    * observedGeneration is not advanced. Default true.
    */
   expectationsSatisfied?: boolean;
+  /** Image pre-download pull pods of this DaemonSet (label apps.kruise.io/image-predownload-daemonset-uid). */
+  imagePullPods?: readonly Pod[];
   options?: PlanOptions;
 }

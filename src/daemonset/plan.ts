@@ -9,6 +9,7 @@ import { cleanupHistory, constructHistory, type HistoryResult } from './history.
 import { manage, syncNodes } from './manage.ts';
 import { canPodInPlaceUpdate, inPlaceRefreshPatch, planInPlaceUpdate } from './inplace.ts';
 import { kruisePodReadyPatch } from './pods.ts';
+import { planImagePreDownload } from './predownload.ts';
 import type { AfterManage, DaemonSetSnapshot, Plan, PodDelete, PodPatch } from './plan-types.ts';
 import { calculateStatus } from './status.ts';
 import { burstReplicas, isDaemonSetPaused, isInPlaceIfPossible, isRollingUpdate } from './strategy.ts';
@@ -80,7 +81,8 @@ function finishWithStatus(
  * 6. rollingUpdate unless OnDelete or paused (surge creates, deletes within maxUnavailable), through syncNodes;
  *    under InPlaceIfPossible the pods to replace are updated in place where the change allows it.
  * 7. cleanupHistory; 8. status with observedGeneration = generation (stage Complete).
- * Readiness-gate upkeep (KruisePodReady, InPlaceUpdateReady) is planned at every stage from 4 on.
+ * Readiness-gate upkeep (KruisePodReady, InPlaceUpdateReady) is planned at every stage from 4 on; image
+ * pre-download (options.imagePreDownload 'pods', predownload.ts) between 4 and 5.
  */
 export function planDaemonSet(snapshot: DaemonSetSnapshot): Plan {
   const { ds, now } = snapshot;
@@ -140,6 +142,14 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot): Plan {
 
   // 4. Expectations gate.
   if (snapshot.expectationsSatisfied === false) return finishWithStatus(plan, ctx, false, history.collisionCount);
+
+  // Pre-download images ahead of the rollout (Kruise runs it here too, before manage).
+  if (snapshot.options?.imagePreDownload === 'pods') {
+    const pre = planImagePreDownload(ctx, snapshot.imagePullPods ?? []);
+    plan.imagePreDownload = { creates: pre.creates, deletes: pre.deletes };
+    plan.podPatches.push(...pre.podPatches);
+    plan.events.push(...pre.events);
+  }
 
   // 5. manage.
   const m = manage(ctx, plan.failedPodsBackoff);
