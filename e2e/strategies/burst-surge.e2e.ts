@@ -4,9 +4,18 @@
 // at most one new and one old pod per node.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { apply, eventually, podReady, type PodJson } from '../lib/kube.ts';
-import { PodWatch, adsManifest, hashOf, imagePatch, patchAds, waitRolledOut, ADS } from '../lib/ads.ts';
-import { fixture, layout, liveByNode, RvWatch, waitLayout, waitNewRevision, type Fixture } from './lib.ts';
+import { eventually, podReady, type PodJson } from '../lib/kube.ts';
+import { PodWatch, hashOf, imagePatch, patchAds, waitRolledOut, ADS } from '../lib/ads.ts';
+import {
+  fixture,
+  type Fixture,
+  layout,
+  liveByNode,
+  rolledOutDaemonSet,
+  RvWatch,
+  waitLayout,
+  waitNewRevision,
+} from './lib.ts';
 
 describe('burstReplicas (item 5)', { timeout: 300_000 }, () => {
   const f = fixture('burst', 4);
@@ -19,11 +28,7 @@ describe('burstReplicas (item 5)', { timeout: 300_000 }, () => {
       pods.stop();
       dsw.stop();
     });
-    const manifest = adsManifest({ name, namespace: f.ns, group: f.group });
-    (manifest.spec as Record<string, unknown>).burstReplicas = '10%';
-    await apply(manifest);
-    const hash = (await waitRolledOut(f.ns, name, 4)).status!.daemonSetHash!;
-    await waitLayout(f.ns, name, layout(f.nodes, hash));
+    await rolledOutDaemonSet(f, name, { mutate: (m) => (m.spec.burstReplicas = '10%') });
     await eventually('the watches to catch up', async () => pods.events.filter((e) => e.type === 'ADDED').length === 4);
 
     // Each sync ends with a status write of the DaemonSet (its counters changed), so pods created by one sync are
@@ -63,18 +68,9 @@ async function surgeRollout(
   minReadySeconds: number,
 ): Promise<SurgeStats> {
   const n = f.nodes;
-  await apply(
-    adsManifest({
-      name,
-      namespace: f.ns,
-      group: f.group,
-      image: 'busybox:1.36',
-      minReadySeconds,
-      updateStrategy: { type: 'RollingUpdate', rollingUpdate },
-    }),
-  );
-  const oldHash = (await waitRolledOut(f.ns, name, n.length, 120_000)).status!.daemonSetHash!;
-  const initial = await waitLayout(f.ns, name, layout(n, oldHash));
+  const { hash: oldHash, pods: initial } = await rolledOutDaemonSet(f, name, {
+    options: { minReadySeconds, updateStrategy: { type: 'RollingUpdate', rollingUpdate } },
+  });
   const stats: SurgeStats = {
     maxSurged: 0,
     nodesWithoutReady: new Set(),

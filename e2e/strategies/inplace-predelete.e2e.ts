@@ -4,11 +4,10 @@
 // with markPodNotReady) until its hook label or finalizer is removed.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { apply, eventually, kubectl, podReady, type PodJson } from '../lib/kube.ts';
+import { eventually, kubectl, podReady, type PodJson } from '../lib/kube.ts';
 import {
   KRUISE_POD_READY,
   PodWatch,
-  adsManifest,
   adsPods,
   eventsFor,
   getAds,
@@ -24,6 +23,7 @@ import {
   fixture,
   layout,
   liveByNode,
+  rolledOutDaemonSet,
   waitLayout,
   waitNewRevision,
   waitObserved,
@@ -57,18 +57,13 @@ describe('InPlaceIfPossible (item 7, §6.2 items 4 and 5)', { timeout: 300_000 }
   test('an image change updates every pod in place within maxUnavailable 1; a template label too; an env change recreates', async (t) => {
     t.after(() => watch?.stop());
     const n = f.nodes;
-    await apply(
-      adsManifest({
-        name,
-        namespace: f.ns,
-        group: f.group,
-        image: 'busybox:1.36',
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible' } },
-      }),
-    );
-    const ds = await waitRolledOut(f.ns, name, 4);
-    const v1 = ds.status!.daemonSetHash!;
-    const initial = await waitLayout(f.ns, name, layout(n, v1));
+    const {
+      ds,
+      hash: v1,
+      pods: initial,
+    } = await rolledOutDaemonSet(f, name, {
+      options: { updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible' } } },
+    });
     for (const p of initial.values()) {
       assert.ok(
         p.spec.readinessGates?.some((g) => g.conditionType === IN_PLACE_UPDATE_READY),
@@ -155,26 +150,19 @@ describe('lifecycle.preDelete (item 8, §6.2 item 6)', { timeout: 300_000 }, () 
   const hook = 'example.io/block-deleting';
 
   test('a hooked pod stays PreparingDelete (and NotReady with markPodNotReady) until its label is removed; then exactly one new pod', async () => {
-    const n = f.nodes;
-    const manifest = adsManifest({
-      name,
-      namespace: f.ns,
-      group: f.group,
-      image: 'busybox:1.36',
-      updateStrategy: {
-        type: 'RollingUpdate',
-        rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 1 },
+    const { pods: initial } = await rolledOutDaemonSet(f, name, {
+      options: {
+        updateStrategy: {
+          type: 'RollingUpdate',
+          rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 1 },
+        },
+      },
+      mutate: (m) => {
+        const spec = m.spec as { template: { metadata: { labels: Record<string, string> } } };
+        spec.template.metadata.labels[hook] = 'true';
+        m.spec.lifecycle = { preDelete: { labelsHandler: { [hook]: 'true' }, markPodNotReady: true } };
       },
     });
-    const spec = manifest.spec as { template: { metadata: { labels: Record<string, string> } } } & Record<
-      string,
-      unknown
-    >;
-    spec.template.metadata.labels[hook] = 'true';
-    spec.lifecycle = { preDelete: { labelsHandler: { [hook]: 'true' }, markPodNotReady: true } };
-    await apply(manifest);
-    const v1 = (await waitRolledOut(f.ns, name, 3)).status!.daemonSetHash!;
-    const initial = await waitLayout(f.ns, name, layout(n, v1));
 
     // env is not in-place-able: every pod must be deleted, and each is hooked.
     await patchAds(f.ns, name, envPatch('busybox:1.36', 'b'));
@@ -235,10 +223,6 @@ describe(
     const finalizer = 'example.io/unready-blocker';
 
     test('the pod of an ineligible node is held in PreparingDelete until the finalizer is removed', async (t) => {
-      const manifest = adsManifest({ name, namespace: f.ns, group: f.group, nodeSelector: { run: 'yes' } });
-      const spec = manifest.spec as { template: { metadata: Record<string, unknown> } } & Record<string, unknown>;
-      spec.template.metadata.finalizers = [finalizer];
-      spec.lifecycle = { preDelete: { finalizersHandler: [finalizer] } };
       t.after(async () => {
         // Never leave a finalizer behind: it would keep the namespace terminating.
         for (const p of await adsPods(f.ns, name).catch(() => [])) {
@@ -254,9 +238,13 @@ describe(
           ]).catch(() => undefined);
         }
       });
-      await apply(manifest);
-      const v1 = (await waitRolledOut(f.ns, name, 2)).status!.daemonSetHash!;
-      const initial = await waitLayout(f.ns, name, layout(f.nodes, v1));
+      const { pods: initial } = await rolledOutDaemonSet(f, name, {
+        options: { nodeSelector: { run: 'yes' } },
+        mutate: (m) => {
+          (m.spec as { template: { metadata: Record<string, unknown> } }).template.metadata.finalizers = [finalizer];
+          m.spec.lifecycle = { preDelete: { finalizersHandler: [finalizer] } };
+        },
+      });
       const [keep, drop] = f.nodes as [string, string];
       await labelNode(drop, { run: null });
       const held = await eventually(`the pod on ${drop} in PreparingDelete`, async () => {

@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  apply,
   createNamespace,
   createTestNodes,
   deleteNamespace,
@@ -16,7 +17,18 @@ import {
   type PodJson,
 } from '../lib/kube.ts';
 import { binaries } from '../cluster/binaries.ts';
-import { JsonStreamSplitter, adsPods, describePods, getAds, hashOf, terminating, type AdsJson } from '../lib/ads.ts';
+import {
+  JsonStreamSplitter,
+  adsManifest,
+  adsPods,
+  describePods,
+  getAds,
+  hashOf,
+  terminating,
+  waitRolledOut,
+  type AdsJson,
+  type AdsOptions,
+} from '../lib/ads.ts';
 
 export interface Fixture {
   ns: string;
@@ -193,4 +205,38 @@ export class RvWatch {
   stop(): void {
     this.child.kill('SIGTERM');
   }
+}
+
+export interface StrategyDaemonSet {
+  /** Extra fields of adsManifest (image defaults to busybox:1.36). */
+  options?: Partial<Omit<AdsOptions, 'name' | 'namespace' | 'group'>>;
+  annotations?: Record<string, string>;
+  /** Last changes to the manifest (extra spec fields, template metadata). */
+  mutate?: (manifest: { metadata: Record<string, unknown>; spec: Record<string, unknown> }) => void;
+}
+
+/** The Advanced DaemonSet `name` on the fixture's nodes (busybox:1.36), as applied. */
+export async function applyDaemonSet(f: Fixture, name: string, o: StrategyDaemonSet = {}): Promise<void> {
+  const manifest = adsManifest({ name, namespace: f.ns, group: f.group, image: 'busybox:1.36', ...o.options }) as {
+    metadata: Record<string, unknown>;
+    spec: Record<string, unknown>;
+  };
+  if (o.annotations) manifest.metadata.annotations = o.annotations;
+  o.mutate?.(manifest);
+  await apply(manifest);
+}
+
+/**
+ * applyDaemonSet, then waits until it rolled out on every fixture node; returns the DaemonSet, its revision hash
+ * and its pods by node.
+ */
+export async function rolledOutDaemonSet(
+  f: Fixture,
+  name: string,
+  o: StrategyDaemonSet = {},
+): Promise<{ ds: AdsJson; hash: string; pods: Map<string, PodJson> }> {
+  await applyDaemonSet(f, name, o);
+  const ds = await waitRolledOut(f.ns, name, f.nodes.length, 120_000);
+  const hash = ds.status!.daemonSetHash!;
+  return { ds, hash, pods: await waitLayout(f.ns, name, layout(f.nodes, hash)) };
 }

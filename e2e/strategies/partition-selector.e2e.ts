@@ -3,14 +3,15 @@
 // release). Which nodes keep the old revision is asserted exactly, and kept pods are checked by UID.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { apply, podReady } from '../lib/kube.ts';
-import { PodWatch, adsManifest, getAds, imagePatch, patchAds, waitRolledOut } from '../lib/ads.ts';
+import { podReady } from '../lib/kube.ts';
+import { PodWatch, getAds, imagePatch, patchAds } from '../lib/ads.ts';
 import {
   assertSamePods,
   assertUnchanged,
   fixture,
   layout,
   liveByNode,
+  rolledOutDaemonSet,
   waitLayout,
   waitNewRevision,
   waitObserved,
@@ -26,18 +27,10 @@ describe('rollingUpdate.partition (item 1)', { timeout: 300_000 }, () => {
 
   test('partition 3 on 8 nodes keeps exactly the 3 lowest node names old; raising it rolls nothing back; lowering it (13% = 1) continues', async () => {
     const n = f.nodes;
-    await apply(
-      adsManifest({
-        name,
-        namespace: f.ns,
-        group: f.group,
-        image: 'busybox:1.36',
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2, partition: 3 } },
-      }),
-    );
     // A partition does not hold back the first rollout's creations (no progressive annotation).
-    const v1 = (await waitRolledOut(f.ns, name, 8)).status!.daemonSetHash!;
-    const initial = await waitLayout(f.ns, name, layout(n, v1));
+    const { hash: v1, pods: initial } = await rolledOutDaemonSet(f, name, {
+      options: { updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2, partition: 3 } } },
+    });
 
     await patchAds(f.ns, name, imagePatch('busybox:1.37'));
     const v2 = (await waitNewRevision(f.ns, name, v1)).status!.daemonSetHash!;
@@ -74,20 +67,14 @@ describe('rollingUpdate.selector (item 2)', { timeout: 300_000 }, () => {
     const n = f.nodes;
     const selected = n.filter((_, i) => canary.has(i));
     const others = n.filter((_, i) => !canary.has(i));
-    await apply(
-      adsManifest({
-        name,
-        namespace: f.ns,
-        group: f.group,
-        image: 'busybox:1.36',
+    const { hash: v1, pods: initial } = await rolledOutDaemonSet(f, name, {
+      options: {
         updateStrategy: {
           type: 'RollingUpdate',
           rollingUpdate: { maxUnavailable: 1, selector: { matchLabels: { nodeType: 'canary' } } },
         },
-      }),
-    );
-    const v1 = (await waitRolledOut(f.ns, name, 6)).status!.daemonSetHash!;
-    const initial = await waitLayout(f.ns, name, layout(n, v1));
+      },
+    });
 
     // maxUnavailable 1 is the concurrency cap: never two nodes without an available pod.
     let worst: string[] = [];

@@ -3,9 +3,19 @@
 // partition is of the live desired count, so it holds on the very first sync).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { apply, kubectl } from '../lib/kube.ts';
-import { addNodeToGroup, adsManifest, adsPods, getAds, patchAds, waitRolledOut } from '../lib/ads.ts';
-import { assertSamePods, assertUnchanged, fixture, layout, waitLayout, waitNewRevision, waitObserved } from './lib.ts';
+import { kubectl } from '../lib/kube.ts';
+import { addNodeToGroup, adsPods, getAds, patchAds, waitRolledOut } from '../lib/ads.ts';
+import {
+  applyDaemonSet,
+  assertSamePods,
+  assertUnchanged,
+  fixture,
+  layout,
+  rolledOutDaemonSet,
+  waitLayout,
+  waitNewRevision,
+  waitObserved,
+} from './lib.ts';
 
 describe('rollingUpdate.paused (item 3)', { timeout: 300_000 }, () => {
   const f = fixture('paused', 3);
@@ -13,17 +23,9 @@ describe('rollingUpdate.paused (item 3)', { timeout: 300_000 }, () => {
 
   test('paused: no pod is replaced for the update, yet a new node is filled, a deleted pod replaced, and status stays current; unpausing finishes the rollout', async () => {
     const n = f.nodes;
-    await apply(
-      adsManifest({
-        name,
-        namespace: f.ns,
-        group: f.group,
-        image: 'busybox:1.36',
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '100%' } },
-      }),
-    );
-    const v1 = (await waitRolledOut(f.ns, name, 3)).status!.daemonSetHash!;
-    const initial = await waitLayout(f.ns, name, layout(n, v1));
+    const { hash: v1, pods: initial } = await rolledOutDaemonSet(f, name, {
+      options: { updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '100%' } } },
+    });
 
     await patchAds(f.ns, name, {
       spec: {
@@ -65,17 +67,10 @@ describe('progressive creation: daemonset.kruise.io/progressive-create-pod (item
 
   test('partition 60% of 5 nodes creates pods on only 2 nodes from the first sync; lowering the partition adds the rest', async () => {
     const n = f.nodes;
-    const manifest = adsManifest({
-      name,
-      namespace: f.ns,
-      group: f.group,
-      image: 'busybox:1.36',
-      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, partition: '60%' } },
+    await applyDaemonSet(f, name, {
+      options: { updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, partition: '60%' } } },
+      annotations: { 'daemonset.kruise.io/progressive-create-pod': 'true' },
     });
-    (manifest.metadata as { annotations?: Record<string, string> }).annotations = {
-      'daemonset.kruise.io/progressive-create-pod': 'true',
-    };
-    await apply(manifest);
     // 60% of the 5 nodes seen now = 3 kept without a pod (a stale status.desiredNumberScheduled of 0 would
     // create all 5 on the first pass); creation goes in ascending name order.
     const hash = (await waitObserved(f.ns, name)).status!.daemonSetHash!;

@@ -4,9 +4,9 @@
 // when the rollout updates everything at once.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { apply, eventually, listPods, type PodJson } from '../lib/kube.ts';
-import { PodWatch, adsManifest, adsPods, imagePatch, patchAds, terminating, waitRolledOut } from '../lib/ads.ts';
-import { fixture, layout, waitLayout, waitNewRevision } from './lib.ts';
+import { eventually, listPods, type PodJson } from '../lib/kube.ts';
+import { PodWatch, adsPods, imagePatch, patchAds, terminating, waitRolledOut } from '../lib/ads.ts';
+import { fixture, layout, rolledOutDaemonSet, waitLayout, waitNewRevision } from './lib.ts';
 
 const UID_LABEL = 'apps.kruise.io/image-predownload-daemonset-uid';
 const REVISION_LABEL = 'apps.kruise.io/image-predownload-revision';
@@ -18,20 +18,10 @@ describe('image pre-download (item 9)', { timeout: 300_000 }, () => {
 
   test('pull pods pre-pull the new image on the nodes kept old, 2 at a time, and are cleaned up; none when the rollout updates every node at once', async (t) => {
     const n = f.nodes;
-    const manifest = adsManifest({
-      name,
-      namespace: f.ns,
-      group: f.group,
-      image: 'busybox:1.36',
-      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, partition: 2 } },
+    const { ds, hash: v1 } = await rolledOutDaemonSet(f, name, {
+      options: { updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, partition: 2 } } },
+      annotations: { 'apps.kruise.io/image-predownload-parallelism': '2' },
     });
-    (manifest.metadata as Record<string, unknown>).annotations = {
-      'apps.kruise.io/image-predownload-parallelism': '2',
-    };
-    await apply(manifest);
-    const ds = await waitRolledOut(f.ns, name, 4);
-    const v1 = ds.status!.daemonSetHash!;
-    await waitLayout(f.ns, name, layout(n, v1));
 
     const seen = new Map<string, PodJson>();
     let maxLive = 0;
