@@ -241,6 +241,8 @@ export interface UpOptions {
   dir?: string;
   nodes?: number;
   progress?: Progress;
+  /** Extra kube-apiserver flags, appended to the defaults (the benchmarks add an audit log); none by default. */
+  apiserverArgs?: string[];
 }
 
 export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
@@ -358,6 +360,7 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
       '--enable-priority-and-fairness=false',
       '--profiling=false',
       '--v=1',
+      ...(opts.apiserverArgs ?? []),
     ]);
     const tls = { ca: ca.certPem, cert: admin.certPem, key: admin.keyPem };
     await waitFor(apiserver, 'ready', 120_000, () => httpGetOk(`${server}/readyz`, tls));

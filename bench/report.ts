@@ -1,0 +1,193 @@
+// The results table: markdown for people (bench/README.md, the terminal), JSON for tools.
+import { execFileSync } from 'node:child_process';
+import { cpus, totalmem } from 'node:os';
+import { repoRoot, versions } from '../e2e/cluster/binaries.ts';
+import { raceMedians, type ClusterBenchResult } from './cluster.ts';
+import { fmt, fmtRatio, ratio } from './lib/stats.ts';
+import { scenarioText, type PlanningSample } from './planning.ts';
+import type { WebhookRun } from './webhook.ts';
+
+export interface Machine {
+  cores: number;
+  cpu: string;
+  memoryGiB: number;
+  node: string;
+  kubernetes: string;
+  kwok: string;
+  date: string;
+  commit: string;
+  note?: string;
+}
+
+export interface BenchResults {
+  machine: Machine;
+  params: Record<string, unknown>;
+  cluster?: ClusterBenchResult;
+  webhook?: WebhookRun[];
+  planning?: PlanningSample[];
+}
+
+export function machineFacts(note?: string): Machine {
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
+  } catch {
+    /* not a git checkout */
+  }
+  return {
+    cores: cpus().length,
+    cpu: cpus()[0]?.model ?? 'unknown',
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    kubernetes: versions.kubernetes,
+    kwok: versions.kwok,
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    commit,
+    ...(note ? { note } : {}),
+  };
+}
+
+const row = (cells: (string | number)[]) => `| ${cells.join(' | ')} |`;
+
+function raceTable(c: ClusterBenchResult, nodes: number, rounds: number, managerQps: unknown): string[] {
+  const native = raceMedians(c.race, 'native');
+  const ours = raceMedians(c.race, 'ours');
+  const line = (what: string, a: number, b: number, target = '') =>
+    row([what, fmt(a), fmt(b), fmtRatio(ratio(b, a)), target]);
+  return [
+    `### 1. Rollout race: ${nodes} kwok nodes, median of ${rounds} round(s), one controller at a time`,
+    '',
+    `Same pod template, \`maxUnavailable: 10%\`; native = apps/v1 DaemonSet in kube-controller-manager (client QPS 100), ours = apps.kruise.io DaemonSet with our manager (client QPS ${String(managerQps)}).`,
+    '',
+    row(['measure', 'native (KCM)', 'ours', 'ours / native', 'target']),
+    row(['---', '---:', '---:', '---:', '---']),
+    line('(a) creation until every pod Ready, s', native.createSeconds, ours.createSeconds, '≤ 1.0x'),
+    line(
+      '(b) image rollout until updated = desired and all available, s',
+      native.rolloutSeconds,
+      ours.rolloutSeconds,
+      '≤ 1.0x',
+    ),
+    line('(c) API requests during creation (audit log, by user agent)', native.createRequests, ours.createRequests),
+    line('(c) API requests during rollout', native.rolloutRequests, ours.rolloutRequests),
+    line(
+      '(d) CPU seconds during creation (native: the whole KCM process)',
+      native.createCpuSeconds,
+      ours.createCpuSeconds,
+    ),
+    line(
+      '(d) CPU seconds during rollout (native: the whole KCM process)',
+      native.rolloutCpuSeconds,
+      ours.rolloutCpuSeconds,
+    ),
+    row(['(d) peak RSS of our manager, MiB', 'n/a', fmt(ours.peakRssMiB), '', '≤ 150 MiB at 5k nodes']),
+    '',
+    'Per round (s): ' +
+      c.race
+        .map((r) => `${r.controller}#${r.round + 1} create ${fmt(r.createSeconds)} rollout ${fmt(r.rolloutSeconds)}`)
+        .join('; '),
+  ];
+}
+
+function ceilingTable(c: ClusterBenchResult, nodes: number): string[] {
+  const ours = raceMedians(c.race, 'ours');
+  return [
+    `### 2. Ceiling: a plain client with no rate limit (64 requests in flight), ${nodes} pods bound to their nodes`,
+    '',
+    row(['measure', 'ceiling', 'ours', 'ours / ceiling']),
+    row(['---', '---:', '---:', '---:']),
+    row([
+      'create every pod until Ready, s',
+      fmt(c.ceiling.createSeconds),
+      fmt(ours.createSeconds),
+      fmtRatio(ratio(ours.createSeconds, c.ceiling.createSeconds)),
+    ]),
+    row([
+      'delete and re-create every pod (new image) until Ready, s',
+      fmt(c.ceiling.replaceSeconds),
+      fmt(ours.rolloutSeconds),
+      fmtRatio(ratio(ours.rolloutSeconds, c.ceiling.replaceSeconds)),
+    ]),
+    row(['API requests', fmt(c.ceiling.requests), fmt(ours.createRequests + ours.rolloutRequests), '']),
+  ];
+}
+
+function newNodeTable(c: ClusterBenchResult): string[] {
+  const n = c.newNode;
+  return [
+    `### 3. New-node latency: Node created → our pod exists`,
+    '',
+    `${n.daemonSets} DaemonSets on ${n.baseNodes} nodes, ${n.newNodes} nodes added at once; ${n.scope === 'new' ? 'the DaemonSets select only the added nodes (every sync still evaluates every node; the existing nodes run no pods of them)' : 'the DaemonSets run on every node'}. One sample per (node, DaemonSet).`,
+    '',
+    row(['samples', 'p50, ms', 'p99, ms', 'max, ms', 'target']),
+    row(['---:', '---:', '---:', '---:', '---']),
+    row([n.samples, fmt(n.p50Ms), fmt(n.p99Ms), fmt(n.maxMs), '≤ 5 s (at 5k nodes)']),
+  ];
+}
+
+function webhookTable(runs: WebhookRun[]): string[] {
+  return [
+    '### 4. Webhook: Fastify app over TLS, server pinned to one core, autocannon on the other',
+    '',
+    row(['webhook', 'load', 'requests/s', 'p50, ms', 'p99, ms', 'server core use', 'errors', 'target']),
+    row(['---', '---', '---:', '---:', '---:', '---:', '---:', '---']),
+    ...runs.map((r) =>
+      row([
+        r.webhook,
+        r.mode === 'max'
+          ? `max, ${r.connections} connections`
+          : `fixed ${r.targetRate}/s, ${r.connections} connections`,
+        fmt(r.requestsPerSecond),
+        fmt(r.p50Ms),
+        fmt(r.p99Ms),
+        `${Math.round(r.serverCoreUse * 100)}%`,
+        r.errors + r.non2xx,
+        r.mode === 'max' ? '≥ 10k/s' : 'p99 ≤ 2 ms',
+      ]),
+    ),
+    '',
+    'autocannon reports latency in whole milliseconds.',
+  ];
+}
+
+function planningTable(samples: PlanningSample[]): string[] {
+  return [
+    '### 5. Planning: one full `planDaemonSet` for one DaemonSet, in process',
+    '',
+    row(['nodes', 'scenario', 'median, ms', 'p99, ms', 'plans timed', 'plan', 'target']),
+    row(['---:', '---', '---:', '---:', '---:', '---', '---']),
+    ...samples.map((s) =>
+      row([
+        s.nodes,
+        `${s.scenario}: ${scenarioText[s.scenario]}`,
+        fmt(s.medianMs),
+        fmt(s.p99Ms),
+        s.iterations,
+        `${s.stage}, ${s.creates} creates, ${s.deletes} deletes`,
+        s.nodes === 5000 ? '≤ 5 ms' : '',
+      ]),
+    ),
+  ];
+}
+
+export function renderMarkdown(r: BenchResults): string {
+  const m = r.machine;
+  const p = r.params as { nodes: number; rounds: number; managerQps: unknown };
+  const out = [
+    `## Results (${m.date}, commit ${m.commit})`,
+    '',
+    row(['cores', 'CPU', 'memory', 'Node', 'Kubernetes', 'kwok']),
+    row(['---:', '---', '---:', '---', '---', '---']),
+    row([m.cores, m.cpu, `${m.memoryGiB} GiB`, m.node, m.kubernetes, m.kwok]),
+    '',
+    ...(m.note ? [`Note: ${m.note}`, ''] : []),
+  ];
+  if (r.cluster) {
+    out.push(...raceTable(r.cluster, p.nodes, p.rounds, p.managerQps), '');
+    out.push(...ceilingTable(r.cluster, p.nodes), '');
+    out.push(...newNodeTable(r.cluster), '');
+  }
+  if (r.webhook) out.push(...webhookTable(r.webhook), '');
+  if (r.planning) out.push(...planningTable(r.planning), '');
+  return out.join('\n');
+}

@@ -1,0 +1,135 @@
+// `npm run bench [-- flags]`: runs the five benchmarks (planning, webhook, rollout race, ceiling,
+// new-node latency), writes results.md and results.json and prints the table. --help lists flags.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ensureBinaries, repoRoot } from '../e2e/cluster/binaries.ts';
+import { runClusterBench } from './cluster.ts';
+import { say } from './lib/stats.ts';
+import { runPlanningBench } from './planning.ts';
+import { machineFacts, renderMarkdown, type BenchResults } from './report.ts';
+import { runWebhookBench } from './webhook.ts';
+
+const HELP = `npm run bench -- [flags]
+
+  --nodes N               fake nodes of the rollout race and the ceiling (default 1000)
+  --rounds N              rounds of the race, each native then ours (default 3)
+  --new-node-base N       cluster size for new-node latency (default 2000)
+  --new-nodes N           nodes added (default 50)
+  --new-node-daemonsets N DaemonSets (default 20)
+  --new-node-scope S      new: the DaemonSets select only the added nodes; all: every node (default new)
+  --manager-qps N         our manager's --kube-api-qps (default 100, the KCM's in this cluster)
+  --manager-burst N       our manager's --kube-api-burst (default 200)
+  --webhook-seconds N     duration of each webhook load run (default 10)
+  --webhook-rate N        fixed-rate run, requests/s (default 1000)
+  --webhook-connections N connections of the max-throughput run (default 50)
+  --planning-sizes LIST   node counts of the planning benchmark (default 1000,5000,10000)
+  --planning-ms N         time per planning measurement (default 1000)
+  --only LIST             some of planning,webhook,cluster (default all three)
+  --out DIR               where results.md and results.json go (default bench/results)
+  --note TEXT             a line printed under the machine facts (e.g. "machine shared with ...")
+  --keep                  keep the scratch directory (manager logs, audit log)
+  --help`;
+
+const PARTS = ['planning', 'webhook', 'cluster'] as const;
+
+function int(name: string, value: string | undefined, fallback: number, min = 1): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min}, got "${value}"`);
+  return n;
+}
+
+async function main(): Promise<number> {
+  const { values: v } = parseArgs({
+    options: {
+      nodes: { type: 'string' },
+      rounds: { type: 'string' },
+      'new-node-base': { type: 'string' },
+      'new-nodes': { type: 'string' },
+      'new-node-daemonsets': { type: 'string' },
+      'new-node-scope': { type: 'string' },
+      'manager-qps': { type: 'string' },
+      'manager-burst': { type: 'string' },
+      'webhook-seconds': { type: 'string' },
+      'webhook-rate': { type: 'string' },
+      'webhook-connections': { type: 'string' },
+      'planning-sizes': { type: 'string' },
+      'planning-ms': { type: 'string' },
+      only: { type: 'string' },
+      out: { type: 'string' },
+      note: { type: 'string' },
+      keep: { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
+    strict: true,
+  });
+  if (v.help) {
+    process.stdout.write(`${HELP}\n`);
+    return 0;
+  }
+  const only = (v.only ?? PARTS.join(',')).split(',').filter(Boolean);
+  for (const part of only)
+    if (!(PARTS as readonly string[]).includes(part))
+      throw new Error(`--only: unknown part "${part}" (${PARTS.join(', ')})`);
+  const scope = v['new-node-scope'] ?? 'new';
+  if (scope !== 'new' && scope !== 'all') throw new Error(`--new-node-scope must be new or all, got "${scope}"`);
+  const params = {
+    nodes: int('nodes', v.nodes, 1000),
+    rounds: int('rounds', v.rounds, 3),
+    newNodeBase: int('new-node-base', v['new-node-base'], 2000),
+    newNodes: int('new-nodes', v['new-nodes'], 50),
+    newNodeDaemonSets: int('new-node-daemonsets', v['new-node-daemonsets'], 20),
+    newNodeScope: scope as 'new' | 'all',
+    managerQps: int('manager-qps', v['manager-qps'], 100),
+    managerBurst: int('manager-burst', v['manager-burst'], 200),
+    webhookSeconds: int('webhook-seconds', v['webhook-seconds'], 10),
+    webhookRate: int('webhook-rate', v['webhook-rate'], 1000),
+    webhookConnections: int('webhook-connections', v['webhook-connections'], 50),
+    planningSizes: (v['planning-sizes'] ?? '1000,5000,10000').split(',').map((s) => int('planning-sizes', s, 0)),
+    planningMs: int('planning-ms', v['planning-ms'], 1000),
+    only,
+  };
+  const out = resolve(v.out ?? join(repoRoot, 'bench', 'results'));
+  const work = mkdtempSync(join(tmpdir(), 'ads-bench-'));
+  const results: BenchResults = { machine: machineFacts(v.note), params };
+  say(`scratch directory ${work}`);
+  try {
+    if (only.includes('planning')) {
+      say(`planning: ${params.planningSizes.join(', ')} nodes`);
+      results.planning = runPlanningBench(params.planningSizes, params.planningMs);
+    }
+    if (only.includes('webhook')) {
+      results.webhook = await runWebhookBench({
+        dir: work,
+        durationSeconds: params.webhookSeconds,
+        fixedRate: params.webhookRate,
+        maxConnections: params.webhookConnections,
+      });
+    }
+    if (only.includes('cluster')) {
+      say('checking control-plane binaries (a cold build takes many minutes)');
+      await ensureBinaries();
+      results.cluster = await runClusterBench({ dir: work, ...params });
+    }
+  } finally {
+    if (v.keep) say(`scratch directory kept: ${work}`);
+    else rmSync(work, { recursive: true, force: true });
+  }
+  const markdown = renderMarkdown(results);
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, 'results.md'), `${markdown}\n`);
+  writeFileSync(join(out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  process.stdout.write(`${markdown}\n`);
+  say(`wrote ${join(out, 'results.md')} and ${join(out, 'results.json')}`);
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    say(`error: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  },
+);
