@@ -1,0 +1,74 @@
+// `npm run bench` at a tiny size (issue #7), so the benchmarks cannot rot: 20 nodes, one round,
+// in a private cluster of its own (beside the harness's), short webhook runs and small plans.
+// It checks that every one of the five measurements produced numbers, never how good they are.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { repoRoot } from './cluster/binaries.ts';
+import type { BenchResults } from '../bench/report.ts';
+
+const run = promisify(execFile);
+
+const finite = (what: string, x: number | undefined) =>
+  assert.ok(typeof x === 'number' && Number.isFinite(x) && x >= 0, `${what} is not a number: ${x}`);
+
+describe('benchmarks smoke run', () => {
+  test(
+    'npm run bench at 20 nodes and 1 round writes a table with all five measurements',
+    { timeout: 240_000 },
+    async () => {
+      const out = mkdtempSync(join(tmpdir(), 'ads-bench-smoke-'));
+      const { stdout } = await run(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          join(repoRoot, 'bench', 'run.ts'),
+          ...['--nodes', '20', '--rounds', '1', '--new-node-base', '20', '--new-nodes', '5'],
+          ...['--new-node-daemonsets', '2', '--webhook-seconds', '1', '--planning-sizes', '100,1000'],
+          ...['--planning-ms', '50', '--out', out],
+        ],
+        { cwd: repoRoot, maxBuffer: 16 * 1024 * 1024 },
+      );
+      for (const heading of [
+        '### 1. Rollout race',
+        '### 2. Ceiling',
+        '### 3. New-node latency',
+        '### 4. Webhook',
+        '### 5. Planning',
+      ])
+        assert.ok(stdout.includes(heading), `the table has no "${heading}" section:\n${stdout}`);
+      assert.equal(readFileSync(join(out, 'results.md'), 'utf8').trim(), stdout.trim());
+
+      const r = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as BenchResults;
+      assert.equal(r.machine.cores > 0 && r.machine.node.startsWith('v') && r.machine.kubernetes.startsWith('v'), true);
+      const race = r.cluster?.race ?? [];
+      assert.deepEqual(race.map((x) => x.controller).sort(), ['native', 'ours']);
+      for (const x of race) {
+        for (const k of ['createSeconds', 'rolloutSeconds', 'createCpuSeconds', 'rolloutCpuSeconds'] as const)
+          finite(`${x.controller} ${k}`, x[k]);
+        assert.ok(
+          x.createRequests > 0 && x.rolloutRequests > 0,
+          `${x.controller} made no API requests in the audit log`,
+        );
+      }
+      finite('our peak RSS', race.find((x) => x.controller === 'ours')?.peakRssMiB);
+      finite('ceiling create', r.cluster?.ceiling.createSeconds);
+      finite('ceiling replace', r.cluster?.ceiling.replaceSeconds);
+      assert.equal(r.cluster?.newNode.samples, 10);
+      finite('new-node p99', r.cluster?.newNode.p99Ms);
+      assert.deepEqual(
+        r.webhook?.map((w) => `${w.webhook}/${w.mode}`),
+        ['mutate/max', 'mutate/fixed', 'validate/max', 'validate/fixed'],
+      );
+      for (const w of r.webhook ?? [])
+        assert.ok(w.requestsPerSecond > 0 && w.errors + w.non2xx === 0, JSON.stringify(w));
+      assert.equal(r.planning?.length, 6);
+      for (const p of r.planning ?? []) finite(`planning ${p.nodes} ${p.scenario}`, p.medianMs);
+    },
+  );
+});
