@@ -144,6 +144,14 @@ describe('setDefaultsPodTemplate: as the apiserver defaults an apps/v1 DaemonSet
     terminationMessagePolicy: 'File',
     resources: {},
   };
+  /** Container `c` (image nginx:1) as defaulted, with `fields` on top. */
+  const defaultedC = (fields: JsonObject = {}) => ({
+    name: 'c',
+    image: 'nginx:1',
+    imagePullPolicy: 'IfNotPresent',
+    ...CONTAINER_DEFAULTS,
+    ...fields,
+  });
   const cases: { name: string; spec: JsonObject; want: JsonObject }[] = [
     {
       name: 'pod and container defaults; imagePullPolicy Always without a tag',
@@ -216,17 +224,13 @@ describe('setDefaultsPodTemplate: as the apiserver defaults an apps/v1 DaemonSet
       want: {
         ...POD_DEFAULTS,
         containers: [
-          {
-            name: 'c',
-            image: 'nginx:1',
-            imagePullPolicy: 'IfNotPresent',
-            ...CONTAINER_DEFAULTS,
+          defaultedC({
             ports: [{ containerPort: 80, protocol: 'TCP' }, { containerPort: 53, protocol: 'UDP' }],
             livenessProbe: { httpGet: { port: 80, path: '/', scheme: 'HTTP' }, timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3 },
             readinessProbe: { tcpSocket: { port: 80 }, periodSeconds: 5, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 3 },
             startupProbe: { grpc: { port: 9090, service: '' }, timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3 },
             lifecycle: { preStop: { httpGet: { port: 80, path: '/stop', scheme: 'HTTP' } }, postStart: { exec: { command: ['true'] } } },
-          },
+          }),
         ],
       },
     },
@@ -248,17 +252,13 @@ describe('setDefaultsPodTemplate: as the apiserver defaults an apps/v1 DaemonSet
       want: {
         ...POD_DEFAULTS,
         containers: [
-          {
-            name: 'c',
-            image: 'nginx:1',
-            imagePullPolicy: 'IfNotPresent',
-            ...CONTAINER_DEFAULTS,
+          defaultedC({
             env: [
               { name: 'NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName', apiVersion: 'v1' } } },
               { name: 'CPU', valueFrom: { resourceFieldRef: { resource: 'limits.cpu', divisor: '0' } } },
               { name: 'PLAIN', value: 'x' },
             ],
-          },
+          }),
         ],
       },
     },
@@ -277,7 +277,7 @@ describe('setDefaultsPodTemplate: as the apiserver defaults an apps/v1 DaemonSet
       },
       want: {
         ...POD_DEFAULTS,
-        containers: [{ name: 'c', image: 'nginx:1', imagePullPolicy: 'IfNotPresent', ...CONTAINER_DEFAULTS }],
+        containers: [defaultedC()],
         volumes: [
           { name: 'cm', configMap: { name: 'cfg', defaultMode: 420 } },
           { name: 's', secret: { secretName: 'sec', defaultMode: 420 } },

@@ -43,6 +43,10 @@ function sent(edit: Edit): JsonObject {
   return defaultDaemonSet(m);
 }
 
+/** The defaulted manifest with `fields` set in spec.updateStrategy.rollingUpdate. */
+const withRollingUpdate = (fields: JsonObject): JsonObject =>
+  defaulted((d) => Object.assign(d.spec.updateStrategy.rollingUpdate, fields));
+
 const messages = (ds: JsonObject) => validateDaemonSet(ds).map(errorString);
 
 describe('validateDaemonSet: Kruise webhook test list (spec §6.1 item 15) and §3.2 rules', () => {
@@ -135,32 +139,27 @@ describe('validateDaemonSet: Kruise webhook test list (spec §6.1 item 15) and �
     },
     {
       name: 'both zero as percentages',
-      ds: () =>
-        defaulted((d) => Object.assign(d.spec.updateStrategy.rollingUpdate, { maxUnavailable: '0%', maxSurge: '0%' })),
+      ds: () => withRollingUpdate({ maxUnavailable: '0%', maxSurge: '0%' }),
       want: [`${RU}.maxUnavailable: Required value: cannot be 0 when maxSurge is 0`],
     },
     {
       name: 'InPlaceIfPossible with non-zero maxSurge',
       ds: () =>
-        defaulted((d) =>
-          Object.assign(d.spec.updateStrategy.rollingUpdate, {
-            rollingUpdateType: 'InPlaceIfPossible',
-            maxSurge: 1,
-            maxUnavailable: 0,
-          }),
-        ),
+        withRollingUpdate({
+          rollingUpdateType: 'InPlaceIfPossible',
+          maxSurge: 1,
+          maxUnavailable: 0,
+        }),
       want: [`${RU}.maxSurge: Invalid value: "1": must be 0 for InPlaceIfPossible type`],
     },
     {
       name: 'Surging with non-zero maxUnavailable (reachable when the mutating webhook is bypassed)',
       ds: () =>
-        defaulted((d) =>
-          Object.assign(d.spec.updateStrategy.rollingUpdate, {
-            rollingUpdateType: 'Surging',
-            maxUnavailable: 1,
-            maxSurge: 0,
-          }),
-        ),
+        withRollingUpdate({
+          rollingUpdateType: 'Surging',
+          maxUnavailable: 1,
+          maxSurge: 0,
+        }),
       want: [`${RU}.maxUnavailable: Invalid value: "1": must be 0 for Surging type`],
     },
     {
@@ -362,13 +361,11 @@ describe('validateDaemonSet: metadata and structure', () => {
 
 describe('invalidStatus: the apiserver rejection format', () => {
   test('one error: bare message, 422 Invalid, one cause', () => {
-    const ds = defaulted((d) =>
-      Object.assign(d.spec.updateStrategy.rollingUpdate, {
-        rollingUpdateType: 'InPlaceIfPossible',
-        maxSurge: 1,
-        maxUnavailable: 0,
-      }),
-    );
+    const ds = withRollingUpdate({
+      rollingUpdateType: 'InPlaceIfPossible',
+      maxSurge: 1,
+      maxUnavailable: 0,
+    });
     const status = invalidStatus('apps.kruise.io', 'DaemonSet', 'x', validateDaemonSet(ds));
     assert.deepEqual(status, {
       metadata: {},
