@@ -7,6 +7,7 @@ import { parseFeatureGates, type FeatureGates } from '../src/cli/feature-gates.t
 import { CERT_MODES, type CertMode } from '../certs/modes.ts';
 import { currentNamespace, loadKubeConfig } from '../src/k8s/kubeconfig.ts';
 import { startController, type ControllerRunOptions } from './run.ts';
+import type { ImagePreDownloadMode } from '../src/daemonset/plan-types.ts';
 import { enableProcessMetrics, registry } from './runtime/metrics.ts';
 import { startMetricsServer, startProbeServer, type RunningServer } from './runtime/probes.ts';
 import { startManagedWebhook, type ManagedWebhook } from './webhook-host.ts';
@@ -27,8 +28,9 @@ const controllerFlags = `  --kubeconfig FILE                  kubeconfig (defaul
   --feature-gates GATES              Name=true|false,... of Kruise's DaemonSet gates; checked and
                                      logged, none changes behaviour yet
   --image-predownload MODE           pods: pull a rollout's new images ahead on nodes still running old
-                                     pods with short-lived pull pods (README: image pre-download), or off
-                                     (default pods)`;
+                                     pods with short-lived pull pods (README: image pre-download);
+                                     imagepulljob: create Kruise ImagePullJobs instead (needs that CRD and
+                                     kruise-daemon); off (default pods)`;
 
 const webhookFlags = `  --cert-dir DIR                     tls.crt and tls.key (default /tmp/k8s-webhook-server/serving-certs)
   --webhook-port N                   HTTPS port (default 9876; 0 picks a free port)
@@ -102,10 +104,10 @@ function controllerRunOptions(v: Values, log: Logger): ControllerRunOptions {
   };
 }
 
-function imagePreDownloadFlag(value: string | undefined): 'pods' | 'off' {
+function imagePreDownloadFlag(value: string | undefined): ImagePreDownloadMode {
   const mode = value ?? 'pods';
-  if (mode !== 'pods' && mode !== 'off')
-    throw new UserError(`--image-predownload must be pods or off, got "${mode}"`, 2);
+  if (mode !== 'pods' && mode !== 'imagepulljob' && mode !== 'off')
+    throw new UserError(`--image-predownload must be pods, imagepulljob or off, got "${mode}"`, 2);
   return mode;
 }
 

@@ -3,6 +3,7 @@
 import { KubeClient } from '../src/k8s/client.ts';
 import { currentNamespace, loadKubeConfig } from '../src/k8s/kubeconfig.ts';
 import { DaemonSetController } from './daemonset/controller.ts';
+import type { ImagePreDownloadMode } from '../src/daemonset/plan-types.ts';
 import { EventRecorder } from './runtime/events.ts';
 import { LeaderElector } from './runtime/leaderelection.ts';
 import type { Logger } from './runtime/log.ts';
@@ -20,7 +21,7 @@ export interface ControllerRunOptions {
   renewDeadlineMs: number;
   retryPeriodMs: number;
   /** --image-predownload (default pods). */
-  imagePreDownload?: 'pods' | 'off';
+  imagePreDownload?: ImagePreDownloadMode;
   logger: Logger;
 }
 

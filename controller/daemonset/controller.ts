@@ -8,11 +8,11 @@ import { IMAGE_PULL_POD_DAEMONSET_UID_LABEL } from '../../src/daemonset/constant
 import { isImagePullPod } from '../../src/daemonset/predownload.ts';
 import { nodeAddAffects, nodeUpdateAffects } from '../../src/daemonset/eligibility.ts';
 import { planDaemonSet } from '../../src/daemonset/plan.ts';
-import type { AfterManage, Plan, PodCreate, PodDelete } from '../../src/daemonset/plan-types.ts';
+import type { AfterManage, ImagePreDownloadMode, Plan, PodCreate, PodDelete } from '../../src/daemonset/plan-types.ts';
 import { revisionMatches } from '../../src/daemonset/history.ts';
 import type { BackoffState } from '../../src/daemonset/backoff.ts';
 import { labelSelectorMatches } from '../../src/k8s/labels.ts';
-import { isAlreadyExists, isNotFound, resources, type KubeClient } from '../../src/k8s/client.ts';
+import { isAlreadyExists, isNotFound, resources, type KubeClient, type ResourceType } from '../../src/k8s/client.ts';
 import { objectKey, type ControllerRevision, type KubeObject, type Node, type Pod } from '../../src/k8s/types.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import { ResourceVersionExpectations, UIDTrackingControllerExpectations } from '../runtime/expectations.ts';
@@ -30,8 +30,11 @@ export interface DaemonSetControllerOptions {
   workers?: number;
   /** Informer tuning for tests (watch timeouts, inactivity watchdog). */
   informerOverrides?: { inactivityTimeoutMs?: number };
-  /** Pull new images ahead of a rollout with short-lived pull pods ('pods', the default) or not ('off'). */
-  imagePreDownload?: 'pods' | 'off';
+  /**
+   * Pull new images ahead of a rollout with short-lived pull pods ('pods', the default), with Kruise
+   * ImagePullJobs ('imagepulljob', needs that CRD), or not ('off').
+   */
+  imagePreDownload?: ImagePreDownloadMode;
 }
 
 type MaybeTombstone<T> = T | DeletedFinalStateUnknown<T>;
@@ -60,7 +63,7 @@ export class DaemonSetController {
   private readonly recorder: EventRecorder;
   private readonly log: Logger;
   private readonly workers: number;
-  private readonly imagePreDownload: 'pods' | 'off';
+  private readonly imagePreDownload: ImagePreDownloadMode;
 
   constructor(opts: DaemonSetControllerOptions) {
     this.imagePreDownload = opts.imagePreDownload ?? 'pods';
@@ -372,6 +375,7 @@ export class DaemonSetController {
     let step: PlanStep = plan;
     errors.push(...(await this.executePods(ds, key, step, log)));
     errors.push(...(await this.executeImagePreDownload(ds, plan, log)));
+    errors.push(...(await this.executeImagePullJobs(ds, plan)));
     // Upstream goes on with the rolling update in the same sync when manage's requests all
     // failed (their expectations are then already observed); otherwise a persistent quota
     // error on a few nodes would stall the whole rollout.
@@ -529,6 +533,63 @@ export class DaemonSetController {
     return results.filter((e) => e !== undefined);
   }
 
+  /** ImagePullJob mode: create the revision's jobs, or delete them all after the rollout; then label the revision. */
+  private async executeImagePullJobs(ds: DaemonSet, plan: Plan): Promise<unknown[]> {
+    const jobs = plan.imagePullJobs;
+    if (!jobs) return [];
+    const namespace = ds.metadata.namespace ?? '';
+    const errors: unknown[] = [];
+    for (const job of jobs.creates) {
+      const image = (job as { spec?: { image?: string } }).spec?.image;
+      try {
+        await this.client.create(IMAGE_PULL_JOBS, job, { namespace });
+        this.recorder.event(
+          ds,
+          'Normal',
+          'CreatedImagePullJob',
+          `created ImagePullJob ${job.metadata.name} for image: ${image}`,
+        );
+      } catch (err) {
+        if (isAlreadyExists(err)) continue;
+        errors.push(err);
+        this.recorder.event(
+          ds,
+          'Warning',
+          'FailedCreateImagePullJob',
+          `failed to create ImagePullJob ${job.metadata.name} for image: ${image}: ${message(err)}`,
+        );
+      }
+    }
+    if (jobs.deleteAll) {
+      try {
+        const list = await this.client.list(IMAGE_PULL_JOBS, {
+          namespace,
+          labelSelector: `${IMAGE_PULL_POD_DAEMONSET_UID_LABEL}=${ds.metadata.uid}`,
+        });
+        for (const job of list.items) {
+          await this.client.delete(IMAGE_PULL_JOBS, { namespace, name: job.metadata.name! }).catch((err: unknown) => {
+            if (!isNotFound(err)) errors.push(err);
+          });
+        }
+      } catch (err) {
+        errors.push(err);
+      }
+    }
+    if (errors.length === 0 && jobs.revisionLabels) {
+      try {
+        await this.client.patch(
+          resources.controllerRevisions,
+          { namespace, name: jobs.revisionName },
+          { metadata: { labels: jobs.revisionLabels } },
+          { type: 'merge' },
+        );
+      } catch (err) {
+        if (!isNotFound(err)) errors.push(err);
+      }
+    }
+    return errors;
+  }
+
   private async createPods(ds: DaemonSet, key: string, creates: PodCreate[], log: Logger): Promise<unknown[]> {
     const namespace = ds.metadata.namespace ?? '';
     const errors: unknown[] = [];
@@ -588,6 +649,15 @@ export class DaemonSetController {
     return results.filter((e) => e !== undefined);
   }
 }
+
+/** Kruise's ImagePullJob (only used with --image-predownload imagepulljob). */
+const IMAGE_PULL_JOBS: ResourceType = {
+  group: 'apps.kruise.io',
+  version: 'v1alpha1',
+  resource: 'imagepulljobs',
+  namespaced: true,
+  kind: 'ImagePullJob',
+};
 
 /** Expectations key of a DaemonSet's image pre-download pull pods (separate from its daemon pods'). */
 function pullPodsKey(key: string): string {

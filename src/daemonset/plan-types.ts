@@ -2,7 +2,7 @@
 import type { DaemonSet, DaemonSetStatus } from '../api/types.ts';
 import type { ControllerRevision, Node, Pod } from '../k8s/types.ts';
 import type { BackoffState } from './backoff.ts';
-import type { ImagePreDownloadPlan } from './predownload.ts';
+import type { ImagePreDownloadPlan, ImagePullJobPlan } from './predownload.ts';
 
 /** Why a pod is deleted (for logs and tests; the events are SuccessfulDelete/FailedDelete as upstream). */
 export type DeleteReason =
@@ -158,13 +158,20 @@ export interface Plan {
    * already in `podPatches`. Undefined when pre-download is off or the sync stopped before it.
    */
   imagePreDownload?: Pick<ImagePreDownloadPlan, 'creates' | 'deletes'>;
+  /** Image pre-download with Kruise ImagePullJobs instead (options.imagePreDownload 'imagepulljob'). */
+  imagePullJobs?: ImagePullJobPlan;
 }
+
+export type ImagePreDownloadMode = 'pods' | 'imagepulljob' | 'off';
 
 export interface PlanOptions {
   /** --assign-pods-by-scheduler (default true). */
   assignPodsByScheduler?: boolean;
-  /** --image-predownload: pull new images ahead with pull pods ('pods'), or not ('off', the default here). */
-  imagePreDownload?: 'pods' | 'off';
+  /**
+   * --image-predownload: pull new images ahead with pull pods ('pods'), with Kruise ImagePullJobs
+   * ('imagepulljob'), or not ('off', the default here).
+   */
+  imagePreDownload?: ImagePreDownloadMode;
 }
 
 /** Everything one sync reads, already in memory. */

@@ -9,7 +9,7 @@ import { cleanupHistory, constructHistory, type HistoryResult } from './history.
 import { manage, syncNodes } from './manage.ts';
 import { canPodInPlaceUpdate, inPlaceRefreshPatch, planInPlaceUpdate } from './inplace.ts';
 import { kruisePodReadyPatch } from './pods.ts';
-import { planImagePreDownload } from './predownload.ts';
+import { planImagePreDownload, planImagePullJobs } from './predownload.ts';
 import type { AfterManage, DaemonSetSnapshot, Plan, PodDelete, PodPatch } from './plan-types.ts';
 import { calculateStatus } from './status.ts';
 import { burstReplicas, isDaemonSetPaused, isInPlaceIfPossible, isRollingUpdate } from './strategy.ts';
@@ -149,6 +149,8 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot): Plan {
     plan.imagePreDownload = { creates: pre.creates, deletes: pre.deletes };
     plan.podPatches.push(...pre.podPatches);
     plan.events.push(...pre.events);
+  } else if (snapshot.options?.imagePreDownload === 'imagepulljob') {
+    plan.imagePullJobs = planImagePullJobs(ctx, history.current, history.old);
   }
 
   // 5. manage.

@@ -173,3 +173,75 @@ describe('the pull pod', () => {
     );
   });
 });
+
+describe('ImagePullJob mode (--image-predownload imagepulljob)', () => {
+  const nodes = addNodes(3);
+  const v1 = newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } });
+  const oldRevision = plan(v1, []).revisions.create[0]!;
+  const oldHash = plan(v1, []).hash;
+  const v2 = ds({ maxUnavailable: 1 }, { [PARALLELISM]: '4' });
+  v2.spec.template.spec.imagePullSecrets = [{ name: 'registry' }];
+  const jobs = (d: DaemonSet, pods: Pod[], revisions = [oldRevision]) =>
+    plan(d, nodes, pods, { revisions, options: { imagePreDownload: 'imagepulljob' } }).imagePullJobs;
+  const olds = nodes.map((n) => newPod(v1, n.metadata.name!, { hash: oldHash, ready: true }));
+
+  test('rollout in progress: one job per changed image, shaped as Kruise, selecting pods not on the new hash', () => {
+    const p = jobs(v2, olds)!;
+    const h = hashOf(v2);
+    assert.equal(p.creates.length, 1);
+    assert.deepEqual(p.revisionLabels, { 'apps.kruise.io/pre-predownload-created': 'true' });
+    const job = p.creates[0] as { metadata: Pod['metadata']; spec: Record<string, unknown> };
+    assert.equal(job.metadata.name, `foo-${h}-foo`, '<revisionName>-<containerName>');
+    assert.equal(job.metadata.labels?.['controller-revision-hash'], h, 'the real hash (Kruise leaves it empty)');
+    assert.deepEqual(job.spec, {
+      image: NEW_IMAGE,
+      pullSecrets: ['registry'],
+      podSelector: {
+        matchLabels: { name: 'simple-daemon', type: 'production' },
+        matchExpressions: [{ key: 'controller-revision-hash', operator: 'NotIn', values: [h] }],
+      },
+      parallelism: 4,
+      pullPolicy: { backoffLimit: 1, timeoutSeconds: 300 },
+      completionPolicy: { type: 'Always', ttlSecondsAfterFinished: 600 },
+      sandboxConfig: { labels: { name: 'simple-daemon', type: 'production' } },
+    });
+  });
+  test('already created, or ignored, for this revision: nothing', () => {
+    const current = plan(v2, [], [], { revisions: [oldRevision] }).revisions.create[0]!;
+    for (const label of ['apps.kruise.io/pre-predownload-created', 'apps.kruise.io/image-predownload-ignored']) {
+      const labelled = {
+        ...current,
+        metadata: { ...current.metadata, labels: { ...current.metadata.labels, [label]: 'true' } },
+      };
+      const p = jobs(v2, olds, [oldRevision, labelled])!;
+      assert.deepEqual([p.creates.length, p.deleteAll, p.revisionLabels], [0, false, undefined], label);
+    }
+  });
+  test('a rollout that updates every node at once: revision labelled ignored, no job', () => {
+    const all = ds({ maxUnavailable: '100%' });
+    const p = jobs(all, olds)!;
+    assert.deepEqual([p.creates.length, p.revisionLabels], [0, { 'apps.kruise.io/image-predownload-ignored': 'true' }]);
+  });
+  test('rollout complete after jobs were created: delete them all, once', () => {
+    const h = hashOf(v2);
+    const current = plan(v2, [], [], { revisions: [oldRevision] }).revisions.create[0]!;
+    const created = {
+      ...current,
+      metadata: {
+        ...current.metadata,
+        labels: { ...current.metadata.labels, 'apps.kruise.io/pre-predownload-created': 'true' },
+      },
+    };
+    const news = nodes.map((n) => newPod(v2, n.metadata.name!, { hash: h, ready: true }));
+    const p = jobs(v2, news, [oldRevision, created])!;
+    assert.deepEqual([p.deleteAll, p.revisionLabels], [true, { 'apps.kruise.io/pre-predownload-created': 'cleaned' }]);
+    const cleaned = {
+      ...created,
+      metadata: {
+        ...created.metadata,
+        labels: { ...created.metadata.labels, 'apps.kruise.io/pre-predownload-created': 'cleaned' },
+      },
+    };
+    assert.equal(jobs(v2, news, [oldRevision, cleaned])!.deleteAll, false);
+  });
+});

@@ -6,9 +6,12 @@
 // the node's old daemon pod (annotation, so the memory goes away with the pod); all pull pods are cancelled when
 // the revision changes or no old pod needs the images any more. Pure: the shell creates and deletes what this plans.
 import type { DaemonSet } from '../api/types.ts';
-import type { Container, Pod } from '../k8s/types.ts';
+import type { Container, ControllerRevision, KubeObject, Pod } from '../k8s/types.ts';
 import type { SyncContext } from './context.ts';
 import {
+  CONTROLLER_REVISION_HASH_LABEL,
+  IMAGE_PREDOWNLOAD_CREATED_LABEL,
+  IMAGE_PREDOWNLOAD_IGNORED_LABEL,
   IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION,
   IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION,
   IMAGE_PREDOWNLOADED_ANNOTATION,
@@ -16,6 +19,7 @@ import {
   IMAGE_PULL_POD_REVISION_LABEL,
 } from './constants.ts';
 import { templateTolerations } from './eligibility.ts';
+import { templateOfRevision } from './inplace.ts';
 import { controllerRef, findUpdatedPodsOnNode } from './pods.ts';
 import type { PlanEvent, PodPatch } from './plan-types.ts';
 import { hasUpdateSelector, isRollingUpdate, partitionCount, rollingUpdateBudget } from './strategy.ts';
@@ -205,5 +209,107 @@ export function planImagePreDownload(ctx: SyncContext, pullPods: readonly Pod[])
     out.creates.push({ nodeName, pod: newImagePullPod(ds, nodeName, hash, target.images) });
     room--;
   }
+  return out;
+}
+
+// ---- ImagePullJob mode (--image-predownload imagepulljob, when Kruise's ImagePullJob CRD is installed) ----
+
+export const IMAGE_PULL_JOB_API_VERSION = 'apps.kruise.io/v1alpha1';
+export const IMAGE_PULL_JOB_KIND = 'ImagePullJob';
+/** Value of the revision's pre-predownload-created label once its jobs were deleted after the rollout. */
+export const IMAGE_PULL_JOBS_CLEANED = 'cleaned';
+
+export interface ImagePullJobPlan {
+  /** The current ControllerRevision, whose labels keep the state. */
+  revisionName: string;
+  /** ImagePullJobs to create (AlreadyExists counts as done). */
+  creates: KubeObject[];
+  /** Delete every ImagePullJob of this DaemonSet (label apps.kruise.io/image-predownload-daemonset-uid). */
+  deleteAll: boolean;
+  /** Labels to merge into the current ControllerRevision once the above succeeded. */
+  revisionLabels?: Record<string, string>;
+}
+
+/** Containers of the current template whose image differs from the same-named container of every old revision. */
+function changedContainers(current: ControllerRevision, old: readonly ControllerRevision[]): Container[] {
+  const before = old.map((r) => templateOfRevision(r)?.spec?.containers ?? []);
+  return (templateOfRevision(current)?.spec?.containers ?? []).filter(
+    (c) => c.image && before.some((cs) => cs.find((o) => o.name === c.name)?.image !== c.image),
+  );
+}
+
+/** One ImagePullJob per changed container image, as Kruise names and shapes it, without its bugs (§7.6). */
+export function newImagePullJob(ds: DaemonSet, revisionName: string, hash: string, c: Container): KubeObject {
+  const selector = ds.spec.selector ?? {};
+  const t = ds.spec.template;
+  const pullSecrets = ((t.spec.imagePullSecrets ?? []) as { name?: string }[]).flatMap((s) => (s.name ? [s.name] : []));
+  return {
+    apiVersion: IMAGE_PULL_JOB_API_VERSION,
+    kind: IMAGE_PULL_JOB_KIND,
+    metadata: {
+      name: `${revisionName}-${c.name}`.slice(0, 253),
+      namespace: ds.metadata.namespace,
+      labels: { [IMAGE_PULL_POD_DAEMONSET_UID_LABEL]: ds.metadata.uid ?? '', [CONTROLLER_REVISION_HASH_LABEL]: hash },
+      ownerReferences: [controllerRef(ds)],
+    },
+    spec: {
+      image: c.image,
+      ...(pullSecrets.length > 0 ? { pullSecrets } : {}),
+      // Pods not yet on this revision: the hash, which is what pods carry (Kruise uses the revision name).
+      podSelector: {
+        ...(selector.matchLabels ? { matchLabels: selector.matchLabels } : {}),
+        matchExpressions: [
+          ...(selector.matchExpressions ?? []),
+          { key: CONTROLLER_REVISION_HASH_LABEL, operator: 'NotIn', values: [hash] },
+        ],
+      },
+      parallelism: preDownloadParallelism(ds),
+      pullPolicy: { backoffLimit: 1, timeoutSeconds: preDownloadTimeoutSeconds(ds) },
+      completionPolicy: { type: 'Always', ttlSecondsAfterFinished: 600 },
+      sandboxConfig: {
+        ...(t.metadata?.labels ? { labels: t.metadata.labels } : {}),
+        ...(t.metadata?.annotations ? { annotations: t.metadata.annotations } : {}),
+      },
+    },
+  };
+}
+
+/**
+ * Kruise's pre-download with ImagePullJobs (§4.10), state kept in labels of the current ControllerRevision:
+ * rollout in progress and neither pre-predownload-created nor image-predownload-ignored set -> create one job per
+ * changed image and label it created (or ignored when the rollout updates every node at once, or no image
+ * changed); rollout complete and created "true" -> delete the DaemonSet's jobs and mark the label cleaned, so that
+ * is done once rather than at every sync.
+ */
+export function planImagePullJobs(
+  ctx: SyncContext,
+  current: ControllerRevision,
+  old: readonly ControllerRevision[],
+): ImagePullJobPlan {
+  const { ds, hash } = ctx;
+  const out: ImagePullJobPlan = { revisionName: current.metadata.name ?? '', creates: [], deleteAll: false };
+  const labels = current.metadata.labels ?? {};
+  const created = labels[IMAGE_PREDOWNLOAD_CREATED_LABEL];
+  const inProgress = ctx.nodes.some((node) => {
+    const name = node.metadata.name ?? '';
+    if (!ctx.eligibility.get(name)?.shouldRun) return false;
+    const { newPod, oldPod, ok } = findUpdatedPodsOnNode(ctx.nodeToDaemonPods.get(name), hash);
+    return !ok || (!newPod && oldPod !== undefined);
+  });
+  if (!inProgress) {
+    if (created === 'true') {
+      out.deleteAll = true;
+      out.revisionLabels = { [IMAGE_PREDOWNLOAD_CREATED_LABEL]: IMAGE_PULL_JOBS_CLEANED };
+    }
+    return out;
+  }
+  if (created !== undefined || labels[IMAGE_PREDOWNLOAD_IGNORED_LABEL] !== undefined) return out;
+  const containers = changedContainers(current, old);
+  if (rolloutUpdatesAllAtOnce(ds, ctx.desired) || containers.length === 0) {
+    out.revisionLabels = { [IMAGE_PREDOWNLOAD_IGNORED_LABEL]: 'true' };
+    return out;
+  }
+  out.creates = containers.map((c) => newImagePullJob(ds, current.metadata.name ?? '', hash, c));
+  out.revisionLabels = { [IMAGE_PREDOWNLOAD_CREATED_LABEL]: 'true' };
   return out;
 }
