@@ -268,8 +268,8 @@ describe('admission webhook on the real control plane', { timeout: 180_000 }, ()
 
   test("the seeds' example manifests (seeds 000 and 002) are accepted and defaulted", async () => {
     // Spec fragments as printed in /work/shared/seeds: 000 (article) and 002 (OpenKruise docs). Seed 000 writes
-    // `type: Surging` inside rollingUpdate, but its own Go type names that field `rollingUpdateType`; the
-    // example is applied with the field's real name.
+    // `type: Surging` inside rollingUpdate, where its own Go type names the field `rollingUpdateType`; we accept
+    // it as an alias (Kruise's CRD refuses it as an unknown field), so it is applied as printed.
     const fragments: Record<string, string> = {
       'seed000-canary':
         'spec:\n  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      selector:\n        matchLabels:\n          nodeType: canary\n',
@@ -277,8 +277,7 @@ describe('admission webhook on the real control plane', { timeout: 180_000 }, ()
         'spec:\n  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      partition: 100\n',
       'seed000-gray':
         'spec:\n  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      maxUnavailable: 5\n      partition: 100\n      selector:\n        matchLabels:\n          nodeType: canary\n',
-      'seed000-surging':
-        'spec:\n  updateStrategy:\n    rollingUpdate:\n      rollingUpdateType: Surging\n      maxSurge: 30%\n',
+      'seed000-surging': 'spec:\n  updateStrategy:\n    rollingUpdate:\n      type: Surging\n      maxSurge: 30%\n',
       'seed000-paused': 'spec:\n  updateStrategy:\n    rollingUpdate:\n      paused: true\n',
       'seed002-standard':
         'spec:\n  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      rollingUpdateType: Standard\n',

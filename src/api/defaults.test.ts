@@ -75,6 +75,27 @@ describe('setDefaultsDaemonSet: Kruise defaults exactly', () => {
       },
     },
     {
+      name: "seed 000's `rollingUpdate.type: Surging` is the alias of rollingUpdateType (moved, then defaulted)",
+      spec: { updateStrategy: { rollingUpdate: { type: 'Surging', maxSurge: '30%' } } },
+      want: {
+        burstReplicas: 250,
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: '30%', maxUnavailable: 0 } },
+        revisionHistoryLimit: 10,
+      },
+    },
+    {
+      name: 'alias equal to rollingUpdateType is dropped; a different one stays for validation to refuse',
+      spec: { updateStrategy: { rollingUpdate: { type: 'InPlaceIfPossible', rollingUpdateType: 'Standard' } } },
+      want: {
+        burstReplicas: 250,
+        updateStrategy: {
+          type: 'RollingUpdate',
+          rollingUpdate: { type: 'InPlaceIfPossible', rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 },
+        },
+        revisionHistoryLimit: 10,
+      },
+    },
+    {
       name: 'Surging keeps a set maxSurge',
       spec: { updateStrategy: { rollingUpdate: { rollingUpdateType: 'Surging', maxSurge: '20%' } } },
       want: {

@@ -57,6 +57,19 @@ function setIfZero(obj: JsonObject, key: string, value: unknown): void {
 // ---------------------------------------------------------------------------------------------------------
 // Kruise SetDefaultsDaemonSet
 
+/**
+ * `rollingUpdate.type` -> `rollingUpdateType`. Not Kruise: articles about Advanced DaemonSet (seed 000) write
+ * `type: Surging` inside rollingUpdate, which Kruise's own CRD refuses as an unknown field. We accept it as an
+ * alias so such a manifest works as its author meant; when both are set and differ, `type` stays for the
+ * validating webhook to refuse.
+ */
+function moveRollingUpdateTypeAlias(ru: unknown): void {
+  if (!isObject(ru) || ru.type === undefined) return;
+  const unset = ru.rollingUpdateType === undefined || ru.rollingUpdateType === null || ru.rollingUpdateType === '';
+  if (unset) ru.rollingUpdateType = ru.type;
+  if (unset || ru.rollingUpdateType === ru.type) delete ru.type;
+}
+
 /** Kruise's SetDefaultsDaemonSet on `ds` (mutated in place). */
 export function setDefaultsDaemonSet(ds: JsonObject): void {
   const spec = ensureObject(ds, 'spec');
@@ -65,6 +78,7 @@ export function setDefaultsDaemonSet(ds: JsonObject): void {
   const strategy = ensureObject(spec, 'updateStrategy');
   if (strategy) {
     setIfZero(strategy, 'type', 'RollingUpdate');
+    moveRollingUpdateTypeAlias(strategy.rollingUpdate);
     if (strategy.type === 'RollingUpdate') {
       const ru = ensureObject(strategy, 'rollingUpdate');
       if (ru) {

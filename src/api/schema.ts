@@ -81,6 +81,12 @@ export const RollingUpdateDaemonSetSchema = Type.Object(
           'Type is to specify which kind of rollingUpdate: Standard (delete the old pod, then create the new one, or\nsurge first when maxSurge > 0), InPlaceIfPossible (update the pod in place when only images, labels or\nannotations changed, else recreate). Deprecated Surging is rewritten to Standard. Defaults to Standard.',
       }),
     ),
+    type: Type.Optional(
+      StringEnum(ROLLING_UPDATE_TYPES, {
+        description:
+          'Deprecated spelling of rollingUpdateType that OpenKruise articles use (`type: Surging`). The webhook\nmoves it to rollingUpdateType; it is never stored.',
+      }),
+    ),
     maxUnavailable: Type.Optional(
       IntOrStringSchema(
         'The maximum number of DaemonSet pods that can be unavailable during the\nupdate. Value can be an absolute number (ex: 5) or a percentage of total\nnumber of DaemonSet pods at the start of the update (ex: 10%). Absolute\nnumber is calculated from percentage by rounding up.\nThis cannot be 0 if MaxSurge is 0.\nDefault value is 1.',

@@ -163,6 +163,12 @@ describe('validateDaemonSet: Kruise webhook test list (spec ยง6.1 item 15) and ย
       want: [`${RU}.maxUnavailable: Invalid value: "1": must be 0 for Surging type`],
     },
     {
+      name: 'rollingUpdate.type alias disagreeing with rollingUpdateType',
+      ds: () =>
+        withRollingUpdate({ type: 'InPlaceIfPossible', rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 }),
+      want: [`${RU}.type: Invalid value: "InPlaceIfPossible": conflicts with rollingUpdateType "Standard"`],
+    },
+    {
       name: 'maxUnavailable 150%',
       ds: () => defaulted((d) => (d.spec.updateStrategy.rollingUpdate.maxUnavailable = '150%')),
       want: [`${RU}.maxUnavailable: Invalid value: "150%": must not be greater than 100%`],

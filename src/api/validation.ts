@@ -401,6 +401,9 @@ function validateRollingUpdate(ru: JsonObject, p: FieldPath): FieldError[] {
       errs.push(required(p.child('maxUnavailable'), 'cannot be 0 when maxSurge is 0'));
   }
   const type = ru.rollingUpdateType;
+  // The alias is moved away by the mutating webhook; left over, it disagrees with rollingUpdateType.
+  if (isSet(ru.type) && ru.type !== type)
+    errs.push(invalid(p.child('type'), String(ru.type), `conflicts with rollingUpdateType "${String(type)}"`));
   if (type === 'InPlaceIfPossible') {
     if (hasSurge)
       errs.push(invalid(p.child('maxSurge'), intOrStringText(ru.maxSurge), 'must be 0 for InPlaceIfPossible type'));
