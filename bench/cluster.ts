@@ -38,6 +38,8 @@ export interface ClusterBenchOptions {
   /** Client budget of our manager; the default matches the KCM of this cluster (cluster.ts). */
   managerQps: number;
   managerBurst: number;
+  /** More flags for our manager, e.g. ['--image-predownload', 'off']. */
+  managerArgs: string[];
 }
 
 export type ControllerKind = 'native' | 'ours';
@@ -92,7 +94,7 @@ const USER_AGENT: Record<ControllerKind, string> = {
 };
 const BENCH_AGENT = 'ads-bench-ceiling';
 /** After "done", requests (final status writes) and CPU keep being counted this long. */
-const SETTLE_MS = 2000;
+export const SETTLE_MS = 2000;
 const NEW_NODE_LABEL = 'ads-bench/new';
 const PULL_POD_LABEL = 'apps.kruise.io/image-predownload-daemonset-uid';
 
@@ -226,6 +228,7 @@ class Bench {
         'info',
         '--webhook-drain',
         '0s',
+        ...this.opts.managerArgs,
       ],
     });
     say(`  manager started (pid ${m.child.pid}, log ${m.log})`);

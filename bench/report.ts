@@ -2,7 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { repoRoot, versions } from '../e2e/cluster/binaries.ts';
-import { raceMedians, type ClusterBenchResult } from './cluster.ts';
+import { raceMedians, SETTLE_MS, type ClusterBenchResult } from './cluster.ts';
 import { fmt, fmtRatio, ratio } from './lib/stats.ts';
 import { scenarioText, type PlanningSample } from './planning.ts';
 import type { WebhookRun } from './webhook.ts';
@@ -49,7 +49,13 @@ export function machineFacts(note?: string): Machine {
 
 const row = (cells: (string | number)[]) => `| ${cells.join(' | ')} |`;
 
-function raceTable(c: ClusterBenchResult, nodes: number, rounds: number, managerQps: unknown): string[] {
+function raceTable(
+  c: ClusterBenchResult,
+  nodes: number,
+  rounds: number,
+  managerQps: unknown,
+  managerArgs: string[],
+): string[] {
   const native = raceMedians(c.race, 'native');
   const ours = raceMedians(c.race, 'ours');
   const line = (what: string, a: number, b: number, target = '') =>
@@ -57,7 +63,7 @@ function raceTable(c: ClusterBenchResult, nodes: number, rounds: number, manager
   return [
     `### 1. Rollout race: ${nodes} kwok nodes, median of ${rounds} round(s), one controller at a time`,
     '',
-    `Same pod template, \`maxUnavailable: 10%\`; native = apps/v1 DaemonSet in kube-controller-manager (client QPS 100), ours = apps.kruise.io DaemonSet with our manager (client QPS ${String(managerQps)}).`,
+    `Same pod template, \`maxUnavailable: 10%\`; native = apps/v1 DaemonSet in kube-controller-manager (client QPS 100), ours = apps.kruise.io DaemonSet with our manager (client QPS ${String(managerQps)}${managerArgs.length ? `, ${managerArgs.join(' ')}` : ', default flags otherwise'}). Requests and CPU are counted from the start of each step until ${SETTLE_MS / 1000} s after it was done (late status writes count).`,
     '',
     row(['measure', 'native (KCM)', 'ours', 'ours / native', 'target']),
     row(['---', '---:', '---:', '---:', '---']),
@@ -172,7 +178,7 @@ function planningTable(samples: PlanningSample[]): string[] {
 
 export function renderMarkdown(r: BenchResults): string {
   const m = r.machine;
-  const p = r.params as { nodes: number; rounds: number; managerQps: unknown };
+  const p = r.params as { nodes: number; rounds: number; managerQps: unknown; managerArgs?: string[] };
   const out = [
     `## Results (${m.date}, commit ${m.commit})`,
     '',
@@ -183,7 +189,7 @@ export function renderMarkdown(r: BenchResults): string {
     ...(m.note ? [`Note: ${m.note}`, ''] : []),
   ];
   if (r.cluster) {
-    out.push(...raceTable(r.cluster, p.nodes, p.rounds, p.managerQps), '');
+    out.push(...raceTable(r.cluster, p.nodes, p.rounds, p.managerQps, p.managerArgs ?? []), '');
     out.push(...ceilingTable(r.cluster, p.nodes), '');
     out.push(...newNodeTable(r.cluster), '');
   }

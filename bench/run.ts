@@ -21,6 +21,7 @@ const HELP = `npm run bench -- [flags]
   --new-node-scope S      new: the DaemonSets select only the added nodes; all: every node (default new)
   --manager-qps N         our manager's --kube-api-qps (default 100, the KCM's in this cluster)
   --manager-burst N       our manager's --kube-api-burst (default 200)
+  --manager-args "FLAGS"  more flags for our manager, space-separated (default none)
   --webhook-seconds N     duration of each webhook load run (default 10)
   --webhook-rate N        fixed-rate run, requests/s (default 1000)
   --webhook-connections N connections of the max-throughput run (default 50)
@@ -52,6 +53,7 @@ async function main(): Promise<number> {
       'new-node-scope': { type: 'string' },
       'manager-qps': { type: 'string' },
       'manager-burst': { type: 'string' },
+      'manager-args': { type: 'string' },
       'webhook-seconds': { type: 'string' },
       'webhook-rate': { type: 'string' },
       'webhook-connections': { type: 'string' },
@@ -84,6 +86,7 @@ async function main(): Promise<number> {
     newNodeScope: scope as 'new' | 'all',
     managerQps: int('manager-qps', v['manager-qps'], 100),
     managerBurst: int('manager-burst', v['manager-burst'], 200),
+    managerArgs: (v['manager-args'] ?? '').split(/\s+/).filter(Boolean),
     webhookSeconds: int('webhook-seconds', v['webhook-seconds'], 10),
     webhookRate: int('webhook-rate', v['webhook-rate'], 1000),
     webhookConnections: int('webhook-connections', v['webhook-connections'], 50),

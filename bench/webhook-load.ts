@@ -1,16 +1,7 @@
 // The load generator, in its own process (pinned to the other core): autocannon against one
 // webhook path. Argument: a JSON object of options; prints autocannon's result as JSON.
 import autocannon from 'autocannon';
-
-interface LoadOptions {
-  url: string;
-  body: string;
-  ca: string;
-  connections: number;
-  durationSeconds: number;
-  /** Requests per second for the whole run; absent: as fast as the server answers. */
-  overallRate?: number;
-}
+import type { LoadOptions } from './webhook.ts';
 
 const o = JSON.parse(process.argv[2] ?? '{}') as LoadOptions;
 const result = await autocannon({
