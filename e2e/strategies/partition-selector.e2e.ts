@@ -89,12 +89,13 @@ describe('rollingUpdate.selector (item 2)', { timeout: 300_000 }, () => {
     assertSamePods(initial, canaried, others, 'nodes outside the selector');
     await assertUnchanged(f.ns, name, canaried, 'canary done: unlabelled nodes stay old');
 
-    // Multi-dimensional: a new image, selector canary, partition 4 of 6 nodes -> 6 - 4 = 2 nodes may be updated,
-    // taken from the selected ones in descending name order (nodes 4 and 3); node 1 keeps v2, the rest v1.
+    // Multi-dimensional (seed 000): a new image; filter by the canary selector (nodes 1, 3, 4), partition 1 within
+    // those -> 2 updated, in descending name order (nodes 4 and 3); node 1 keeps v2, the rest v1. (Counting the
+    // partition over all 6 nodes, as Kruise does, would update all three canaries.)
     await patchAds(f.ns, name, {
       spec: {
         template: { spec: { containers: [{ name: 'c', image: 'busybox:1.38' }] } },
-        updateStrategy: { rollingUpdate: { partition: 4 } },
+        updateStrategy: { rollingUpdate: { partition: 1 } },
       },
     });
     const v3 = (await waitNewRevision(f.ns, name, v2)).status!.daemonSetHash!;

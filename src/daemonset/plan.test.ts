@@ -144,12 +144,21 @@ describe('partition (issue #5.1)', () => {
     const rows: [string, DaemonSet, Record<string, string | undefined>, string[], string[]][] = [
       ['partition 0', ds(0), { n1: 'v1', n2: 'v2', n3: 'v1' }, [], ['n2', 'n3', 'n1']],
       ['partition 1 with n1 updated', ds(1), { n1: 'v2', n2: 'v1', n3: 'v1' }, [], ['n1', 'n3']],
+      // Kruise's table says [n2, n3]: it counts the partition over all nodes. Ours counts it within the selected
+      // nodes (issue #5.2), so the one canary n3 is the one kept old; n2 is listed as already updated.
       [
-        'partition 1 + selector (n3 canary)',
+        'partition 1 + selector (n3 canary): the partition holds the only canary',
         ds(1, { canary: 'true' }),
         { n1: 'v1', n2: 'v2', n3: 'v1' },
         ['n3'],
-        ['n2', 'n3'],
+        ['n2'],
+      ],
+      [
+        'partition 1 + selector (n1, n3 canary): one of the two canaries is updated, the highest name',
+        ds(1, { canary: 'true' }),
+        { n1: 'v1', n2: 'v1', n3: 'v1' },
+        ['n1', 'n3'],
+        ['n3'],
       ],
       [
         'partition 2 + selector (n1, n3, n4 canary)',

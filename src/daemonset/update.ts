@@ -24,12 +24,17 @@ export function withDesiredNodes(ctx: SyncContext): NodeToDaemonPods {
 }
 
 /**
- * filterDaemonPodsNodeToUpdate (Kruise): the nodes the rolling update may touch, in processing order.
+ * filterDaemonPodsNodeToUpdate: the nodes the rolling update may touch, in processing order.
  * Node names (existing nodes only) are walked in descending order and bucketed: "updated" (has a new pod, or more
- * than one new/old pod), "updating" (no old pod, or it is PreparingDelete), "selected" (rollingUpdate.selector
- * matches the node), "rest". Order = updated, updating, then selected when a selector is set (the rest excluded)
- * else rest; the first (#nodes - partition) are kept. So `partition` nodes stay old, the lowest names among those
- * not yet updated, and raising the partition never rolls pods back.
+ * than one new/old pod), "updating" (no old pod, or it is PreparingDelete), and the nodes still to update.
+ * Order = updated, updating, then the nodes still to update, and `partition` nodes of the list stay old: the lowest
+ * names among those not yet updated, and raising the partition never rolls pods back.
+ *
+ * Without rollingUpdate.selector this is Kruise's rule (the first #nodes - partition are kept). With a selector,
+ * nodes outside it are never updated, and the partition counts within the selected nodes (issue #5.2, seed 000's
+ * "multi-dimensional gray-scale": filter by selector, then partition within that subset, then maxUnavailable caps
+ * concurrency). Kruise counts the partition over all nodes, so there a partition at least the number of
+ * unselected nodes updates nothing; here `partition: 1` with three canaries updates two of them.
  */
 export function filterDaemonPodsNodeToUpdate(
   ds: DaemonSet,
@@ -40,23 +45,24 @@ export function filterDaemonPodsNodeToUpdate(
 ): string[] {
   const selector = ds.spec.updateStrategy?.rollingUpdate?.selector;
   const hasSelector = (ds.spec.updateStrategy?.type ?? 'RollingUpdate') === 'RollingUpdate' && !!selector;
+  const inSubset = (name: string) => !hasSelector || nodeShouldUpdateBySelector(nodeByName.get(name) as Node, ds);
   const all = [...nodeToDaemonPods.keys()].filter((n) => nodeByName.has(n)).sort(cmp);
+  // Nodes outside the selector that are updated or updating already: in the list (they hold new pods, or get one
+  // from manage whatever we do), but not counted by the partition.
+  const outside: string[] = [];
   const updated: string[] = [];
   const updating: string[] = [];
-  const selected: string[] = [];
-  const rest: string[] = [];
+  const toUpdate: string[] = [];
   for (let i = all.length - 1; i >= 0; i--) {
     const name = all[i] as string;
     const { newPod, oldPod, ok } = findUpdatedPodsOnNode(nodeToDaemonPods.get(name), hash);
-    if (!ok || newPod) updated.push(name);
-    else if (isPodNilOrPreDeleting(oldPod)) updating.push(name);
-    else if (hasSelector && nodeShouldUpdateBySelector(nodeByName.get(name) as Node, ds)) selected.push(name);
-    else rest.push(name);
+    const bucket = !ok || newPod ? updated : isPodNilOrPreDeleting(oldPod) ? updating : toUpdate;
+    if (inSubset(name)) bucket.push(name);
+    else if (bucket !== toUpdate) outside.push(name);
   }
-  const sorted = [...updated, ...updating, ...(hasSelector ? selected : rest)];
-  const maxUpdate = all.length - partition;
-  if (maxUpdate <= 0) return [];
-  return sorted.slice(0, maxUpdate);
+  const subset = [...updated, ...updating, ...toUpdate];
+  const maxUpdate = Math.max(0, subset.length - partition);
+  return [...outside, ...subset.slice(0, maxUpdate)];
 }
 
 export interface RollingUpdateResult {
