@@ -25,12 +25,13 @@ const controllerFlags = `  --kubeconfig FILE                  kubeconfig (defaul
   --health-port N                    /healthz and /readyz (default 8081; 0 picks a free port)
   --metrics-port N                   /metrics (default 8080; 0 picks a free port)
   --log-level LEVEL                  trace|debug|info|warn|error (default info)
-  --feature-gates GATES              Name=true|false,... of Kruise's DaemonSet gates; checked and
-                                     logged, none changes behaviour yet
-  --image-predownload MODE           pods: pull a rollout's new images ahead on nodes still running old
-                                     pods with short-lived pull pods (README: image pre-download);
-                                     imagepulljob: create Kruise ImagePullJobs instead (needs that CRD and
-                                     kruise-daemon); off (default pods)`;
+  --feature-gates GATES              Name=true|false,... of Kruise's DaemonSet gates (unknown names are
+                                     refused); PreDownloadImageForDaemonSetUpdate=true turns image
+                                     pre-download on (default off, as Kruise); the others change nothing yet
+  --image-predownload MODE           with that gate on: pods (default) pulls a rollout's new images ahead
+                                     on nodes still running old pods with short-lived pull pods (README:
+                                     image pre-download); imagepulljob creates Kruise ImagePullJobs instead
+                                     (needs that CRD and kruise-daemon); off`;
 
 const webhookFlags = `  --cert-dir DIR                     tls.crt and tls.key (default /tmp/k8s-webhook-server/serving-certs)
   --webhook-port N                   HTTPS port (default 9876; 0 picks a free port)
@@ -87,7 +88,8 @@ function logger(level = 'info'): Logger {
   return pino({ level, base: { pid: process.pid, host: hostname() } });
 }
 
-function controllerRunOptions(v: Values, log: Logger): ControllerRunOptions {
+function controllerRunOptions(v: Values, log: Logger, gates: FeatureGates): ControllerRunOptions {
+  const preDownload = imagePreDownloadFlag(v['image-predownload']);
   return {
     kubeconfig: v.kubeconfig,
     workers: Math.max(1, intFlag('workers', v.workers, 3)),
@@ -99,7 +101,8 @@ function controllerRunOptions(v: Values, log: Logger): ControllerRunOptions {
     leaseDurationMs: durationFlag('lease-duration', v['lease-duration'], 15_000),
     renewDeadlineMs: durationFlag('renew-deadline', v['renew-deadline'], 10_000),
     retryPeriodMs: durationFlag('retry-period', v['retry-period'], 2_000),
-    imagePreDownload: imagePreDownloadFlag(v['image-predownload']),
+    // Behind Kruise's alpha gate, off by default: it puts extra (pull) pods into users' namespaces.
+    imagePreDownload: gates.PreDownloadImageForDaemonSetUpdate ? preDownload : 'off',
     logger: log,
   };
 }
@@ -148,8 +151,8 @@ function onShutdownSignal(controller: AbortController, log: Logger): Promise<voi
 
 async function runProcess(v: Values, withWebhook: boolean): Promise<number> {
   const log = logger(v['log-level']);
-  const opts = controllerRunOptions(v, log);
   const gates = featureGates(v['feature-gates']);
+  const opts = controllerRunOptions(v, log, gates);
   const mode = withWebhook ? certMode(v) : undefined;
   log.info({ featureGates: gates }, 'feature gates');
   enableProcessMetrics();

@@ -52,7 +52,13 @@ async function main(): Promise<number> {
     manager = await startManager({
       kubeconfig,
       dir: mkdtempSync(join(tmpdir(), 'ads-e2e-manager-')),
-      args: ['--log-level', process.env.ADS_E2E_MANAGER_LOG_LEVEL ?? 'debug'],
+      // Image pre-download is behind its feature gate (off by default); on here, so every test runs with it.
+      args: [
+        '--log-level',
+        process.env.ADS_E2E_MANAGER_LOG_LEVEL ?? 'debug',
+        '--feature-gates',
+        'PreDownloadImageForDaemonSetUpdate=true',
+      ],
     });
     say(`manager ready (log ${manager.log})`);
     say(`running ${files.length} e2e files: ${files.map((f) => relative(repoRoot, f)).join(', ')}`);

@@ -366,6 +366,15 @@ describe('helm chart', { skip: helmMissing() }, () => {
         flag(objects, 'feature-gates'),
         'PreDownloadImageForDaemonSetUpdate=true,KruisePodReadinessGate=false',
       );
+      assert.equal(flag(objects, 'image-predownload'), 'imagepulljob');
+      const imagePullJobRules = find(objects, 'ClusterRole').rules.filter((r: { resources: string[] }) =>
+        r.resources.includes('imagepulljobs'),
+      );
+      assert.deepEqual(
+        imagePullJobRules,
+        [{ apiGroups: ['apps.kruise.io'], resources: ['imagepulljobs'], verbs: ['list', 'create', 'delete'] }],
+        'the ImagePullJob mode gets exactly the verbs it uses',
+      );
       assert.equal(find(objects, 'PodDisruptionBudget').spec.minAvailable, 2);
     });
 
