@@ -21,7 +21,7 @@ const HELP = `npm run bench -- [flags]
   --new-node-scope S      new: the DaemonSets select only the added nodes; all: every node (default new)
   --manager-qps N         our manager's --kube-api-qps (default 100, the KCM's in this cluster)
   --manager-burst N       our manager's --kube-api-burst (default 200)
-  --manager-args "FLAGS"  more flags for our manager, space-separated (default none)
+  --manager-args="FLAGS"  more flags for our manager, space-separated, with = (default none)
   --webhook-seconds N     duration of each webhook load run (default 10)
   --webhook-rate N        fixed-rate run, requests/s (default 1000)
   --webhook-connections N connections of the max-throughput run (default 50)
