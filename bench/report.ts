@@ -2,7 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { repoRoot, versions } from '../e2e/cluster/binaries.ts';
-import { raceMedians, SETTLE_MS, type ClusterBenchResult } from './cluster.ts';
+import { raceMedians, SETTLE_MS, type ClusterBenchResult, type ControllerKind, type RaceRound } from './cluster.ts';
 import { fmt, fmtRatio, ratio } from './lib/stats.ts';
 import { scenarioText, type PlanningSample } from './planning.ts';
 import type { WebhookRun } from './webhook.ts';
@@ -88,10 +88,33 @@ function raceTable(
     ),
     row(['(d) peak RSS of our manager, MiB', 'n/a', fmt(ours.peakRssMiB), '', '≤ 150 MiB at 5k nodes']),
     '',
+    ...requestBreakdown(c.race),
+    '',
     'Per round (s): ' +
       c.race
         .map((r) => `${r.controller}#${r.round + 1} create ${fmt(r.createSeconds)} rollout ${fmt(r.rolloutSeconds)}`)
         .join('; '),
+  ];
+}
+
+/** Where the requests went: creation + rollout, per round on average, the 12 largest kinds. */
+function requestBreakdown(rounds: RaceRound[]): string[] {
+  const perRound = (kind: ControllerKind) => {
+    const mine = rounds.filter((r) => r.controller === kind);
+    const sum: Record<string, number> = {};
+    for (const r of mine)
+      for (const [k, v] of Object.entries(r.requestsByVerb)) sum[k] = (sum[k] ?? 0) + v / mine.length;
+    return sum;
+  };
+  const native = perRound('native');
+  const ours = perRound('ours');
+  const kinds = [...new Set([...Object.keys(native), ...Object.keys(ours)])]
+    .sort((a, b) => (ours[b] ?? 0) + (native[b] ?? 0) - (ours[a] ?? 0) - (native[a] ?? 0))
+    .slice(0, 12);
+  return [
+    row(['requests per round (creation + rollout), by verb and resource', 'native', 'ours']),
+    row(['---', '---:', '---:']),
+    ...kinds.map((k) => row([`\`${k}\``, fmt(native[k] ?? 0), fmt(ours[k] ?? 0)])),
   ];
 }
 
