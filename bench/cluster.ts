@@ -79,8 +79,10 @@ export interface NewNodeResult {
 export interface ClusterBenchResult {
   kubernetesVersion: string;
   race: RaceRound[];
-  ceiling: CeilingResult;
-  newNode: NewNodeResult;
+  ceiling?: CeilingResult;
+  newNode?: NewNodeResult;
+  /** Why the run stopped early; what was measured before is kept. */
+  error?: string;
 }
 
 const NAMESPACE = 'ads-bench';
@@ -344,8 +346,8 @@ class Bench {
 
   readonly pendingCounts: { result: RaceRound; createWindow: AuditWindow; rolloutWindow: AuditWindow }[] = [];
 
-  async race(): Promise<RaceRound[]> {
-    const rounds: RaceRound[] = [];
+  /** Appends each finished round to `rounds`, so a later failure keeps them. */
+  async race(rounds: RaceRound[]): Promise<void> {
     for (let r = 0; r < this.opts.rounds; r++) {
       // Alternating within a round spreads slow spells of the shared machine over both controllers.
       rounds.push(await this.raceOnce('native', r));
@@ -356,7 +358,6 @@ class Bench {
         await manager.stop();
       }
     }
-    return rounds;
   }
 
   /** A plain client creates N pods bound to their nodes, then deletes and re-creates each. */
@@ -544,25 +545,30 @@ export async function runClusterBench(opts: ClusterBenchOptions): Promise<Cluste
     progress: (l) => say(l),
     apiserverArgs: auditApiserverArgs(join(auditDir, 'policy.yaml'), auditLog),
   });
-  let bench: Bench | undefined;
+  const bench = new Bench(state, opts, auditLog);
+  const result: ClusterBenchResult = { kubernetesVersion: state.kubernetesVersion, race: [] };
   try {
-    bench = new Bench(state, opts, auditLog);
     await setup(state, bench.client);
     await bench.pods.start();
     await bench.ds.native.start();
     await bench.ds.ours.start();
-    const race = await bench.race();
-    const ceiling = await bench.ceiling();
-    const newNode = await bench.newNodeLatency();
+    await bench.race(result.race);
+    result.ceiling = await bench.ceiling();
+    result.newNode = await bench.newNodeLatency();
+  } catch (err) {
+    result.error = err instanceof Error ? err.message : String(err);
+    say(`cluster benchmark stopped early: ${result.error}`);
+  }
+  try {
     await bench.countRequests();
-    ceiling.requests = bench.ceilingWindow?.count ?? 0;
-    return { kubernetesVersion: state.kubernetesVersion, race, ceiling, newNode };
+    if (result.ceiling) result.ceiling.requests = bench.ceilingWindow?.count ?? 0;
+    return result;
   } finally {
-    bench?.pods.close();
-    bench?.ds.native.close();
-    bench?.ds.ours.close();
-    bench?.client.close();
-    bench?.watchClient.close();
+    bench.pods.close();
+    bench.ds.native.close();
+    bench.ds.ours.close();
+    bench.client.close();
+    bench.watchClient.close();
     await clusterDown({ dir: clusterDir, progress: (l) => say(l) });
   }
 }

@@ -25,6 +25,8 @@ export interface BenchResults {
   cluster?: ClusterBenchResult;
   webhook?: WebhookRun[];
   planning?: PlanningSample[];
+  /** Parts that failed, with the reason. */
+  errors?: string[];
 }
 
 export function machineFacts(note?: string): Machine {
@@ -119,6 +121,7 @@ function requestBreakdown(rounds: RaceRound[]): string[] {
 }
 
 function ceilingTable(c: ClusterBenchResult, nodes: number): string[] {
+  if (!c.ceiling) return ['### 2. Ceiling', '', 'Not measured (the run stopped before).'];
   const ours = raceMedians(c.race, 'ours');
   return [
     `### 2. Ceiling: a plain client with no rate limit (64 requests in flight), ${nodes} pods bound to their nodes`,
@@ -143,6 +146,7 @@ function ceilingTable(c: ClusterBenchResult, nodes: number): string[] {
 
 function newNodeTable(c: ClusterBenchResult): string[] {
   const n = c.newNode;
+  if (!n) return ['### 3. New-node latency', '', 'Not measured (the run stopped before).'];
   return [
     `### 3. New-node latency: Node created → our pod exists`,
     '',
@@ -211,6 +215,8 @@ export function renderMarkdown(r: BenchResults): string {
     '',
     ...(m.note ? [`Note: ${m.note}`, ''] : []),
   ];
+  if (r.cluster?.error) out.push(`**The cluster benchmarks stopped early:** ${r.cluster.error}`, '');
+  for (const e of r.errors ?? []) out.push(`**Not measured:** ${e}`, '');
   if (r.cluster) {
     out.push(...raceTable(r.cluster, p.nodes, p.rounds, p.managerQps, p.managerArgs ?? []), '');
     out.push(...ceilingTable(r.cluster, p.nodes), '');

@@ -98,24 +98,37 @@ async function main(): Promise<number> {
   const work = mkdtempSync(join(tmpdir(), 'ads-bench-'));
   const results: BenchResults = { machine: machineFacts(v.note), params };
   say(`scratch directory ${work}`);
+  // Each part on its own: a failure is reported in the table and the other parts still run.
+  const part = async (name: string, fn: () => Promise<void>) => {
+    try {
+      await fn();
+    } catch (err) {
+      const reason = `${name}: ${err instanceof Error ? err.message : String(err)}`;
+      say(`error in ${reason}`);
+      (results.errors ??= []).push(reason);
+    }
+  };
   try {
-    if (only.includes('planning')) {
-      say(`planning: ${params.planningSizes.join(', ')} nodes`);
-      results.planning = runPlanningBench(params.planningSizes, params.planningMs);
-    }
-    if (only.includes('webhook')) {
-      results.webhook = await runWebhookBench({
-        dir: work,
-        durationSeconds: params.webhookSeconds,
-        fixedRate: params.webhookRate,
-        maxConnections: params.webhookConnections,
+    if (only.includes('planning'))
+      await part('planning', async () => {
+        say(`planning: ${params.planningSizes.join(', ')} nodes`);
+        results.planning = runPlanningBench(params.planningSizes, params.planningMs);
       });
-    }
-    if (only.includes('cluster')) {
-      say('checking control-plane binaries (a cold build takes many minutes)');
-      await ensureBinaries();
-      results.cluster = await runClusterBench({ dir: work, ...params });
-    }
+    if (only.includes('webhook'))
+      await part('webhook', async () => {
+        results.webhook = await runWebhookBench({
+          dir: work,
+          durationSeconds: params.webhookSeconds,
+          fixedRate: params.webhookRate,
+          maxConnections: params.webhookConnections,
+        });
+      });
+    if (only.includes('cluster'))
+      await part('cluster', async () => {
+        say('checking control-plane binaries (a cold build takes many minutes)');
+        await ensureBinaries();
+        results.cluster = await runClusterBench({ dir: work, ...params });
+      });
   } finally {
     if (v.keep) say(`scratch directory kept: ${work}`);
     else rmSync(work, { recursive: true, force: true });
@@ -126,7 +139,7 @@ async function main(): Promise<number> {
   writeFileSync(join(out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(`${markdown}\n`);
   say(`wrote ${join(out, 'results.md')} and ${join(out, 'results.json')}`);
-  return 0;
+  return results.errors || results.cluster?.error ? 1 : 0;
 }
 
 main().then(

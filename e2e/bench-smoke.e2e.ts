@@ -45,6 +45,8 @@ describe('benchmarks smoke run', () => {
       assert.equal(readFileSync(join(out, 'results.md'), 'utf8').trim(), stdout.trim());
 
       const r = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as BenchResults;
+      assert.equal(r.errors, undefined);
+      assert.equal(r.cluster?.error, undefined);
       assert.equal(r.machine.cores > 0 && r.machine.node.startsWith('v') && r.machine.kubernetes.startsWith('v'), true);
       const race = r.cluster?.race ?? [];
       assert.deepEqual(race.map((x) => x.controller).sort(), ['native', 'ours']);
@@ -57,10 +59,10 @@ describe('benchmarks smoke run', () => {
         );
       }
       finite('our peak RSS', race.find((x) => x.controller === 'ours')?.peakRssMiB);
-      finite('ceiling create', r.cluster?.ceiling.createSeconds);
-      finite('ceiling replace', r.cluster?.ceiling.replaceSeconds);
-      assert.equal(r.cluster?.newNode.samples, 10);
-      finite('new-node p99', r.cluster?.newNode.p99Ms);
+      finite('ceiling create', r.cluster?.ceiling?.createSeconds);
+      finite('ceiling replace', r.cluster?.ceiling?.replaceSeconds);
+      assert.equal(r.cluster?.newNode?.samples, 10);
+      finite('new-node p99', r.cluster?.newNode?.p99Ms);
       assert.deepEqual(
         r.webhook?.map((w) => `${w.webhook}/${w.mode}`),
         ['mutate/max', 'mutate/fixed', 'validate/max', 'validate/fixed'],
