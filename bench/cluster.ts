@@ -266,15 +266,12 @@ class Bench {
       [this.pods, ds],
       'every pod Ready',
       () => {
-        const live = this.liveApp(name);
+        // Status first: it is cheap, and the pod scan only runs once the controller says it is done.
         const s = status();
-        return (
-          live.length === n &&
-          live.every(isPodReady) &&
-          s.desiredNumberScheduled === n &&
-          s.numberReady === n &&
-          (s.observedGeneration ?? 0) >= generation()
-        );
+        if (s.desiredNumberScheduled !== n || s.numberReady !== n || (s.observedGeneration ?? 0) < generation())
+          return false;
+        const live = this.liveApp(name);
+        return live.length === n && live.every(isPodReady);
       },
       () => {
         const live = this.liveApp(name);
