@@ -22,7 +22,9 @@ import {
   adsPods,
   condition,
   getAds,
+  deletedAt,
   hashOf,
+  readySince,
   imagePatch,
   patchAds,
   terminating,
@@ -160,7 +162,7 @@ describe('surge rolling update: maxSurge 2, maxUnavailable 0, minReadySeconds 5'
     let surgedAt = '';
     const nodesWithoutReady = new Set<string>();
     const sawBoth = new Set<string>();
-    /** Per node: when the watch first saw the new pod Ready, and the old pod terminating or gone. */
+    /** Per node, apiserver clock: the new pod's Ready lastTransitionTime, and when the old pod was deleted. */
     const newReadyAt = new Map<string, number>();
     const oldGoneAt = new Map<string, number>();
     // Read by the watch callback before the new revision is known, so it cannot be a const.
@@ -169,7 +171,6 @@ describe('surge rolling update: maxSurge 2, maxUnavailable 0, minReadySeconds 5'
     const oldUids = new Map<string, string>();
 
     const check = (w: PodWatch) => {
-      const now = Date.now();
       const all = w.list();
       const live = liveByNode(all, nodes);
       const surged = nodes.filter((n) => live.get(n)!.length > 1);
@@ -184,9 +185,10 @@ describe('surge rolling update: maxSurge 2, maxUnavailable 0, minReadySeconds 5'
         const oldPod = ps.find((p) => hashOf(p) !== newHash);
         const newPod = ps.find((p) => hashOf(p) === newHash);
         if (oldPod && newPod) sawBoth.add(n);
-        if (newPod && podReady(newPod) && !newReadyAt.has(n)) newReadyAt.set(n, now);
-        const oldUid = oldUids.get(n);
-        if (oldUid && !oldGoneAt.has(n) && !ps.some((p) => p.metadata.uid === oldUid)) oldGoneAt.set(n, now);
+        if (newPod && podReady(newPod) && !newReadyAt.has(n)) newReadyAt.set(n, readySince(newPod)!);
+        const first = all.find((p) => p.metadata.uid === oldUids.get(n));
+        const gone = first && deletedAt(first);
+        if (gone !== undefined && !oldGoneAt.has(n)) oldGoneAt.set(n, gone);
       }
     };
     watch = await PodWatch.start(ns, `app=${name}`, check);
@@ -217,9 +219,9 @@ describe('surge rolling update: maxSurge 2, maxUnavailable 0, minReadySeconds 5'
       const ready = newReadyAt.get(n);
       const gone = oldGoneAt.get(n);
       assert.ok(ready !== undefined && gone !== undefined, `on ${n}: saw the new pod Ready and the old pod go`);
-      // Ready's lastTransitionTime has 1 s resolution, so allow 1 s less than minReadySeconds.
+      // Whole seconds of the apiserver's clock; available = Ready for strictly more than minReadySeconds.
       assert.ok(
-        gone - ready >= (minReadySeconds - 1) * 1000,
+        gone - ready >= minReadySeconds * 1000,
         `on ${n}: old pod deleted ${gone - ready} ms after the new one turned Ready; must wait minReadySeconds=${minReadySeconds}`,
       );
     }

@@ -109,6 +109,18 @@ export function condition(ds: AdsJson, type: string): Condition | undefined {
   return ds.status?.conditions?.find((c) => c.type === type);
 }
 
+/** Since when (ms, apiserver clock) `pod` is Ready: its Ready condition's lastTransitionTime. */
+export function readySince(pod: PodJson): number | undefined {
+  const at = pod.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'True')?.lastTransitionTime;
+  return at === undefined ? undefined : Date.parse(at);
+}
+
+/** When (ms, apiserver clock) `pod` was deleted: its deletionTimestamp less the grace period it was given. */
+export function deletedAt(pod: PodJson): number | undefined {
+  const at = pod.metadata.deletionTimestamp;
+  return at === undefined ? undefined : Date.parse(at) - (pod.metadata.deletionGracePeriodSeconds ?? 0) * 1000;
+}
+
 export function hashOf(p: PodJson): string | undefined {
   return p.metadata.labels?.[HASH_LABEL];
 }

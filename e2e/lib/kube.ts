@@ -145,6 +145,7 @@ export interface PodJson {
     annotations?: Record<string, string>;
     ownerReferences?: { kind: string; name: string; uid: string; controller?: boolean }[];
     deletionTimestamp?: string;
+    deletionGracePeriodSeconds?: number;
     finalizers?: string[];
     creationTimestamp?: string;
   };
@@ -155,7 +156,7 @@ export interface PodJson {
   };
   status?: {
     phase?: string;
-    conditions?: { type: string; status: string }[];
+    conditions?: { type: string; status: string; lastTransitionTime?: string }[];
     containerStatuses?: { name: string; image: string; imageID: string; restartCount: number; ready: boolean }[];
   };
 }

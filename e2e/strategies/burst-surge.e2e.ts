@@ -5,7 +5,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { eventually, podReady, type PodJson } from '../lib/kube.ts';
-import { PodWatch, hashOf, imagePatch, patchAds, waitRolledOut, ADS } from '../lib/ads.ts';
+import { PodWatch, deletedAt, hashOf, readySince, imagePatch, patchAds, waitRolledOut, ADS } from '../lib/ads.ts';
 import {
   fixture,
   type Fixture,
@@ -54,7 +54,9 @@ interface SurgeStats {
   sawBoth: Set<string>;
   /** "node: what" for states with more than one new or more than one old live pod on a node. */
   crowded: string[];
+  /** Per node: lastTransitionTime (ms) of the new pod's Ready condition. */
   newReadyAt: Map<string, number>;
+  /** Per node: when the old pod was deleted (ms, its deletionTimestamp less its grace period). */
   oldGoneAt: Map<string, number>;
   final: Map<string, PodJson>;
   newHash: string;
@@ -82,7 +84,6 @@ async function surgeRollout(
     newHash: '',
   };
   const check = (w: PodWatch) => {
-    const now = Date.now();
     const live = liveByNode(w.list(), n);
     stats.maxSurged = Math.max(stats.maxSurged, [...live.values()].filter((ps) => ps.length > 1).length);
     for (const [node, ps] of live) {
@@ -91,9 +92,14 @@ async function surgeRollout(
       const news = ps.filter((p) => hashOf(p) !== oldHash);
       if (olds.length > 1 || news.length > 1) stats.crowded.push(`${node}: ${olds.length} old, ${news.length} new`);
       if (olds.length && news.length) stats.sawBoth.add(node);
-      if (news.some(podReady) && !stats.newReadyAt.has(node)) stats.newReadyAt.set(node, now);
-      const oldUid = initial.get(node)!.metadata.uid;
-      if (!stats.oldGoneAt.has(node) && !ps.some((p) => p.metadata.uid === oldUid)) stats.oldGoneAt.set(node, now);
+      const readyNew = news.find(podReady);
+      if (readyNew && !stats.newReadyAt.has(node)) stats.newReadyAt.set(node, readySince(readyNew)!);
+    }
+    // Server-side times, as the controller sees them (its clock is not the watch's).
+    for (const node of n) {
+      const oldPod = w.list().find((p) => p.metadata.uid === initial.get(node)!.metadata.uid);
+      const gone = oldPod && deletedAt(oldPod);
+      if (gone !== undefined && !stats.oldGoneAt.has(node)) stats.oldGoneAt.set(node, gone);
     }
   };
   const watch = await PodWatch.start(f.ns, `app=${name}`, check);
@@ -140,8 +146,9 @@ describe('surge with minReadySeconds 10 (kruise-ads-spec §6.2 item 7)', { timeo
       const ready = s.newReadyAt.get(node);
       const gone = s.oldGoneAt.get(node);
       assert.ok(ready !== undefined && gone !== undefined, `on ${node}: new pod seen Ready and old pod seen gone`);
-      // Ready's lastTransitionTime has 1 s resolution: allow 1 s less than minReadySeconds.
-      assert.ok(gone - ready >= (minReady - 1) * 1000, `on ${node}: old pod went ${gone - ready} ms after new Ready`);
+      // Both are whole seconds of the apiserver's clock; "available" means Ready for strictly more than
+      // minReadySeconds since lastTransitionTime, so the delete cannot come in an earlier second.
+      assert.ok(gone - ready >= minReady * 1000, `on ${node}: old pod deleted ${gone - ready} ms after new Ready`);
     }
   });
 });
