@@ -1,61 +1,36 @@
 // Proves the local control plane itself (issue #2): the native DaemonSet controller, the
 // scheduler, garbage collection and our kwok stages behave as a real cluster would.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  apply,
-  createNamespace,
-  createTestNodes,
-  deleteNamespace,
-  deleteNodes,
-  eventually,
-  kubectl,
-  kubectlJson,
-  listPods,
-  podReady,
-  uniqueName,
-  type PodJson,
-} from './lib/kube.ts';
+import { apply, eventually, kubectl, kubectlJson, listPods, podReady, type PodJson, fixture } from './lib/kube.ts';
 
 describe('local control plane', () => {
-  let ns: string;
-  let group: string;
-  let nodes: string[] = [];
-
-  before(async () => {
-    ns = await createNamespace('e2e-cp');
-    group = uniqueName('cp');
-    nodes = await createTestNodes(group, 3);
-  });
-  after(async () => {
-    await deleteNamespace(ns);
-    await deleteNodes(nodes);
-  });
+  const f = fixture('cp', 3);
 
   test('an apps/v1 DaemonSet gets one scheduled, Running, Ready pod per node; deleting it garbage-collects them', async () => {
     await apply({
       apiVersion: 'apps/v1',
       kind: 'DaemonSet',
-      metadata: { name: 'native', namespace: ns },
+      metadata: { name: 'native', namespace: f.ns },
       spec: {
         selector: { matchLabels: { app: 'native' } },
         template: {
           metadata: { labels: { app: 'native' } },
-          spec: { nodeSelector: { 'e2e-group': group }, containers: [{ name: 'c', image: 'busybox:1.36' }] },
+          spec: { nodeSelector: { 'e2e-group': f.group }, containers: [{ name: 'c', image: 'busybox:1.36' }] },
         },
       },
     });
     const pods = await eventually('3 Ready pods of the native DaemonSet', async () => {
-      const ps = await listPods(ns, 'app=native');
+      const ps = await listPods(f.ns, 'app=native');
       return ps.length === 3 && ps.every((p) => p.status?.phase === 'Running' && podReady(p)) && ps;
     });
-    assert.deepEqual(pods.map((p) => p.spec.nodeName).sort(), [...nodes].sort(), 'one pod on each test node');
+    assert.deepEqual(pods.map((p) => p.spec.nodeName).sort(), [...f.nodes].sort(), 'one pod on each test node');
     // The native controller leaves placement to kube-scheduler through a per-node affinity term.
     const scheduled = await kubectlJson<{ items: { reason: string; involvedObject: { name: string } }[] }>([
       'get',
       'events',
       '-n',
-      ns,
+      f.ns,
       '--field-selector',
       'reason=Scheduled',
     ]);
@@ -65,13 +40,13 @@ describe('local control plane', () => {
         `pod ${p.metadata.name} was bound by kube-scheduler (Scheduled event)`,
       );
     }
-    const ds = await kubectlJson<{ status: Record<string, number> }>(['get', 'daemonset', 'native', '-n', ns]);
+    const ds = await kubectlJson<{ status: Record<string, number> }>(['get', 'daemonset', 'native', '-n', f.ns]);
     assert.equal(ds.status.desiredNumberScheduled, 3);
 
-    await kubectl(['delete', 'daemonset', 'native', '-n', ns, '--wait=false']);
+    await kubectl(['delete', 'daemonset', 'native', '-n', f.ns, '--wait=false']);
     await eventually(
       'garbage collector to remove the pods',
-      async () => (await listPods(ns, 'app=native')).length === 0,
+      async () => (await listPods(f.ns, 'app=native')).length === 0,
     );
   });
 
@@ -79,14 +54,14 @@ describe('local control plane', () => {
     await apply({
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: 'gated', namespace: ns },
+      metadata: { name: 'gated', namespace: f.ns },
       spec: {
-        nodeName: nodes[0],
+        nodeName: f.nodes[0],
         readinessGates: [{ conditionType: 'example.com/Gate' }],
         containers: [{ name: 'c', image: 'busybox:1.36' }],
       },
     });
-    const get = () => kubectlJson<PodJson>(['get', 'pod', 'gated', '-n', ns]);
+    const get = () => kubectlJson<PodJson>(['get', 'pod', 'gated', '-n', f.ns]);
     await eventually('gated pod Running', async () => (await get()).status?.phase === 'Running');
     // Give kwok time to (wrongly) flip it; it must stay NotReady with its containers ready.
     await new Promise((r) => setTimeout(r, 2000));
@@ -102,7 +77,7 @@ describe('local control plane', () => {
       'pod',
       'gated',
       '-n',
-      ns,
+      f.ns,
       '--subresource=status',
       '--type=strategic',
       '-p',
@@ -115,7 +90,7 @@ describe('local control plane', () => {
       'pod',
       'gated',
       '-n',
-      ns,
+      f.ns,
       '--subresource=status',
       '--type=strategic',
       '-p',
@@ -128,16 +103,16 @@ describe('local control plane', () => {
     await apply({
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: 'inplace', namespace: ns },
+      metadata: { name: 'inplace', namespace: f.ns },
       spec: {
-        nodeName: nodes[1],
+        nodeName: f.nodes[1],
         containers: [
           { name: 'c', image: 'busybox:1.36' },
           { name: 'side', image: 'nginx:1.27' },
         ],
       },
     });
-    const get = () => kubectlJson<PodJson>(['get', 'pod', 'inplace', '-n', ns]);
+    const get = () => kubectlJson<PodJson>(['get', 'pod', 'inplace', '-n', f.ns]);
     const first = await eventually('inplace pod Ready', async () => {
       const p = await get();
       return podReady(p) && p;
@@ -150,7 +125,7 @@ describe('local control plane', () => {
       'pod',
       'inplace',
       '-n',
-      ns,
+      f.ns,
       '--type=json',
       '-p',
       JSON.stringify([{ op: 'replace', path: '/spec/containers/0/image', value: 'busybox:1.37' }]),
@@ -177,12 +152,12 @@ describe('local control plane', () => {
     await apply({
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: 'held', namespace: ns, finalizers: ['example.com/hold'] },
-      spec: { nodeName: nodes[2], containers: [{ name: 'c', image: 'busybox:1.36' }] },
+      metadata: { name: 'held', namespace: f.ns, finalizers: ['example.com/hold'] },
+      spec: { nodeName: f.nodes[2], containers: [{ name: 'c', image: 'busybox:1.36' }] },
     });
-    const get = () => kubectlJson<PodJson>(['get', 'pod', 'held', '-n', ns]);
+    const get = () => kubectlJson<PodJson>(['get', 'pod', 'held', '-n', f.ns]);
     await eventually('held pod Running', async () => (await get()).status?.phase === 'Running');
-    await kubectl(['delete', 'pod', 'held', '-n', ns, '--wait=false']);
+    await kubectl(['delete', 'pod', 'held', '-n', f.ns, '--wait=false']);
     await new Promise((r) => setTimeout(r, 1500));
     assert.ok((await get()).metadata.deletionTimestamp, 'still there, terminating');
     await kubectl([
@@ -190,11 +165,11 @@ describe('local control plane', () => {
       'pod',
       'held',
       '-n',
-      ns,
+      f.ns,
       '--type=json',
       '-p',
       JSON.stringify([{ op: 'remove', path: '/metadata/finalizers' }]),
     ]);
-    await eventually('held pod gone', async () => (await listPods(ns)).every((p) => p.metadata.name !== 'held'));
+    await eventually('held pod gone', async () => (await listPods(f.ns)).every((p) => p.metadata.name !== 'held'));
   });
 });

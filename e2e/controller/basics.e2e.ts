@@ -1,20 +1,9 @@
 // Issue #4, e2e: with no extra fields an Advanced DaemonSet behaves as a native one: one available
 // pod per node, built as upstream builds daemon pods; deleted, failed and missing pods replaced;
 // status counters that agree with `kubectl get` and with the pods; `kubectl wait` on a condition.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  createNamespace,
-  createTestNodes,
-  deleteNamespace,
-  deleteNodes,
-  eventually,
-  kubectl,
-  apply,
-  podReady,
-  uniqueName,
-  type PodJson,
-} from '../lib/kube.ts';
+import { eventually, kubectl, apply, podReady, type PodJson, fixture } from '../lib/kube.ts';
 import {
   ADS,
   HASH_LABEL,
@@ -43,42 +32,29 @@ const DAEMON_TOLERATIONS = [
 ];
 
 describe('one available pod per node', { timeout: 300_000 }, () => {
-  let ns: string;
-  let group: string;
-  let nodes: string[] = [];
-  const extraNodes: string[] = [];
+  const f = fixture('basics', 4);
   const name = 'basic';
   let ds: AdsJson;
   let pods: Map<string, PodJson>;
 
-  before(async () => {
-    ns = await createNamespace('e2e-basics');
-    group = uniqueName('basics');
-    nodes = await createTestNodes(group, 4);
-  });
-  after(async () => {
-    await deleteNamespace(ns);
-    await deleteNodes([...nodes, ...extraNodes]);
-  });
-
   test('kubectl wait --for=condition=RolloutComplete returns once every node runs a Ready pod', async () => {
-    await apply(adsManifest({ name, namespace: ns, group }));
-    await kubectl(['wait', '-n', ns, `${ADS}/${name}`, '--for=condition=RolloutComplete', '--timeout=90s']);
+    await apply(adsManifest({ name, namespace: f.ns, group: f.group }));
+    await kubectl(['wait', '-n', f.ns, `${ADS}/${name}`, '--for=condition=RolloutComplete', '--timeout=90s']);
     // No polling here: when the condition says complete, the pods must already be there.
-    const list = await adsPods(ns, name);
+    const list = await adsPods(f.ns, name);
     assert.deepEqual(
       list.map((p) => p.spec.nodeName).sort(),
-      [...nodes].sort(),
+      [...f.nodes].sort(),
       'exactly one pod on each test node when RolloutComplete turned True',
     );
     for (const p of list) assert.ok(podReady(p), `pod ${p.metadata.name} Ready when RolloutComplete is True`);
-    ds = await getAds(ns, name);
+    ds = await getAds(f.ns, name);
     assert.equal(ds.status?.observedGeneration, ds.metadata.generation, 'observedGeneration is current');
     assert.equal(condition(ds, 'Available')?.status, 'True', 'Available True');
     const progressing = condition(ds, 'Progressing');
     assert.equal(progressing?.status, 'False', 'Progressing False once done');
     assert.equal(progressing?.reason, 'RolloutComplete', 'Progressing reason says why it stopped');
-    pods = await waitOnePodPerNode(ns, name, nodes);
+    pods = await waitOnePodPerNode(f.ns, name, f.nodes);
   });
 
   test('each pod is a daemon pod: controller ownerReference, revision hash label, KruisePodReady gate True, pinned to its node, daemon tolerations', async () => {
@@ -128,7 +104,7 @@ describe('one available pod per node', { timeout: 300_000 }, () => {
         );
       }
     }
-    const revisions = await listRevisions(ns, name);
+    const revisions = await listRevisions(f.ns, name);
     assert.deepEqual(
       revisions.map((r) => [r.metadata.name, r.revision]),
       [[`${name}-${hash}`, 1]],
@@ -136,7 +112,7 @@ describe('one available pod per node', { timeout: 300_000 }, () => {
     );
     assert.equal(revisions[0]!.metadata.ownerReferences?.[0]?.uid, ds.metadata.uid, 'revision owned by the DaemonSet');
     await eventually('a SuccessfulCreate event per pod', async () => {
-      const created = (await eventsFor(ns, name, ds.metadata.uid))
+      const created = (await eventsFor(f.ns, name, ds.metadata.uid))
         .filter((e) => e.reason === 'SuccessfulCreate')
         .map((e) => e.message);
       return [...pods.values()].every((p) => created.includes(`Created pod: ${p.metadata.name}`));
@@ -144,7 +120,7 @@ describe('one available pod per node', { timeout: 300_000 }, () => {
   });
 
   test('status counters equal the columns of kubectl get ads and the pods counted here', async () => {
-    await waitStatusAgrees(ns, name, nodes, {
+    await waitStatusAgrees(f.ns, name, f.nodes, {
       desiredNumberScheduled: 4,
       currentNumberScheduled: 4,
       numberMisscheduled: 0,
@@ -156,54 +132,54 @@ describe('one available pod per node', { timeout: 300_000 }, () => {
   });
 
   test('a deleted pod is replaced by a new pod on the same node; the others are untouched', async () => {
-    const victim = pods.get(nodes[1]!)!;
-    await kubectl(['delete', 'pod', victim.metadata.name, '-n', ns, '--wait=false']);
+    const victim = pods.get(f.nodes[1]!)!;
+    await kubectl(['delete', 'pod', victim.metadata.name, '-n', f.ns, '--wait=false']);
     const now = await eventually('a replacement pod on the node of the deleted one', async () => {
-      const m = await waitOnePodPerNode(ns, name, nodes, { timeoutMs: 1000 }).catch(() => undefined);
-      return m && m.get(nodes[1]!)!.metadata.uid !== victim.metadata.uid && m;
+      const m = await waitOnePodPerNode(f.ns, name, f.nodes, { timeoutMs: 1000 }).catch(() => undefined);
+      return m && m.get(f.nodes[1]!)!.metadata.uid !== victim.metadata.uid && m;
     });
-    for (const n of nodes) {
-      if (n === nodes[1]) continue;
+    for (const n of f.nodes) {
+      if (n === f.nodes[1]) continue;
       assert.equal(now.get(n)!.metadata.uid, pods.get(n)!.metadata.uid, `pod on ${n} not recreated`);
     }
-    const replacement = now.get(nodes[1]!)!;
+    const replacement = now.get(f.nodes[1]!)!;
     assert.equal(
       replacement.metadata.labels?.[HASH_LABEL],
       ds.status?.daemonSetHash,
       'replacement has the current hash',
     );
     await eventually('SuccessfulCreate event for the replacement', async () =>
-      (await eventsFor(ns, name, ds.metadata.uid)).some(
+      (await eventsFor(f.ns, name, ds.metadata.uid)).some(
         (e) => e.reason === 'SuccessfulCreate' && e.message === `Created pod: ${replacement.metadata.name}`,
       ),
     );
     pods = now;
-    await waitRolledOut(ns, name, 4);
+    await waitRolledOut(f.ns, name, 4);
   });
 
   test('a failed pod is deleted (FailedDaemonPod) and replaced on its node', async () => {
-    const victim = pods.get(nodes[2]!)!;
+    const victim = pods.get(f.nodes[2]!)!;
     await kubectl([
       'patch',
       'pod',
       victim.metadata.name,
       '-n',
-      ns,
+      f.ns,
       '--subresource=status',
       '--type=merge',
       '-p',
       JSON.stringify({ status: { phase: 'Failed' } }),
     ]);
     await eventually('the failed pod to be deleted', async () =>
-      (await adsPods(ns, name)).every((p) => p.metadata.uid !== victim.metadata.uid),
+      (await adsPods(f.ns, name)).every((p) => p.metadata.uid !== victim.metadata.uid),
     );
-    const now = await waitOnePodPerNode(ns, name, nodes);
-    assert.notEqual(now.get(nodes[2]!)!.metadata.uid, victim.metadata.uid, 'a new pod runs on the node');
-    for (const n of [nodes[0]!, nodes[1]!, nodes[3]!]) {
+    const now = await waitOnePodPerNode(f.ns, name, f.nodes);
+    assert.notEqual(now.get(f.nodes[2]!)!.metadata.uid, victim.metadata.uid, 'a new pod runs on the node');
+    for (const n of [f.nodes[0]!, f.nodes[1]!, f.nodes[3]!]) {
       assert.equal(now.get(n)!.metadata.uid, pods.get(n)!.metadata.uid, `pod on ${n} not recreated`);
     }
     await eventually('a FailedDaemonPod warning naming the failed pod', async () =>
-      (await eventsFor(ns, name, ds.metadata.uid)).some(
+      (await eventsFor(f.ns, name, ds.metadata.uid)).some(
         (e) => e.reason === 'FailedDaemonPod' && e.type === 'Warning' && e.message.includes(victim.metadata.name),
       ),
     );
@@ -211,11 +187,11 @@ describe('one available pod per node', { timeout: 300_000 }, () => {
   });
 
   test('a new node gets a pod and is counted', async () => {
-    extraNodes.push(`${group}-x`); // cleaned up even if the wait below fails
-    const extra = await addNodeToGroup(group, `${group}-x`);
-    const now = await waitOnePodPerNode(ns, name, [...nodes, extra]);
-    for (const n of nodes) assert.equal(now.get(n)!.metadata.uid, pods.get(n)!.metadata.uid, `pod on ${n} untouched`);
-    await waitStatusAgrees(ns, name, [...nodes, extra], {
+    f.extra.push(`${f.group}-x`); // cleaned up even if the wait below fails
+    const extra = await addNodeToGroup(f.group, `${f.group}-x`);
+    const now = await waitOnePodPerNode(f.ns, name, [...f.nodes, extra]);
+    for (const n of f.nodes) assert.equal(now.get(n)!.metadata.uid, pods.get(n)!.metadata.uid, `pod on ${n} untouched`);
+    await waitStatusAgrees(f.ns, name, [...f.nodes, extra], {
       desiredNumberScheduled: 5,
       currentNumberScheduled: 5,
       numberReady: 5,

@@ -1,21 +1,9 @@
 // Issue #4, e2e: update strategies. A streaming pod watch checks the invariants at every state the
 // apiserver went through during the rollout (not at poll instants): the unavailability budget of
 // maxUnavailable, the surge budget and minReadySeconds of maxSurge, and OnDelete.
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  apply,
-  createNamespace,
-  createTestNodes,
-  deleteNamespace,
-  deleteNodes,
-  eventually,
-  kubectl,
-  podReady,
-  sleep,
-  uniqueName,
-  type PodJson,
-} from '../lib/kube.ts';
+import { apply, eventually, kubectl, podReady, sleep, type PodJson, fixture } from '../lib/kube.ts';
 import {
   PodWatch,
   adsManifest,
@@ -40,36 +28,27 @@ function liveByNode(pods: PodJson[], nodes: string[]): Map<string, PodJson[]> {
 }
 
 describe('rolling update with maxUnavailable 2 over 6 nodes', { timeout: 300_000 }, () => {
-  let ns: string;
-  let group: string;
-  let nodes: string[] = [];
+  const f = fixture('rolling', 6);
   const name = 'rolling';
   let watch: PodWatch | undefined;
 
-  before(async () => {
-    ns = await createNamespace('e2e-rolling');
-    group = uniqueName('rolling');
-    nodes = await createTestNodes(group, 6);
-  });
-  after(async () => {
+  after(() => {
     watch?.stop();
-    await deleteNamespace(ns);
-    await deleteNodes(nodes);
   });
 
   test('never more than 2 nodes lack an available pod, the budget is used, and every node ends on the new revision', async () => {
     await apply(
       adsManifest({
         name,
-        namespace: ns,
-        group,
+        namespace: f.ns,
+        group: f.group,
         image: 'busybox:1.36',
         updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2, maxSurge: 0 } },
       }),
     );
-    const v1 = await waitRolledOut(ns, name, 6);
+    const v1 = await waitRolledOut(f.ns, name, 6);
     const oldHash = v1.status!.daemonSetHash!;
-    const oldPods = await waitOnePodPerNode(ns, name, nodes, { hash: oldHash });
+    const oldPods = await waitOnePodPerNode(f.ns, name, f.nodes, { hash: oldHash });
 
     let maxLacking = 0;
     let worst = '';
@@ -78,28 +57,28 @@ describe('rolling update with maxUnavailable 2 over 6 nodes', { timeout: 300_000
     const check = (w: PodWatch) => {
       states++;
       const all = w.list();
-      const live = liveByNode(all, nodes);
+      const live = liveByNode(all, f.nodes);
       // A terminating pod is not available: the controller counts it as gone.
-      const lacking = nodes.filter((n) => !live.get(n)!.some(podReady));
+      const lacking = f.nodes.filter((n) => !live.get(n)!.some(podReady));
       if (lacking.length > maxLacking) {
         maxLacking = lacking.length;
         worst = `nodes without an available pod: ${lacking.join(', ')}`;
       }
-      for (const n of nodes) {
+      for (const n of f.nodes) {
         // Without surge a terminating pod blocks its replacement: at most one pod per node, terminating or not.
         const onNode = all.filter((p) => p.spec.nodeName === n).length;
         maxPodsOnANode = Math.max(maxPodsOnANode, onNode);
       }
     };
-    watch = await PodWatch.start(ns, `app=${name}`, check);
+    watch = await PodWatch.start(f.ns, `app=${name}`, check);
     check(watch);
     assert.equal(maxLacking, 0, 'all 6 nodes had an available pod before the update');
 
-    await patchAds(ns, name, imagePatch('busybox:1.37'));
-    const v2 = await waitRolledOut(ns, name, 6, 120_000);
+    await patchAds(f.ns, name, imagePatch('busybox:1.37'));
+    const v2 = await waitRolledOut(f.ns, name, 6, 120_000);
     const newHash = v2.status!.daemonSetHash!;
     assert.notEqual(newHash, oldHash, 'the image change made a new revision');
-    const finalPods = await waitOnePodPerNode(ns, name, nodes, { hash: newHash });
+    const finalPods = await waitOnePodPerNode(f.ns, name, f.nodes, { hash: newHash });
     // The watch must have seen the end state too.
     await eventually('the watch to see the final pods', async () => {
       watch!.assertAlive();
@@ -114,49 +93,40 @@ describe('rolling update with maxUnavailable 2 over 6 nodes', { timeout: 300_000
       1,
       'never two pods on one node without surge (a terminating pod blocks its replacement)',
     );
-    for (const n of nodes) {
+    for (const n of f.nodes) {
       const p = finalPods.get(n)!;
       assert.notEqual(p.metadata.uid, oldPods.get(n)!.metadata.uid, `pod on ${n} was replaced`);
       assert.equal(p.spec.containers[0]!.image, 'busybox:1.37', `pod on ${n} runs the new image`);
     }
-    const ds = await getAds(ns, name);
+    const ds = await getAds(f.ns, name);
     assert.equal(condition(ds, 'RolloutComplete')?.status, 'True');
   });
 });
 
 describe('surge rolling update: maxSurge 2, maxUnavailable 0, minReadySeconds 5', { timeout: 300_000 }, () => {
-  let ns: string;
-  let group: string;
-  let nodes: string[] = [];
+  const f = fixture('surge', 5);
   const name = 'surge';
   const minReadySeconds = 5;
   let watch: PodWatch | undefined;
 
-  before(async () => {
-    ns = await createNamespace('e2e-surge');
-    group = uniqueName('surge');
-    nodes = await createTestNodes(group, 5);
-  });
-  after(async () => {
+  after(() => {
     watch?.stop();
-    await deleteNamespace(ns);
-    await deleteNodes(nodes);
   });
 
   test('new pods start next to the old ones, at most 2 nodes at a time, no node ever without a Ready pod, old pods go only after the new one was Ready for minReadySeconds', async () => {
     await apply(
       adsManifest({
         name,
-        namespace: ns,
-        group,
+        namespace: f.ns,
+        group: f.group,
         image: 'busybox:1.36',
         minReadySeconds,
         updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 2 } },
       }),
     );
-    const v1 = await waitRolledOut(ns, name, 5, 120_000);
+    const v1 = await waitRolledOut(f.ns, name, 5, 120_000);
     const oldHash = v1.status!.daemonSetHash!;
-    await waitOnePodPerNode(ns, name, nodes, { hash: oldHash });
+    await waitOnePodPerNode(f.ns, name, f.nodes, { hash: oldHash });
 
     let maxSurged = 0;
     let surgedAt = '';
@@ -172,13 +142,13 @@ describe('surge rolling update: maxSurge 2, maxUnavailable 0, minReadySeconds 5'
 
     const check = (w: PodWatch) => {
       const all = w.list();
-      const live = liveByNode(all, nodes);
-      const surged = nodes.filter((n) => live.get(n)!.length > 1);
+      const live = liveByNode(all, f.nodes);
+      const surged = f.nodes.filter((n) => live.get(n)!.length > 1);
       if (surged.length > maxSurged) {
         maxSurged = surged.length;
         surgedAt = surged.join(', ');
       }
-      for (const n of nodes) {
+      for (const n of f.nodes) {
         const ps = live.get(n)!;
         if (!ps.some(podReady)) nodesWithoutReady.add(n);
         if (newHash === undefined) continue;
@@ -191,20 +161,20 @@ describe('surge rolling update: maxSurge 2, maxUnavailable 0, minReadySeconds 5'
         if (gone !== undefined && !oldGoneAt.has(n)) oldGoneAt.set(n, gone);
       }
     };
-    watch = await PodWatch.start(ns, `app=${name}`, check);
+    watch = await PodWatch.start(f.ns, `app=${name}`, check);
     check(watch);
     for (const p of watch.list()) oldUids.set(p.spec.nodeName!, p.metadata.uid);
     assert.equal(oldUids.size, 5, 'one old pod per node before the update');
 
-    await patchAds(ns, name, imagePatch('busybox:1.37'));
+    await patchAds(f.ns, name, imagePatch('busybox:1.37'));
     newHash = await eventually('the new revision hash in status', async () => {
-      const ds = await getAds(ns, name);
+      const ds = await getAds(f.ns, name);
       return ds.status?.daemonSetHash !== oldHash && ds.status?.daemonSetHash;
     });
     check(watch);
-    const v2 = await waitRolledOut(ns, name, 5, 120_000);
+    const v2 = await waitRolledOut(f.ns, name, 5, 120_000);
     assert.equal(v2.status?.daemonSetHash, newHash);
-    const finalPods = await waitOnePodPerNode(ns, name, nodes, { hash: newHash });
+    const finalPods = await waitOnePodPerNode(f.ns, name, f.nodes, { hash: newHash });
     await eventually('the watch to see the final pods', async () => {
       watch!.assertAlive();
       return [...finalPods.values()].every((p) => watch!.pods.has(p.metadata.uid));
@@ -214,8 +184,8 @@ describe('surge rolling update: maxSurge 2, maxUnavailable 0, minReadySeconds 5'
     assert.deepEqual([...nodesWithoutReady], [], 'with maxUnavailable 0 no node is ever without a Ready pod');
     assert.ok(maxSurged <= 2, `at most maxSurge=2 nodes run two pods at once; saw ${maxSurged} (${surgedAt})`);
     assert.ok(maxSurged >= 1, 'a surge happened at all');
-    assert.deepEqual([...sawBoth].sort(), [...nodes].sort(), 'on every node the new pod ran next to the old one');
-    for (const n of nodes) {
+    assert.deepEqual([...sawBoth].sort(), [...f.nodes].sort(), 'on every node the new pod ran next to the old one');
+    for (const n of f.nodes) {
       const ready = newReadyAt.get(n);
       const gone = oldGoneAt.get(n);
       assert.ok(ready !== undefined && gone !== undefined, `on ${n}: saw the new pod Ready and the old pod go`);
@@ -229,32 +199,26 @@ describe('surge rolling update: maxSurge 2, maxUnavailable 0, minReadySeconds 5'
 });
 
 describe('OnDelete update strategy', { timeout: 300_000 }, () => {
-  let ns: string;
-  let group: string;
-  let nodes: string[] = [];
+  const f = fixture('ondelete', 3);
   const name = 'ondelete';
-
-  before(async () => {
-    ns = await createNamespace('e2e-ondelete');
-    group = uniqueName('ondelete');
-    nodes = await createTestNodes(group, 3);
-  });
-  after(async () => {
-    await deleteNamespace(ns);
-    await deleteNodes(nodes);
-  });
 
   test('a template change replaces no pod; a deleted pod comes back on the new revision', async () => {
     await apply(
-      adsManifest({ name, namespace: ns, group, image: 'busybox:1.36', updateStrategy: { type: 'OnDelete' } }),
+      adsManifest({
+        name,
+        namespace: f.ns,
+        group: f.group,
+        image: 'busybox:1.36',
+        updateStrategy: { type: 'OnDelete' },
+      }),
     );
-    const v1 = await waitRolledOut(ns, name, 3);
+    const v1 = await waitRolledOut(f.ns, name, 3);
     const oldHash = v1.status!.daemonSetHash!;
-    const before = await waitOnePodPerNode(ns, name, nodes, { hash: oldHash });
+    const before = await waitOnePodPerNode(f.ns, name, f.nodes, { hash: oldHash });
 
-    await patchAds(ns, name, imagePatch('busybox:1.37'));
+    await patchAds(f.ns, name, imagePatch('busybox:1.37'));
     const ds = await eventually('status to observe the new generation', async () => {
-      const d = await getAds(ns, name);
+      const d = await getAds(f.ns, name);
       return d.status?.observedGeneration === d.metadata.generation && d;
     });
     const newHash = ds.status!.daemonSetHash!;
@@ -263,7 +227,7 @@ describe('OnDelete update strategy', { timeout: 300_000 }, () => {
     assert.equal(condition(ds, 'RolloutComplete')?.status, 'False', 'RolloutComplete False: old pods remain');
     assert.equal(condition(ds, 'Progressing')?.reason, 'OnDelete', 'Progressing says it waits for deletions');
     await sleep(3000);
-    const still = await adsPods(ns, name);
+    const still = await adsPods(f.ns, name);
     assert.deepEqual(
       still.map((p) => p.metadata.uid).sort(),
       [...before.values()].map((p) => p.metadata.uid).sort(),
@@ -274,19 +238,19 @@ describe('OnDelete update strategy', { timeout: 300_000 }, () => {
       'all pods still on the old revision',
     );
 
-    const victim = before.get(nodes[0]!)!;
-    await kubectl(['delete', 'pod', victim.metadata.name, '-n', ns, '--wait=false']);
+    const victim = before.get(f.nodes[0]!)!;
+    await kubectl(['delete', 'pod', victim.metadata.name, '-n', f.ns, '--wait=false']);
     const after = await eventually('a new-revision pod on the node of the deleted pod', async () => {
-      const m = await waitOnePodPerNode(ns, name, nodes, { timeoutMs: 1000 }).catch(() => undefined);
-      return m && hashOf(m.get(nodes[0]!)!) === newHash && m;
+      const m = await waitOnePodPerNode(f.ns, name, f.nodes, { timeoutMs: 1000 }).catch(() => undefined);
+      return m && hashOf(m.get(f.nodes[0]!)!) === newHash && m;
     });
-    assert.equal(after.get(nodes[0]!)!.spec.containers[0]!.image, 'busybox:1.37', 'new image on the recreated pod');
-    for (const n of nodes.slice(1)) {
+    assert.equal(after.get(f.nodes[0]!)!.spec.containers[0]!.image, 'busybox:1.37', 'new image on the recreated pod');
+    for (const n of f.nodes.slice(1)) {
       assert.equal(after.get(n)!.metadata.uid, before.get(n)!.metadata.uid, `pod on ${n} untouched`);
       assert.equal(hashOf(after.get(n)!), oldHash, `pod on ${n} still old`);
     }
     await eventually('updatedNumberScheduled 1', async () => {
-      const d = await getAds(ns, name);
+      const d = await getAds(f.ns, name);
       return d.status?.updatedNumberScheduled === 1 && d.status.numberAvailable === 3;
     });
   });

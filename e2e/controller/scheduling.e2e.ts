@@ -2,20 +2,9 @@
 // out, and a changed selector), taints against the template's tolerations (NoSchedule keeps a
 // running pod and counts it misscheduled, NoExecute removes it) and the automatic daemon
 // tolerations (a cordoned node still runs its daemon pod).
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  apply,
-  createNamespace,
-  createTestNodes,
-  deleteNamespace,
-  deleteNodes,
-  eventually,
-  kubectl,
-  sleep,
-  uniqueName,
-  type PodJson,
-} from '../lib/kube.ts';
+import { apply, eventually, kubectl, sleep, type PodJson, fixture } from '../lib/kube.ts';
 import {
   adsManifest,
   adsPods,
@@ -42,51 +31,42 @@ async function assertStaysWithoutPod(ns: string, name: string, node: string, ms:
 }
 
 describe('template nodeSelector and node labels', { timeout: 300_000 }, () => {
-  let ns: string;
-  let group: string;
-  let nodes: string[] = [];
+  const f = fixture('nodesel', 5, (i): Record<string, string> =>
+    i < 3 ? { role: 'a' } : i === 4 ? { role: 'b' } : {},
+  );
   const name = 'selected';
   let pods: Map<string, PodJson>;
 
   before(async () => {
-    ns = await createNamespace('e2e-nodesel');
-    group = uniqueName('nodesel');
     // role=a on 0,1,2; nothing on 3; role=b on 4.
-    nodes = await createTestNodes(group, 5, (i): Record<string, string> =>
-      i < 3 ? { role: 'a' } : i === 4 ? { role: 'b' } : {},
-    );
-  });
-  after(async () => {
-    await deleteNamespace(ns);
-    await deleteNodes(nodes);
   });
 
   test('only nodes matching the template nodeSelector get a pod', async () => {
-    await apply(adsManifest({ name, namespace: ns, group, nodeSelector: { role: 'a' } }));
-    pods = await waitOnePodPerNode(ns, name, nodes.slice(0, 3));
-    await waitRolledOut(ns, name, 3);
-    await assertStaysWithoutPod(ns, name, nodes[3]!, 1500, 'unlabelled node');
-    await assertStaysWithoutPod(ns, name, nodes[4]!, 0, 'node labelled role=b');
+    await apply(adsManifest({ name, namespace: f.ns, group: f.group, nodeSelector: { role: 'a' } }));
+    pods = await waitOnePodPerNode(f.ns, name, f.nodes.slice(0, 3));
+    await waitRolledOut(f.ns, name, 3);
+    await assertStaysWithoutPod(f.ns, name, f.nodes[3]!, 1500, 'unlabelled node');
+    await assertStaysWithoutPod(f.ns, name, f.nodes[4]!, 0, 'node labelled role=b');
   });
 
   test('a node relabelled to match gets a pod; the others keep theirs', async () => {
-    await labelNode(nodes[3]!, { role: 'a' });
-    const now = await waitOnePodPerNode(ns, name, nodes.slice(0, 4));
-    assert.deepEqual(uidsOn(now, nodes.slice(0, 3)), uidsOn(pods, nodes.slice(0, 3)), 'existing pods untouched');
+    await labelNode(f.nodes[3]!, { role: 'a' });
+    const now = await waitOnePodPerNode(f.ns, name, f.nodes.slice(0, 4));
+    assert.deepEqual(uidsOn(now, f.nodes.slice(0, 3)), uidsOn(pods, f.nodes.slice(0, 3)), 'existing pods untouched');
     pods = now;
-    await waitStatusAgrees(ns, name, nodes.slice(0, 4), { desiredNumberScheduled: 4, numberAvailable: 4 });
+    await waitStatusAgrees(f.ns, name, f.nodes.slice(0, 4), { desiredNumberScheduled: 4, numberAvailable: 4 });
   });
 
   test('a node relabelled out of the selector loses its pod, which is not recreated', async () => {
-    await labelNode(nodes[0]!, { role: 'b' });
-    const now = await waitOnePodPerNode(ns, name, nodes.slice(1, 4));
+    await labelNode(f.nodes[0]!, { role: 'b' });
+    const now = await waitOnePodPerNode(f.ns, name, f.nodes.slice(1, 4));
     assert.deepEqual(
-      uidsOn(now, nodes.slice(1, 4)),
-      uidsOn(pods, nodes.slice(1, 4)),
+      uidsOn(now, f.nodes.slice(1, 4)),
+      uidsOn(pods, f.nodes.slice(1, 4)),
       'pods on matching nodes untouched',
     );
-    await assertStaysWithoutPod(ns, name, nodes[0]!, 2000, 'node relabelled out');
-    await waitStatusAgrees(ns, name, nodes.slice(1, 4), {
+    await assertStaysWithoutPod(f.ns, name, f.nodes[0]!, 2000, 'node relabelled out');
+    await waitStatusAgrees(f.ns, name, f.nodes.slice(1, 4), {
       desiredNumberScheduled: 3,
       currentNumberScheduled: 3,
       numberMisscheduled: 0,
@@ -96,113 +76,108 @@ describe('template nodeSelector and node labels', { timeout: 300_000 }, () => {
   });
 
   test('changing the template nodeSelector moves the pods to the newly selected nodes', async () => {
-    const before = await getAds(ns, name);
-    await patchAds(ns, name, { spec: { template: { spec: { nodeSelector: { 'e2e-group': group, role: 'b' } } } } });
+    const before = await getAds(f.ns, name);
+    await patchAds(f.ns, name, { spec: { template: { spec: { nodeSelector: { 'e2e-group': f.group, role: 'b' } } } } });
     // role=b: node 0 (relabelled) and node 4.
-    const ds = await waitRolledOut(ns, name, 2);
+    const ds = await waitRolledOut(f.ns, name, 2);
     assert.notEqual(ds.status?.daemonSetHash, before.status?.daemonSetHash, 'a new template, a new revision hash');
-    const now = await waitOnePodPerNode(ns, name, [nodes[0]!, nodes[4]!], { hash: ds.status?.daemonSetHash });
+    const now = await waitOnePodPerNode(f.ns, name, [f.nodes[0]!, f.nodes[4]!], { hash: ds.status?.daemonSetHash });
     assert.equal(now.size, 2);
-    for (const n of nodes.slice(1, 4)) await assertStaysWithoutPod(ns, name, n, 0, 'node no longer selected');
+    for (const n of f.nodes.slice(1, 4)) await assertStaysWithoutPod(f.ns, name, n, 0, 'node no longer selected');
   });
 });
 
 describe('taints and tolerations', { timeout: 300_000 }, () => {
-  let ns: string;
-  let group: string;
-  let nodes: string[] = [];
+  const f = fixture('taints', 4);
   const name = 'tainted';
   let pods: Map<string, PodJson>;
 
   before(async () => {
-    ns = await createNamespace('e2e-taints');
-    group = uniqueName('taints');
-    nodes = await createTestNodes(group, 4);
     // Node 3 carries a taint the DaemonSet tolerates.
-    await kubectl(['taint', 'node', nodes[3]!, 'e2e/dedicated=x:NoSchedule']);
-  });
-  after(async () => {
-    await deleteNamespace(ns);
-    await deleteNodes(nodes);
+    await kubectl(['taint', 'node', f.nodes[3]!, 'e2e/dedicated=x:NoSchedule']);
   });
 
   test('a node with a NoSchedule taint the template tolerates gets a pod', async () => {
     await apply(
       adsManifest({
         name,
-        namespace: ns,
-        group,
+        namespace: f.ns,
+        group: f.group,
         tolerations: [{ key: 'e2e/dedicated', operator: 'Exists', effect: 'NoSchedule' }],
       }),
     );
-    pods = await waitOnePodPerNode(ns, name, nodes);
-    await waitRolledOut(ns, name, 4);
+    pods = await waitOnePodPerNode(f.ns, name, f.nodes);
+    await waitRolledOut(f.ns, name, 4);
   });
 
   test('an untolerated NoSchedule taint keeps the running pod, counted misscheduled; removing it counts it desired again', async () => {
-    const kept = pods.get(nodes[0]!)!;
-    await kubectl(['taint', 'node', nodes[0]!, 'e2e/block=x:NoSchedule']);
-    await waitStatusAgrees(ns, name, nodes.slice(1), {
+    const kept = pods.get(f.nodes[0]!)!;
+    await kubectl(['taint', 'node', f.nodes[0]!, 'e2e/block=x:NoSchedule']);
+    await waitStatusAgrees(f.ns, name, f.nodes.slice(1), {
       desiredNumberScheduled: 3,
       currentNumberScheduled: 3,
       numberMisscheduled: 1,
       numberAvailable: 3,
     });
     await sleep(2000);
-    const still = (await adsPods(ns, name)).filter((p) => p.spec.nodeName === nodes[0]);
+    const still = (await adsPods(f.ns, name)).filter((p) => p.spec.nodeName === f.nodes[0]);
     assert.deepEqual(
       still.map((p) => [p.metadata.uid, p.metadata.deletionTimestamp]),
       [[kept.metadata.uid, undefined]],
       'the running pod on the NoSchedule-tainted node is kept, not deleted',
     );
 
-    await kubectl(['taint', 'node', nodes[0]!, 'e2e/block:NoSchedule-']);
-    await waitStatusAgrees(ns, name, nodes, {
+    await kubectl(['taint', 'node', f.nodes[0]!, 'e2e/block:NoSchedule-']);
+    await waitStatusAgrees(f.ns, name, f.nodes, {
       desiredNumberScheduled: 4,
       currentNumberScheduled: 4,
       numberMisscheduled: 0,
       numberAvailable: 4,
     });
-    const now = await waitOnePodPerNode(ns, name, nodes);
-    assert.equal(now.get(nodes[0]!)!.metadata.uid, kept.metadata.uid, 'same pod throughout');
+    const now = await waitOnePodPerNode(f.ns, name, f.nodes);
+    assert.equal(now.get(f.nodes[0]!)!.metadata.uid, kept.metadata.uid, 'same pod throughout');
     pods = now;
   });
 
   test('a NoExecute taint removes the pod and none comes back while it stays; removing it brings one back', async () => {
-    const evicted = pods.get(nodes[1]!)!;
-    await kubectl(['taint', 'node', nodes[1]!, 'e2e/evict=x:NoExecute']);
+    const evicted = pods.get(f.nodes[1]!)!;
+    await kubectl(['taint', 'node', f.nodes[1]!, 'e2e/evict=x:NoExecute']);
     // kube-controller-manager's taint eviction may delete it as well as our controller; either
     // way it must go and must not be recreated while the taint stays.
     await eventually('the pod on the NoExecute-tainted node to be gone', async () =>
-      (await adsPods(ns, name)).every((p) => p.metadata.uid !== evicted.metadata.uid),
+      (await adsPods(f.ns, name)).every((p) => p.metadata.uid !== evicted.metadata.uid),
     );
-    await assertStaysWithoutPod(ns, name, nodes[1]!, 4000, 'NoExecute-tainted node');
-    const others = [nodes[0]!, nodes[2]!, nodes[3]!];
-    await waitStatusAgrees(ns, name, others, {
+    await assertStaysWithoutPod(f.ns, name, f.nodes[1]!, 4000, 'NoExecute-tainted node');
+    const others = [f.nodes[0]!, f.nodes[2]!, f.nodes[3]!];
+    await waitStatusAgrees(f.ns, name, others, {
       desiredNumberScheduled: 3,
       currentNumberScheduled: 3,
       numberMisscheduled: 0,
       numberAvailable: 3,
     });
-    const mid = await waitOnePodPerNode(ns, name, others);
+    const mid = await waitOnePodPerNode(f.ns, name, others);
     assert.deepEqual(uidsOn(mid, others), uidsOn(pods, others), 'pods on other nodes untouched');
 
-    await kubectl(['taint', 'node', nodes[1]!, 'e2e/evict:NoExecute-']);
-    const now = await waitOnePodPerNode(ns, name, nodes);
-    assert.notEqual(now.get(nodes[1]!)!.metadata.uid, evicted.metadata.uid, 'a new pod after the taint is gone');
+    await kubectl(['taint', 'node', f.nodes[1]!, 'e2e/evict:NoExecute-']);
+    const now = await waitOnePodPerNode(f.ns, name, f.nodes);
+    assert.notEqual(now.get(f.nodes[1]!)!.metadata.uid, evicted.metadata.uid, 'a new pod after the taint is gone');
     pods = now;
-    await waitRolledOut(ns, name, 4);
+    await waitRolledOut(f.ns, name, 4);
   });
 
   test('a cordoned node keeps its daemon pod, and a deleted one comes back there (automatic unschedulable toleration)', async () => {
-    await kubectl(['cordon', nodes[2]!]);
-    const victim = pods.get(nodes[2]!)!;
-    await kubectl(['delete', 'pod', victim.metadata.name, '-n', ns, '--wait=false']);
+    await kubectl(['cordon', f.nodes[2]!]);
+    const victim = pods.get(f.nodes[2]!)!;
+    await kubectl(['delete', 'pod', victim.metadata.name, '-n', f.ns, '--wait=false']);
     const now = await eventually('a new pod on the cordoned node', async () => {
-      const m = await waitOnePodPerNode(ns, name, nodes, { timeoutMs: 1000 }).catch(() => undefined);
-      return m && m.get(nodes[2]!)!.metadata.uid !== victim.metadata.uid && m;
+      const m = await waitOnePodPerNode(f.ns, name, f.nodes, { timeoutMs: 1000 }).catch(() => undefined);
+      return m && m.get(f.nodes[2]!)!.metadata.uid !== victim.metadata.uid && m;
     });
-    assert.ok(now.get(nodes[2]!), 'daemon pod scheduled on the unschedulable node');
-    await waitStatusAgrees(ns, name, nodes, { desiredNumberScheduled: 4, numberMisscheduled: 0, numberAvailable: 4 });
+    assert.ok(now.get(f.nodes[2]!), 'daemon pod scheduled on the unschedulable node');
+    await waitStatusAgrees(f.ns, name, f.nodes, {
+      desiredNumberScheduled: 4,
+      numberMisscheduled: 0,
+      numberAvailable: 4,
+    });
   });
 });

@@ -1,6 +1,7 @@
 // Helpers for e2e tests: kubectl against the harness's cluster, polling with clear failure
 // messages, and per-test isolation (own namespace, own labelled fake nodes).
 import { execFile } from 'node:child_process';
+import { after, before } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import { binaries } from '../cluster/binaries.ts';
 import { fakeNode } from '../cluster/cluster.ts';
@@ -169,4 +170,31 @@ export async function listPods(namespace: string, selector?: string): Promise<Po
   const args = ['get', 'pods', '-n', namespace];
   if (selector) args.push('-l', selector);
   return (await kubectlJson<{ items: PodJson[] }>(args)).items;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Per-describe isolation
+
+export interface Fixture {
+  ns: string;
+  group: string;
+  /** `<group>-0`, `<group>-1`, ...: names sort in index order (fewer than 10 nodes). */
+  nodes: string[];
+  /** Nodes added later by the test, deleted with the others. */
+  extra: string[];
+}
+
+/** Registers before/after hooks in the current describe: a namespace and `count` fake nodes of its own. */
+export function fixture(prefix: string, count: number, labels?: (i: number) => Record<string, string>): Fixture {
+  const f: Fixture = { ns: '', group: '', nodes: [], extra: [] };
+  before(async () => {
+    f.ns = await createNamespace(`e2e-${prefix}`);
+    f.group = uniqueName(prefix);
+    f.nodes = await createTestNodes(f.group, count, labels);
+  });
+  after(async () => {
+    await deleteNamespace(f.ns);
+    await deleteNodes([...f.nodes, ...f.extra]);
+  });
+  return f;
 }

@@ -1,21 +1,11 @@
 // Helpers shared by the rollout-strategy e2e files (issue #5): a per-describe fixture (own namespace, own
 // labelled fake nodes), waiting for an exact node -> revision layout, and holding a layout still.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  apply,
-  createNamespace,
-  createTestNodes,
-  deleteNamespace,
-  deleteNodes,
-  eventually,
-  kubeconfig,
-  podReady,
-  sleep,
-  uniqueName,
-  type PodJson,
-} from '../lib/kube.ts';
+import { apply, eventually, kubeconfig, podReady, sleep, type PodJson } from '../lib/kube.ts';
+
+import type { Fixture } from '../lib/kube.ts';
+export { fixture, type Fixture } from '../lib/kube.ts';
 import { binaries } from '../cluster/binaries.ts';
 import {
   JsonStreamSplitter,
@@ -29,30 +19,6 @@ import {
   type AdsJson,
   type AdsOptions,
 } from '../lib/ads.ts';
-
-export interface Fixture {
-  ns: string;
-  group: string;
-  /** `<group>-0`, `<group>-1`, ...: names sort in index order (fewer than 10 nodes). */
-  nodes: string[];
-  /** Nodes added later by the test, deleted with the others. */
-  extra: string[];
-}
-
-/** Registers before/after hooks in the current describe: a namespace and `count` fake nodes of its own. */
-export function fixture(prefix: string, count: number, labels?: (i: number) => Record<string, string>): Fixture {
-  const f: Fixture = { ns: '', group: '', nodes: [], extra: [] };
-  before(async () => {
-    f.ns = await createNamespace(`e2e-${prefix}`);
-    f.group = uniqueName(prefix);
-    f.nodes = await createTestNodes(f.group, count, labels);
-  });
-  after(async () => {
-    await deleteNamespace(f.ns);
-    await deleteNodes([...f.nodes, ...f.extra]);
-  });
-  return f;
-}
 
 /** Non-terminating pods per node (every node of `nodes` present). */
 export function liveByNode(pods: PodJson[], nodes: string[]): Map<string, PodJson[]> {
