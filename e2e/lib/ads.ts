@@ -3,6 +3,7 @@
 // control of extra manager processes (leader election).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
+import type { StatusCounters } from '../../src/daemonset/status.ts';
 import { binaries, repoRoot } from '../cluster/binaries.ts';
 import { fakeNode } from '../cluster/cluster.ts';
 import {
@@ -491,15 +492,8 @@ export { sleep };
 // ------------------------------------------------------------------------------------------------
 // Status counters, counted independently
 
-export interface Counters {
-  desiredNumberScheduled: number;
-  currentNumberScheduled: number;
-  numberMisscheduled: number;
-  numberReady: number;
-  numberAvailable: number;
-  numberUnavailable: number;
-  updatedNumberScheduled: number;
-}
+/** The status counters (the type only: they are counted here independently of the controller). */
+export type Counters = StatusCounters;
 
 export const COUNTER_NAMES = [
   'desiredNumberScheduled',
