@@ -4,20 +4,17 @@
 //
 // This file runs on a private cluster of its own: the harness's manager reconciles every
 // DaemonSet of the shared cluster, so there "which replica did the work" could not be told apart.
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { repoRoot } from '../cluster/binaries.ts';
-import { clusterDown, clusterUp } from '../cluster/cluster.ts';
-import { apply, createNamespace, createTestNodes, eventually, kubectl, kubectlJson, uniqueName } from '../lib/kube.ts';
+import { apply, eventually, fixture, kubectlJson } from '../lib/kube.ts';
 import {
   adsManifest,
   adsPods,
   getAds,
   imagePatch,
   patchAds,
+  describeOnPrivateCluster,
   readLogLines,
   startProductProcess,
   waitOnePodPerNode,
@@ -26,7 +23,6 @@ import {
 } from '../lib/ads.ts';
 
 const LEASE = 'le-e2e';
-const CRD = join(repoRoot, 'charts', 'advanced-daemonset', 'crds', 'apps.kruise.io_daemonsets.yaml');
 
 interface LeaseJson {
   spec?: { holderIdentity?: string; leaseTransitions?: number };
@@ -51,26 +47,16 @@ function syncsOf(p: ManagedProcess, key: string): number {
 const holder = async () =>
   (await kubectlJson<LeaseJson>(['get', 'lease', LEASE, '-n', 'default'])).spec?.holderIdentity;
 
-describe('leader election between two controllers', { timeout: 300_000 }, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'ads-e2e-le-'));
+describeOnPrivateCluster('leader election between two controllers', { timeout: 300_000 }, (cluster) => {
+  const f = fixture('le', 3);
   const controllers: ManagedProcess[] = [];
-  let ns: string;
-  let nodes: string[];
-  const group = uniqueName('le');
   let leader: ManagedProcess;
   let follower: ManagedProcess;
   const name = 'elected';
   let key: string;
 
   before(async () => {
-    const state = await clusterUp({ dir: join(dir, 'cluster'), nodes: 0, progress: () => {} });
-    // Every helper below talks to this private cluster (node:test runs each file in its own process).
-    process.env.KUBECONFIG = state.kubeconfig;
-    await kubectl(['apply', '--server-side', '-f', CRD]);
-    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/daemonsets.apps.kruise.io']);
-    ns = await createNamespace('e2e-le');
-    key = `${ns}/${name}`;
-    nodes = await createTestNodes(group, 3);
+    key = `${f.ns}/${name}`;
     for (const id of ['a', 'b']) {
       controllers.push(
         startProductProcess(
@@ -78,7 +64,7 @@ describe('leader election between two controllers', { timeout: 300_000 }, () => 
           [
             'controller',
             '--kubeconfig',
-            state.kubeconfig,
+            cluster.kubeconfig,
             '--leader-election-namespace',
             'default',
             '--leader-election-id',
@@ -97,7 +83,7 @@ describe('leader election between two controllers', { timeout: 300_000 }, () => 
             '--log-level',
             'debug',
           ],
-          join(dir, `controller-${id}.log`),
+          join(cluster.dir, `controller-${id}.log`),
         ),
       );
     }
@@ -106,7 +92,6 @@ describe('leader election between two controllers', { timeout: 300_000 }, () => 
   after(async () => {
     for (const c of controllers) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
     await Promise.all(controllers.map((c) => c.exit));
-    await clusterDown({ dir: join(dir, 'cluster'), progress: () => {} });
   });
 
   test('exactly one controller holds the lease, and only it reconciles', async () => {
@@ -127,15 +112,15 @@ describe('leader election between two controllers', { timeout: 300_000 }, () => 
     // No webhook on this cluster: the manifest carries the defaults the webhook would add.
     const ds = adsManifest({
       name,
-      namespace: ns,
-      group,
+      namespace: f.ns,
+      group: f.group,
       updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1 } },
       revisionHistoryLimit: 10,
     });
     (ds.spec as Record<string, unknown>).burstReplicas = 250;
     await apply(ds);
-    await waitOnePodPerNode(ns, name, nodes);
-    await waitRolledOut(ns, name, nodes.length);
+    await waitOnePodPerNode(f.ns, name, f.nodes);
+    await waitRolledOut(f.ns, name, f.nodes.length);
 
     assert.ok(syncsOf(leader, key) > 0, 'the leader reconciled the DaemonSet');
     assert.equal(syncsOf(follower, key), 0, 'the follower planned no sync');
@@ -149,7 +134,7 @@ describe('leader election between two controllers', { timeout: 300_000 }, () => 
 
   test('killing the leader lets the other take over, and it carries on with the rollout', async () => {
     assert.ok(leader && follower, 'the first test elected a leader');
-    const before = await adsPods(ns, name);
+    const before = await adsPods(f.ns, name);
     leader.child.kill('SIGKILL');
     await leader.exit;
     const followerId = identityOf(follower)!;
@@ -164,9 +149,9 @@ describe('leader election between two controllers', { timeout: 300_000 }, () => 
     );
 
     // Work that only a live leader can do: a rolling update to a new image.
-    await patchAds(ns, name, imagePatch('busybox:1.37'));
-    const rolled = await waitRolledOut(ns, name, nodes.length, 120_000);
-    const after = await waitOnePodPerNode(ns, name, nodes, { hash: rolled.status!.daemonSetHash! });
+    await patchAds(f.ns, name, imagePatch('busybox:1.37'));
+    const rolled = await waitRolledOut(f.ns, name, f.nodes.length, 120_000);
+    const after = await waitOnePodPerNode(f.ns, name, f.nodes, { hash: rolled.status!.daemonSetHash! });
     for (const p of after.values()) assert.equal(p.spec.containers[0]!.image, 'busybox:1.37');
     assert.equal(
       [...after.values()].filter((p) => before.some((o) => o.metadata.uid === p.metadata.uid)).length,
@@ -174,7 +159,7 @@ describe('leader election between two controllers', { timeout: 300_000 }, () => 
       'every pod was replaced by the new leader',
     );
     assert.ok(syncsOf(follower, key) > 0, 'the new leader reconciled the DaemonSet');
-    const ds = await getAds(ns, name);
+    const ds = await getAds(f.ns, name);
     assert.equal(ds.status?.observedGeneration, ds.metadata.generation);
   });
 });

@@ -2,10 +2,13 @@
 // revisions, events, a streaming pod watcher that checks invariants at every change, and
 // control of extra manager processes (leader election).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe } from 'node:test';
 import type { StatusCounters } from '../../src/daemonset/status.ts';
 import { binaries, repoRoot } from '../cluster/binaries.ts';
-import { fakeNode } from '../cluster/cluster.ts';
+import { clusterDown, clusterUp, fakeNode } from '../cluster/cluster.ts';
 import {
   eventually,
   kubeconfig,
@@ -443,6 +446,45 @@ export interface ManagedProcess {
   child: ChildProcess;
   logFile: string;
   exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export interface PrivateCluster {
+  /** A directory of this describe's own (cluster, process logs). */
+  dir: string;
+  /** The cluster's kubeconfig, once `before` ran. */
+  kubeconfig: string;
+}
+
+/**
+ * `describe` on a control plane of its own (no nodes, our CRD installed), with every helper of the test file pointed
+ * at it (node:test runs each file in its own process). For tests that run their own controller: on the shared
+ * cluster the harness's manager would act on the same objects. The cluster comes up before the hooks `fn`
+ * registers and goes down after all of them (processes they started stopped first).
+ */
+export function describeOnPrivateCluster(
+  name: string,
+  options: { timeout?: number },
+  fn: (cluster: PrivateCluster) => void,
+): void {
+  describe(name, options, () => {
+    const pc: PrivateCluster = { dir: mkdtempSync(join(tmpdir(), 'ads-e2e-private-')), kubeconfig: '' };
+    const dir = join(pc.dir, 'cluster');
+    before(async () => {
+      pc.kubeconfig = (await clusterUp({ dir, nodes: 0, progress: () => {} })).kubeconfig;
+      process.env.KUBECONFIG = pc.kubeconfig;
+      await kubectl([
+        'apply',
+        '--server-side',
+        '-f',
+        join(repoRoot, 'charts/advanced-daemonset/crds/apps.kruise.io_daemonsets.yaml'),
+      ]);
+      await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/daemonsets.apps.kruise.io']);
+    });
+    fn(pc);
+    after(async () => {
+      await clusterDown({ dir, progress: () => {} });
+    });
+  });
 }
 
 /** Starts `bin/advanced-daemonset <args>` with stdout and stderr to `logFile`. */
