@@ -3,7 +3,7 @@
 // release). Which nodes keep the old revision is asserted exactly, and kept pods are checked by UID.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { podReady } from '../lib/kube.ts';
+import { eventually, podReady } from '../lib/kube.ts';
 import { PodWatch, getAds, imagePatch, patchAds } from '../lib/ads.ts';
 import {
   assertSamePods,
@@ -38,8 +38,11 @@ describe('rollingUpdate.partition (item 1)', { timeout: 300_000 }, () => {
     const want = layout(n.slice(0, 3), v1, layout(n.slice(3), v2));
     const p3 = await waitLayout(f.ns, name, want);
     assertSamePods(initial, p3, n.slice(0, 3), 'kept at the old revision by partition 3');
-    const ds = await getAds(f.ns, name);
-    assert.equal(ds.status?.updatedNumberScheduled, 5, 'updatedNumberScheduled = 8 - partition');
+    // Status follows the pods by one sync: wait for it, then hold the layout.
+    await eventually('updatedNumberScheduled = 8 - partition', async () => {
+      const ds = await getAds(f.ns, name);
+      return ds.status?.observedGeneration === ds.metadata.generation && ds.status?.updatedNumberScheduled === 5;
+    });
     await assertUnchanged(f.ns, name, p3, 'partition reached');
 
     await patchAds(f.ns, name, partitionPatch(6));
