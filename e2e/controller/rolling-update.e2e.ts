@@ -3,7 +3,7 @@
 // maxUnavailable, the surge budget and minReadySeconds of maxSurge, and OnDelete.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { apply, eventually, kubectl, podReady, sleep, type PodJson, fixture } from '../lib/kube.ts';
+import { apply, eventually, kubectl, podReady, sleep, fixture } from '../lib/kube.ts';
 import {
   PodWatch,
   adsManifest,
@@ -14,18 +14,12 @@ import {
   hashOf,
   readySince,
   imagePatch,
+  liveByNode,
   patchAds,
   terminating,
   waitOnePodPerNode,
   waitRolledOut,
 } from '../lib/ads.ts';
-
-/** Non-terminating pods per node. */
-function liveByNode(pods: PodJson[], nodes: string[]): Map<string, PodJson[]> {
-  const m = new Map<string, PodJson[]>(nodes.map((n) => [n, []]));
-  for (const p of pods) if (!terminating(p) && p.spec.nodeName) m.get(p.spec.nodeName)?.push(p);
-  return m;
-}
 
 describe('rolling update with maxUnavailable 2 over 6 nodes', { timeout: 300_000 }, () => {
   const f = fixture('rolling', 6);

@@ -9,17 +9,16 @@
 //
 // This file runs on a private cluster of its own: the harness's manager reconciles every
 // DaemonSet of the shared cluster and would fight the managers under test.
-import { after, afterEach, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { checkServerIdentity } from 'node:tls';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { clusterDown, clusterUp } from '../cluster/cluster.ts';
 import {
   adsManifest,
   adsPods,
+  describeOnPrivateCluster,
   imagePatch,
   patchAds,
   readLogLines,
@@ -117,240 +116,233 @@ async function admissionOverTls(manager: ManagedProcess, serverName: string, caP
 const exists = async (args: string[]) =>
   (await kubectl(['get', ...args, '--ignore-not-found', '-o', 'name'])).trim() !== '';
 
-describe('the chart on a private control plane, the manager as its ServiceAccount', { timeout: 400_000 }, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'ads-e2e-helm-'));
-  const group = uniqueName('hl');
-  let r: Release;
-  let ns: string;
-  let nodes: string[];
-  /** Two replicas, as the chart's Deployment runs. */
-  const managers: ManagedProcess[] = [];
-  const ds = 'agent';
+describeOnPrivateCluster(
+  'the chart on a private control plane, the manager as its ServiceAccount',
+  // The chart installs the CRD itself.
+  { timeout: 400_000, crd: false },
+  (cluster) => {
+    const dir = cluster.dir;
+    const group = uniqueName('hl');
+    let r: Release;
+    let ns: string;
+    let nodes: string[];
+    /** Two replicas, as the chart's Deployment runs. */
+    const managers: ManagedProcess[] = [];
+    const ds = 'agent';
 
-  /** Every object the chart renders with default values, as `kubectl get` arguments. */
-  const chartObjects = () => [
-    ['serviceaccount', r.fullname, '-n', r.namespace],
-    ['clusterrole', r.fullname],
-    ['clusterrolebinding', r.fullname],
-    ['role', r.fullname, '-n', r.namespace],
-    ['rolebinding', r.fullname, '-n', r.namespace],
-    ['secret', `${r.fullname}-webhook-certs`, '-n', r.namespace],
-    ['service', `${r.fullname}-webhook`, '-n', r.namespace],
-    ['deployment', r.fullname, '-n', r.namespace],
-    ['poddisruptionbudget', r.fullname, '-n', r.namespace],
-    ['mutatingwebhookconfiguration', `${r.fullname}-mutating`],
-    ['validatingwebhookconfiguration', `${r.fullname}-validating`],
-  ];
+    /** Every object the chart renders with default values, as `kubectl get` arguments. */
+    const chartObjects = () => [
+      ['serviceaccount', r.fullname, '-n', r.namespace],
+      ['clusterrole', r.fullname],
+      ['clusterrolebinding', r.fullname],
+      ['role', r.fullname, '-n', r.namespace],
+      ['rolebinding', r.fullname, '-n', r.namespace],
+      ['secret', `${r.fullname}-webhook-certs`, '-n', r.namespace],
+      ['service', `${r.fullname}-webhook`, '-n', r.namespace],
+      ['deployment', r.fullname, '-n', r.namespace],
+      ['poddisruptionbudget', r.fullname, '-n', r.namespace],
+      ['mutatingwebhookconfiguration', `${r.fullname}-mutating`],
+      ['validatingwebhookconfiguration', `${r.fullname}-validating`],
+    ];
 
-  before(async () => {
-    const state = await clusterUp({ dir: join(dir, 'cluster'), nodes: 0, progress: () => {} });
-    // Every helper below talks to this private cluster (node:test runs each file in its own process).
-    process.env.KUBECONFIG = state.kubeconfig;
-    r = release('ads', await createNamespace('ads-system'));
-    ns = await createNamespace('e2e-helm-flow');
-    nodes = await createTestNodes(group, 3);
-  });
-
-  let failed = false;
-  afterEach((t) => {
-    if ('passed' in t && !t.passed) failed = true;
-  });
-
-  after(async () => {
-    for (const m of managers) if (m.child.exitCode === null && m.child.signalCode === null) m.child.kill('SIGKILL');
-    await Promise.all(managers.map((m) => m.exit));
-    await clusterDown({ dir: join(dir, 'cluster'), progress: () => {} });
-    // The managers' logs are worth keeping only when something failed.
-    if (failed) process.stderr.write(`chart e2e failed; manager logs kept in ${dir}\n`);
-    else rmSync(dir, { recursive: true, force: true });
-  });
-
-  test('helm install creates the CRD (from crds/) and every object of the chart', async () => {
-    assert.equal(await exists(['crd', 'daemonsets.apps.kruise.io']), false, 'a cluster without the CRD');
-    await install(r);
-    assert.equal(await exists(['crd', 'daemonsets.apps.kruise.io']), true, 'helm installed crds/ first');
-    for (const args of chartObjects()) assert.equal(await exists(args), true, `${args.join(' ')} exists`);
-    for (const kind of ['mutating', 'validating'] as const) {
-      const c = await webhookConfiguration(kind, r);
-      assert.equal(c.webhooks[0]!.clientConfig.caBundle, undefined, 'no caBundle before the manager runs');
-      assert.equal(c.webhooks[0]!.clientConfig.service?.name, `${r.fullname}-webhook`);
-    }
-  });
-
-  test('two managers with the chart args and ServiceAccount token share one certificate, fill caBundle and run the core flow', async () => {
-    const saKubeconfig = await serviceAccountKubeconfig(r, dir);
-    for (const id of ['a', 'b']) {
-      const args = await chartManagerArgs(r, join(dir, `certs-${id}`));
-      assert.ok(args.includes('--cert-mode=self-signed'), args.join(' '));
-      managers.push(startProductProcess(id, [...args, '--kubeconfig', saKubeconfig], join(dir, `manager-${id}.log`)));
-    }
-
-    // Certificates: the Secret the chart rendered empty is filled; caBundle is its CA in both configurations.
-    const caBundle = await eventually('the certificate Secret filled by the manager', async () => {
-      const data = await certSecretData(r);
-      // Empty strings (the chart renders the Secret empty) count as not yet.
-      return (data['tls.crt'] && data['ca.crt']) || undefined;
+    before(async () => {
+      r = release('ads', await createNamespace('ads-system'));
+      ns = await createNamespace('e2e-helm-flow');
+      nodes = await createTestNodes(group, 3);
     });
-    await eventually('caBundle of both webhook configurations equal to the Secret CA', async () => {
+
+    after(async () => {
+      for (const m of managers) if (m.child.exitCode === null && m.child.signalCode === null) m.child.kill('SIGKILL');
+      await Promise.all(managers.map((m) => m.exit));
+    });
+
+    test('helm install creates the CRD (from crds/) and every object of the chart', async () => {
+      assert.equal(await exists(['crd', 'daemonsets.apps.kruise.io']), false, 'a cluster without the CRD');
+      await install(r);
+      assert.equal(await exists(['crd', 'daemonsets.apps.kruise.io']), true, 'helm installed crds/ first');
+      for (const args of chartObjects()) assert.equal(await exists(args), true, `${args.join(' ')} exists`);
       for (const kind of ['mutating', 'validating'] as const) {
-        const got = (await webhookConfiguration(kind, r)).webhooks[0]!.clientConfig.caBundle;
-        if (got !== caBundle)
-          throw new Error(`${kind} caBundle ${got?.slice(0, 60)}..., Secret ${caBundle.slice(0, 60)}...`);
+        const c = await webhookConfiguration(kind, r);
+        assert.equal(c.webhooks[0]!.clientConfig.caBundle, undefined, 'no caBundle before the manager runs');
+        assert.equal(c.webhooks[0]!.clientConfig.service?.name, `${r.fullname}-webhook`);
       }
-      return true;
     });
-    // Both replicas serve the one certificate in the Secret; exactly one of them wrote it.
-    const tlsCrt = Buffer.from((await certSecretData(r))['tls.crt']!, 'base64').toString('utf8');
-    const certFile = (id: string) => {
-      try {
-        return readFileSync(join(dir, `certs-${id}`, 'tls.crt'), 'utf8');
-      } catch {
-        return undefined;
+
+    test('two managers with the chart args and ServiceAccount token share one certificate, fill caBundle and run the core flow', async () => {
+      const saKubeconfig = await serviceAccountKubeconfig(r, dir);
+      for (const id of ['a', 'b']) {
+        const args = await chartManagerArgs(r, join(dir, `certs-${id}`));
+        assert.ok(args.includes('--cert-mode=self-signed'), args.join(' '));
+        managers.push(startProductProcess(id, [...args, '--kubeconfig', saKubeconfig], join(dir, `manager-${id}.log`)));
       }
-    };
-    await eventually('both cert dirs to hold the Secret certificate', async () =>
-      ['a', 'b'].every((id) => certFile(id) === tlsCrt),
-    );
-    const issued = managers.flatMap((m) =>
-      readLogLines(m.logFile).filter((l) => l.msg === 'issued webhook serving certificate'),
-    );
-    assert.equal(issued.length, 1, 'one replica issued the certificate, the other adopted it');
-    // The apiserver would call <service>.<namespace>.svc and trust only caBundle: each replica's
-    // webhook answers an AdmissionReview over TLS verified exactly so.
-    for (const m of managers) {
-      const review = await admissionOverTls(
-        m,
-        `${r.fullname}-webhook.${r.namespace}.svc`,
-        Buffer.from(caBundle, 'base64').toString('utf8'),
+
+      // Certificates: the Secret the chart rendered empty is filled; caBundle is its CA in both configurations.
+      const caBundle = await eventually('the certificate Secret filled by the manager', async () => {
+        const data = await certSecretData(r);
+        // Empty strings (the chart renders the Secret empty) count as not yet.
+        return (data['tls.crt'] && data['ca.crt']) || undefined;
+      });
+      await eventually('caBundle of both webhook configurations equal to the Secret CA', async () => {
+        for (const kind of ['mutating', 'validating'] as const) {
+          const got = (await webhookConfiguration(kind, r)).webhooks[0]!.clientConfig.caBundle;
+          if (got !== caBundle)
+            throw new Error(`${kind} caBundle ${got?.slice(0, 60)}..., Secret ${caBundle.slice(0, 60)}...`);
+        }
+        return true;
+      });
+      // Both replicas serve the one certificate in the Secret; exactly one of them wrote it.
+      const tlsCrt = Buffer.from((await certSecretData(r))['tls.crt']!, 'base64').toString('utf8');
+      const certFile = (id: string) => {
+        try {
+          return readFileSync(join(dir, `certs-${id}`, 'tls.crt'), 'utf8');
+        } catch {
+          return undefined;
+        }
+      };
+      await eventually('both cert dirs to hold the Secret certificate', async () =>
+        ['a', 'b'].every((id) => certFile(id) === tlsCrt),
       );
-      assert.equal(review.response?.uid, 'chart-e2e');
-      assert.equal(review.response?.allowed, true, JSON.stringify(review.response));
-    }
+      const issued = managers.flatMap((m) =>
+        readLogLines(m.logFile).filter((l) => l.msg === 'issued webhook serving certificate'),
+      );
+      assert.equal(issued.length, 1, 'one replica issued the certificate, the other adopted it');
+      // The apiserver would call <service>.<namespace>.svc and trust only caBundle: each replica's
+      // webhook answers an AdmissionReview over TLS verified exactly so.
+      for (const m of managers) {
+        const review = await admissionOverTls(
+          m,
+          `${r.fullname}-webhook.${r.namespace}.svc`,
+          Buffer.from(caBundle, 'base64').toString('utf8'),
+        );
+        assert.equal(review.response?.uid, 'chart-e2e');
+        assert.equal(review.response?.allowed, true, JSON.stringify(review.response));
+      }
 
-    const holder = await eventually('one manager to hold the chart Lease', async () => {
-      const lease = await kubectlJson<{ spec?: { holderIdentity?: string } }>([
-        'get',
-        'lease',
-        `${r.fullname}-controller`,
-        '-n',
+      const holder = await eventually('one manager to hold the chart Lease', async () => {
+        const lease = await kubectlJson<{ spec?: { holderIdentity?: string } }>([
+          'get',
+          'lease',
+          `${r.fullname}-controller`,
+          '-n',
+          r.namespace,
+        ]).catch(() => undefined);
+        return lease?.spec?.holderIdentity;
+      });
+      const leaders = managers.filter((m) =>
+        readLogLines(m.logFile).some((l) => l.msg === 'successfully acquired lease' && l.identity === holder),
+      );
+      assert.equal(leaders.length, 1, `exactly one manager acquired the lease (${holder})`);
+
+      // The core flow. The chart's webhooks only see its own namespace here (their Service has no
+      // reachable endpoint on this cluster), so the manifest carries the webhook's defaults.
+      const manifest = adsManifest({
+        name: ds,
+        namespace: ns,
+        group,
+        image: 'nginx:1.27',
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1 } },
+        revisionHistoryLimit: 10,
+      });
+      (manifest.spec as Record<string, unknown>).burstReplicas = 250;
+      await apply(manifest);
+      await waitOnePodPerNode(ns, ds, nodes);
+      await waitRolledOut(ns, ds, nodes.length);
+
+      await patchAds(ns, ds, imagePatch('nginx:1.28'));
+      await waitRolledOut(ns, ds, nodes.length);
+      await waitOnePodPerNode(ns, ds, nodes);
+      const images = (await adsPods(ns, ds)).map((p) => p.spec.containers[0]!.image);
+      assert.deepEqual(images, ['nginx:1.28', 'nginx:1.28', 'nginx:1.28']);
+
+      for (const m of managers) {
+        const denied = readLogLines(m.logFile).filter((l) => /forbidden/i.test(JSON.stringify(l)));
+        assert.deepEqual(denied, [], `no request of manager ${m.name} was refused by RBAC`);
+        assert.equal(m.child.exitCode, null, `manager ${m.name} is still running`);
+      }
+    });
+
+    test('kubectl auth can-i: the ServiceAccount may do what the manager needs and nothing more', async () => {
+      // -A for cluster-scoped resources: kubectl warns about a namespace otherwise, and canI fails on warnings.
+      const other = 'default';
+      const allowed: string[][] = [
+        ['list', 'daemonsets.apps.kruise.io', '-A'],
+        ['patch', 'daemonsets.apps.kruise.io', '--subresource=status', '-n', ns],
+        ['create', 'pods', '-n', ns],
+        ['delete', 'pods', '-n', ns],
+        ['watch', 'nodes', '-A'],
+        ['create', 'controllerrevisions.apps', '-n', ns],
+        ['update', `leases.coordination.k8s.io/${r.fullname}-controller`, '-n', r.namespace],
+        ['update', `secrets/${r.fullname}-webhook-certs`, '-n', r.namespace],
+        ['patch', `validatingwebhookconfigurations/${r.fullname}-validating`, '-A'],
+      ];
+      const refused: string[][] = [
+        ['delete', 'nodes', '-A'],
+        ['update', 'nodes', '-A'],
+        ['get', 'secrets', '-A'],
+        ['list', 'secrets', '-n', r.namespace],
+        ['get', 'secrets/some-other-secret', '-n', r.namespace],
+        ['get', 'secrets', '-n', other],
+        ['create', 'pods', '--subresource=exec', '-n', ns],
+        ['create', 'pods', '--subresource=eviction', '-n', ns],
+        ['delete', 'daemonsets.apps.kruise.io', '-n', ns],
+        ['update', 'daemonsets.apps.kruise.io', '-n', ns],
+        ['create', 'daemonsets.apps', '-n', ns],
+        ['get', 'configmaps', '-n', r.namespace],
+        ['update', 'leases.coordination.k8s.io/kube-scheduler', '-n', 'kube-system'],
+        ['create', 'leases.coordination.k8s.io', '-n', other],
+        ['update', 'mutatingwebhookconfigurations/someone-elses', '-A'],
+        ['create', 'validatingwebhookconfigurations', '-A'],
+        ['delete', 'customresourcedefinitions', '-A'],
+        ['create', 'clusterrolebindings', '-A'],
+        ['escalate', 'clusterroles', '-A'],
+        ['impersonate', 'serviceaccounts'],
+        ['create', 'serviceaccounts', '--subresource=token', '-n', r.namespace],
+      ];
+      for (const args of allowed) assert.equal(await canI(r.user, args), true, `may ${args.join(' ')}`);
+      for (const args of refused) assert.equal(await canI(r.user, args), false, `may not ${args.join(' ')}`);
+    });
+
+    test('helm upgrade with changed values reaches the Deployment and webhooks; the certificate survives', async () => {
+      const secretBefore = await certSecretData(r);
+      await helmCluster([
+        'upgrade',
+        r.name,
+        chartDir,
+        '--namespace',
         r.namespace,
-      ]).catch(() => undefined);
-      return lease?.spec?.holderIdentity;
+        ...e2eValues(r.namespace),
+        '--set',
+        'replicas=3',
+        '--set',
+        'logLevel=debug',
+        '--set',
+        'webhook.timeoutSeconds=25',
+      ]);
+      const d = await kubectlJson<DeploymentJson>(['get', 'deployment', r.fullname, '-n', r.namespace]);
+      assert.equal(d.spec.replicas, 3);
+      assert.ok(d.spec.template.spec.containers[0]!.args.includes('--log-level=debug'));
+      assert.ok(d.spec.template.spec.containers[0]!.args.includes('--webhook-timeout-seconds=25'));
+      const secretAfter = await certSecretData(r);
+      for (const kind of ['mutating', 'validating'] as const) {
+        const c = await webhookConfiguration(kind, r);
+        assert.equal(c.webhooks[0]!.timeoutSeconds, 25);
+        assert.equal(c.webhooks[0]!.clientConfig.caBundle, secretAfter['ca.crt'], 'caBundle kept by the upgrade');
+      }
+      assert.deepEqual(secretAfter, secretBefore, 'the certificate Secret is unchanged');
+      assert.ok(secretAfter['ca.crt'], 'and not empty');
+      const revision = JSON.parse(await helmCluster(['history', r.name, '-n', r.namespace, '-o', 'json'])) as unknown[];
+      assert.equal(revision.length, 2);
     });
-    const leaders = managers.filter((m) =>
-      readLogLines(m.logFile).some((l) => l.msg === 'successfully acquired lease' && l.identity === holder),
-    );
-    assert.equal(leaders.length, 1, `exactly one manager acquired the lease (${holder})`);
 
-    // The core flow. The chart's webhooks only see its own namespace here (their Service has no
-    // reachable endpoint on this cluster), so the manifest carries the webhook's defaults.
-    const manifest = adsManifest({
-      name: ds,
-      namespace: ns,
-      group,
-      image: 'nginx:1.27',
-      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1 } },
-      revisionHistoryLimit: 10,
+    test('helm uninstall removes every object of the chart but keeps the CRD and the DaemonSets', async () => {
+      for (const m of managers) m.child.kill('SIGTERM');
+      for (const m of managers) {
+        assert.deepEqual(await m.exit, { code: 0, signal: null }, `manager ${m.name} shuts down cleanly`);
+      }
+      await uninstall(r);
+      for (const args of chartObjects()) assert.equal(await exists(args), false, `${args.join(' ')} removed`);
+      assert.equal(await exists(['crd', 'daemonsets.apps.kruise.io']), true, 'the CRD stays');
+      assert.equal(await exists(['daemonsets.apps.kruise.io', ds, '-n', ns]), true, 'and so do the DaemonSets');
     });
-    (manifest.spec as Record<string, unknown>).burstReplicas = 250;
-    await apply(manifest);
-    await waitOnePodPerNode(ns, ds, nodes);
-    await waitRolledOut(ns, ds, nodes.length);
-
-    await patchAds(ns, ds, imagePatch('nginx:1.28'));
-    await waitRolledOut(ns, ds, nodes.length);
-    await waitOnePodPerNode(ns, ds, nodes);
-    const images = (await adsPods(ns, ds)).map((p) => p.spec.containers[0]!.image);
-    assert.deepEqual(images, ['nginx:1.28', 'nginx:1.28', 'nginx:1.28']);
-
-    for (const m of managers) {
-      const denied = readLogLines(m.logFile).filter((l) => /forbidden/i.test(JSON.stringify(l)));
-      assert.deepEqual(denied, [], `no request of manager ${m.name} was refused by RBAC`);
-      assert.equal(m.child.exitCode, null, `manager ${m.name} is still running`);
-    }
-  });
-
-  test('kubectl auth can-i: the ServiceAccount may do what the manager needs and nothing more', async () => {
-    // -A for cluster-scoped resources: kubectl warns about a namespace otherwise, and canI fails on warnings.
-    const other = 'default';
-    const allowed: string[][] = [
-      ['list', 'daemonsets.apps.kruise.io', '-A'],
-      ['patch', 'daemonsets.apps.kruise.io', '--subresource=status', '-n', ns],
-      ['create', 'pods', '-n', ns],
-      ['delete', 'pods', '-n', ns],
-      ['watch', 'nodes', '-A'],
-      ['create', 'controllerrevisions.apps', '-n', ns],
-      ['update', `leases.coordination.k8s.io/${r.fullname}-controller`, '-n', r.namespace],
-      ['update', `secrets/${r.fullname}-webhook-certs`, '-n', r.namespace],
-      ['patch', `validatingwebhookconfigurations/${r.fullname}-validating`, '-A'],
-    ];
-    const refused: string[][] = [
-      ['delete', 'nodes', '-A'],
-      ['update', 'nodes', '-A'],
-      ['get', 'secrets', '-A'],
-      ['list', 'secrets', '-n', r.namespace],
-      ['get', 'secrets/some-other-secret', '-n', r.namespace],
-      ['get', 'secrets', '-n', other],
-      ['create', 'pods', '--subresource=exec', '-n', ns],
-      ['create', 'pods', '--subresource=eviction', '-n', ns],
-      ['delete', 'daemonsets.apps.kruise.io', '-n', ns],
-      ['update', 'daemonsets.apps.kruise.io', '-n', ns],
-      ['create', 'daemonsets.apps', '-n', ns],
-      ['get', 'configmaps', '-n', r.namespace],
-      ['update', 'leases.coordination.k8s.io/kube-scheduler', '-n', 'kube-system'],
-      ['create', 'leases.coordination.k8s.io', '-n', other],
-      ['update', 'mutatingwebhookconfigurations/someone-elses', '-A'],
-      ['create', 'validatingwebhookconfigurations', '-A'],
-      ['delete', 'customresourcedefinitions', '-A'],
-      ['create', 'clusterrolebindings', '-A'],
-      ['escalate', 'clusterroles', '-A'],
-      ['impersonate', 'serviceaccounts'],
-      ['create', 'serviceaccounts', '--subresource=token', '-n', r.namespace],
-    ];
-    for (const args of allowed) assert.equal(await canI(r.user, args), true, `may ${args.join(' ')}`);
-    for (const args of refused) assert.equal(await canI(r.user, args), false, `may not ${args.join(' ')}`);
-  });
-
-  test('helm upgrade with changed values reaches the Deployment and webhooks; the certificate survives', async () => {
-    const secretBefore = await certSecretData(r);
-    await helmCluster([
-      'upgrade',
-      r.name,
-      chartDir,
-      '--namespace',
-      r.namespace,
-      ...e2eValues(r.namespace),
-      '--set',
-      'replicas=3',
-      '--set',
-      'logLevel=debug',
-      '--set',
-      'webhook.timeoutSeconds=25',
-    ]);
-    const d = await kubectlJson<DeploymentJson>(['get', 'deployment', r.fullname, '-n', r.namespace]);
-    assert.equal(d.spec.replicas, 3);
-    assert.ok(d.spec.template.spec.containers[0]!.args.includes('--log-level=debug'));
-    assert.ok(d.spec.template.spec.containers[0]!.args.includes('--webhook-timeout-seconds=25'));
-    const secretAfter = await certSecretData(r);
-    for (const kind of ['mutating', 'validating'] as const) {
-      const c = await webhookConfiguration(kind, r);
-      assert.equal(c.webhooks[0]!.timeoutSeconds, 25);
-      assert.equal(c.webhooks[0]!.clientConfig.caBundle, secretAfter['ca.crt'], 'caBundle kept by the upgrade');
-    }
-    assert.deepEqual(secretAfter, secretBefore, 'the certificate Secret is unchanged');
-    assert.ok(secretAfter['ca.crt'], 'and not empty');
-    const revision = JSON.parse(await helmCluster(['history', r.name, '-n', r.namespace, '-o', 'json'])) as unknown[];
-    assert.equal(revision.length, 2);
-  });
-
-  test('helm uninstall removes every object of the chart but keeps the CRD and the DaemonSets', async () => {
-    for (const m of managers) m.child.kill('SIGTERM');
-    for (const m of managers) {
-      assert.deepEqual(await m.exit, { code: 0, signal: null }, `manager ${m.name} shuts down cleanly`);
-    }
-    await uninstall(r);
-    for (const args of chartObjects()) assert.equal(await exists(args), false, `${args.join(' ')} removed`);
-    assert.equal(await exists(['crd', 'daemonsets.apps.kruise.io']), true, 'the CRD stays');
-    assert.equal(await exists(['daemonsets.apps.kruise.io', ds, '-n', ns]), true, 'and so do the DaemonSets');
-  });
-});
+  },
+);

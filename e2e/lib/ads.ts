@@ -2,10 +2,10 @@
 // revisions, events, a streaming pod watcher that checks invariants at every change, and
 // control of extra manager processes (leader election).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe } from 'node:test';
+import { after, afterEach, before, describe } from 'node:test';
 import type { StatusCounters } from '../../src/daemonset/status.ts';
 import { binaries, repoRoot } from '../cluster/binaries.ts';
 import { clusterDown, clusterUp, fakeNode } from '../cluster/cluster.ts';
@@ -139,6 +139,13 @@ export function adsPods(namespace: string, name: string): Promise<PodJson[]> {
 }
 
 /** Pods grouped by spec.nodeName ('' for unscheduled). */
+/** Non-terminating pods per node (every node of `nodes` present). */
+export function liveByNode(pods: PodJson[], nodes: string[]): Map<string, PodJson[]> {
+  const m = new Map<string, PodJson[]>(nodes.map((n) => [n, []]));
+  for (const p of pods) if (!terminating(p) && p.spec.nodeName) m.get(p.spec.nodeName)?.push(p);
+  return m;
+}
+
 export function byNode(pods: PodJson[]): Map<string, PodJson[]> {
   const m = new Map<string, PodJson[]>();
   for (const p of pods) {
@@ -456,22 +463,26 @@ export interface PrivateCluster {
 }
 
 /**
- * `describe` on a control plane of its own (no nodes, our CRD installed), with every helper of the test file pointed
- * at it (node:test runs each file in its own process). For tests that run their own controller: on the shared
- * cluster the harness's manager would act on the same objects. The cluster comes up before the hooks `fn`
- * registers and goes down after all of them (processes they started stopped first).
+ * `describe` on a control plane of its own (no nodes; our CRD installed unless `crd: false`), with every helper of
+ * the test file pointed at it (node:test runs each file in its own process). For tests that run their own
+ * controller: on the shared cluster the harness's manager would act on the same objects. The cluster comes up
+ * before the hooks `fn` registers and goes down after all of them; `cluster.dir` (logs of the processes the tests
+ * start) is kept only when a test failed.
  */
 export function describeOnPrivateCluster(
   name: string,
-  options: { timeout?: number },
+  options: { timeout?: number; crd?: boolean },
   fn: (cluster: PrivateCluster) => void,
 ): void {
-  describe(name, options, () => {
+  const { crd = true, ...describeOptions } = options;
+  describe(name, describeOptions, () => {
     const pc: PrivateCluster = { dir: mkdtempSync(join(tmpdir(), 'ads-e2e-private-')), kubeconfig: '' };
     const dir = join(pc.dir, 'cluster');
+    let failed = false;
     before(async () => {
       pc.kubeconfig = (await clusterUp({ dir, nodes: 0, progress: () => {} })).kubeconfig;
       process.env.KUBECONFIG = pc.kubeconfig;
+      if (!crd) return;
       await kubectl([
         'apply',
         '--server-side',
@@ -480,9 +491,14 @@ export function describeOnPrivateCluster(
       ]);
       await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/daemonsets.apps.kruise.io']);
     });
+    afterEach((t) => {
+      if ('passed' in t && !t.passed) failed = true;
+    });
     fn(pc);
     after(async () => {
       await clusterDown({ dir, progress: () => {} });
+      if (failed) process.stderr.write(`${name}: failed; logs kept in ${pc.dir}\n`);
+      else rmSync(pc.dir, { recursive: true, force: true });
     });
   });
 }

@@ -5,17 +5,18 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { eventually, podReady, type PodJson } from '../lib/kube.ts';
-import { PodWatch, deletedAt, hashOf, readySince, imagePatch, patchAds, waitRolledOut, ADS } from '../lib/ads.ts';
 import {
-  fixture,
-  type Fixture,
-  layout,
+  PodWatch,
+  deletedAt,
+  hashOf,
+  readySince,
+  imagePatch,
+  patchAds,
+  waitRolledOut,
+  ADS,
   liveByNode,
-  rolledOutDaemonSet,
-  RvWatch,
-  waitLayout,
-  waitNewRevision,
-} from './lib.ts';
+} from '../lib/ads.ts';
+import { fixture, type Fixture, layout, rolledOutDaemonSet, RvWatch, waitLayout, waitNewRevision } from './lib.ts';
 
 describe('burstReplicas (item 5)', { timeout: 300_000 }, () => {
   const f = fixture('burst', 4);

@@ -16,13 +16,13 @@ import {
   patchAds,
   terminating,
   waitRolledOut,
+  liveByNode,
 } from '../lib/ads.ts';
 import {
   assertSamePods,
   assertUnchanged,
   fixture,
   layout,
-  liveByNode,
   rolledOutDaemonSet,
   waitLayout,
   waitNewRevision,

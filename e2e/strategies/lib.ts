@@ -20,13 +20,6 @@ import {
   type AdsOptions,
 } from '../lib/ads.ts';
 
-/** Non-terminating pods per node (every node of `nodes` present). */
-export function liveByNode(pods: PodJson[], nodes: string[]): Map<string, PodJson[]> {
-  const m = new Map<string, PodJson[]>(nodes.map((n) => [n, []]));
-  for (const p of pods) if (!terminating(p) && p.spec.nodeName) m.get(p.spec.nodeName)?.push(p);
-  return m;
-}
-
 /**
  * Waits until each node of `want` runs exactly one Ready, non-terminating pod carrying the wanted revision hash,
  * and no other pod of the DaemonSet exists (none terminating, none elsewhere). Returns the pods by node.

@@ -4,13 +4,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { eventually, podReady } from '../lib/kube.ts';
-import { PodWatch, getAds, imagePatch, patchAds } from '../lib/ads.ts';
+import { PodWatch, getAds, imagePatch, patchAds, liveByNode } from '../lib/ads.ts';
 import {
   assertSamePods,
   assertUnchanged,
   fixture,
   layout,
-  liveByNode,
   rolledOutDaemonSet,
   waitLayout,
   waitNewRevision,

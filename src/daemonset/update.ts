@@ -8,7 +8,7 @@ import { labelSelectorErrors } from '../k8s/labels.ts';
 import { cmp, type SyncContext } from './context.ts';
 import { findUpdatedPodsOnNode, isPodNilOrPreDeleting, isPodPreDeleting, type NodeToDaemonPods } from './pods.ts';
 import type { PodDelete } from './plan-types.ts';
-import { nodeShouldUpdateBySelector, partitionCount, rollingUpdateBudget } from './strategy.ts';
+import { hasUpdateSelector, nodeShouldUpdateBySelector, partitionCount, rollingUpdateBudget } from './strategy.ts';
 
 /**
  * updatedDesiredNodeCounts (map part): a copy of nodeToDaemonPods with an empty entry for every shouldRun node that
@@ -43,8 +43,7 @@ export function filterDaemonPodsNodeToUpdate(
   nodeByName: ReadonlyMap<string, Node>,
   partition: number,
 ): string[] {
-  const selector = ds.spec.updateStrategy?.rollingUpdate?.selector;
-  const hasSelector = (ds.spec.updateStrategy?.type ?? 'RollingUpdate') === 'RollingUpdate' && !!selector;
+  const hasSelector = hasUpdateSelector(ds);
   const inSubset = (name: string) => !hasSelector || nodeShouldUpdateBySelector(nodeByName.get(name) as Node, ds);
   const all = [...nodeToDaemonPods.keys()].filter((n) => nodeByName.has(n)).sort(cmp);
   // Nodes outside the selector that are updated or updating already: in the list (they hold new pods, or get one
