@@ -20,11 +20,8 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: the `node` devDependency would download a second Node binary; the base image has one.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
-# One ESM file for our code; npm packages stay imports. e2e/cluster/binaries.ts (behind the
-# `cluster` command) reads versions.json beside itself when loaded, so it goes next to the bundle.
-RUN node_modules/.bin/esbuild src/cli/main.ts --bundle --platform=node --format=esm --target=node24 \
-      --packages=external --sourcemap --outfile=dist/main.mjs \
- && cp e2e/cluster/versions.json dist/versions.json
+# One ESM file for our code, npm packages staying imports (e2e/hack/bundle.ts; the benchmark runs the same).
+RUN node --import tsx e2e/hack/bundle.ts
 
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app

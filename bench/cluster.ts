@@ -40,6 +40,8 @@ export interface ClusterBenchOptions {
   managerBurst: number;
   /** More flags for our manager, e.g. ['--image-predownload', 'off']. */
   managerArgs: string[];
+  /** Command line of our manager (lib/programs.ts). */
+  managerCommand: string[];
 }
 
 export type ControllerKind = 'native' | 'ours';
@@ -220,6 +222,7 @@ class Bench {
     const m = await startManager({
       kubeconfig: this.state.kubeconfig,
       dir: join(this.opts.dir, `manager-${++this.managerSeq}`),
+      command: this.opts.managerCommand,
       args: [
         '--kube-api-qps',
         String(this.opts.managerQps),

@@ -1,5 +1,9 @@
 // Planning cost: one full planDaemonSet (history, eligibility, manage, rolling update, status) for
 // one DaemonSet, in process, on growing node counts. Inputs are the planner's own test fixtures.
+// It runs in a child process from the production bundle (runPlanningBenchInChild), so the code timed is
+// the code that ships, not tsx's output, and the benchmark's own state shares no heap with it.
+import { spawn } from 'node:child_process';
+import { cmp } from '../src/daemonset/context.ts';
 import { planDaemonSet } from '../src/daemonset/plan.ts';
 import type { DaemonSetSnapshot } from '../src/daemonset/plan-types.ts';
 import { addNodes, newDaemonSet, newPod, T0 } from '../src/daemonset/test-fixtures.ts';
@@ -29,7 +33,8 @@ export const scenarioText = SCENARIOS;
 /** The three snapshots for `n` nodes: pods pinned to each node, Ready long enough to be available. */
 function snapshots(n: number): Record<PlanScenario, DaemonSetSnapshot> {
   const ds = newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { maxUnavailable: '10%' } });
-  const nodes = addNodes(n, { type: 'kwok' });
+  // In name order, as the controller's node cache hands them over (Indexer.listSorted).
+  const nodes = addNodes(n, { type: 'kwok' }).sort((a, b) => cmp(a.metadata.name ?? '', b.metadata.name ?? ''));
   const first = planDaemonSet({ ds, nodes, pods: [], revisions: [], now: T0 });
   const revisions = first.revisions.create;
   const pods = (hash: string) => nodes.map((node) => newPod(ds, node.metadata.name ?? '', { hash, ready: true }));
@@ -58,6 +63,26 @@ function measure(
   return { times, stage: plan.stage, creates: plan.creates.length, deletes: plan.deletes.length };
 }
 
+/** runPlanningBench in `command` (lib/programs.ts: this file, bundled); progress lines pass through to stderr. */
+export async function runPlanningBenchInChild(
+  command: string[],
+  sizes: number[],
+  budgetMs: number,
+): Promise<PlanningSample[]> {
+  const [program, ...args] = command as [string, ...string[]];
+  const child = spawn(program, [...args, JSON.stringify({ sizes, budgetMs })], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let stdout = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', resolve);
+  });
+  if (code !== 0) throw new Error(`planning benchmark process exited with code ${code}`);
+  return JSON.parse(stdout) as PlanningSample[];
+}
+
 export function runPlanningBench(sizes: number[], budgetMs: number): PlanningSample[] {
   const out: PlanningSample[] = [];
   for (const n of sizes) {
@@ -81,4 +106,10 @@ export function runPlanningBench(sizes: number[], budgetMs: number): PlanningSam
     }
   }
   return out;
+}
+
+// The child: `node planning.mjs '{"sizes":[...],"budgetMs":N}'` prints the samples as JSON.
+if (import.meta.url.endsWith('/planning.mjs') && process.argv[2]) {
+  const { sizes, budgetMs } = JSON.parse(process.argv[2]) as { sizes: number[]; budgetMs: number };
+  process.stdout.write(`${JSON.stringify(runPlanningBench(sizes, budgetMs))}\n`);
 }

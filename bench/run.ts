@@ -6,8 +6,9 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureBinaries, repoRoot } from '../e2e/cluster/binaries.ts';
 import { runClusterBench } from './cluster.ts';
+import { buildPrograms } from './lib/programs.ts';
 import { say } from './lib/stats.ts';
-import { runPlanningBench } from './planning.ts';
+import { runPlanningBenchInChild } from './planning.ts';
 import { machineFacts, renderMarkdown, type BenchResults } from './report.ts';
 import { runWebhookBench } from './webhook.ts';
 
@@ -31,6 +32,7 @@ const HELP = `npm run bench -- [flags]
   --out DIR               where results.md and results.json go (default bench/results)
   --note TEXT             a line printed under the machine facts (e.g. "machine shared with ...")
   --keep                  keep the scratch directory (manager logs, audit log)
+  --cpu-prof DIR          our manager and webhook server write V8 CPU profiles into DIR
   --help`;
 
 const PARTS = ['planning', 'webhook', 'cluster'] as const;
@@ -63,6 +65,7 @@ async function main(): Promise<number> {
       out: { type: 'string' },
       note: { type: 'string' },
       keep: { type: 'boolean' },
+      'cpu-prof': { type: 'string' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -109,14 +112,17 @@ async function main(): Promise<number> {
     }
   };
   try {
+    const programs = await buildPrograms(v['cpu-prof'] ? resolve(v['cpu-prof']) : undefined);
+    say(`our processes run the production bundle ${programs.manager.at(-1)}`);
     if (only.includes('planning'))
       await part('planning', async () => {
         say(`planning: ${params.planningSizes.join(', ')} nodes`);
-        results.planning = runPlanningBench(params.planningSizes, params.planningMs);
+        results.planning = await runPlanningBenchInChild(programs.planning, params.planningSizes, params.planningMs);
       });
     if (only.includes('webhook'))
       await part('webhook', async () => {
         results.webhook = await runWebhookBench({
+          server: programs.webhookServer,
           dir: work,
           durationSeconds: params.webhookSeconds,
           fixedRate: params.webhookRate,
@@ -127,7 +133,7 @@ async function main(): Promise<number> {
       await part('cluster', async () => {
         say('checking control-plane binaries (a cold build takes many minutes)');
         await ensureBinaries();
-        results.cluster = await runClusterBench({ dir: work, ...params });
+        results.cluster = await runClusterBench({ dir: work, ...params, managerCommand: programs.manager });
       });
   } finally {
     if (v.keep) say(`scratch directory kept: ${work}`);

@@ -1,17 +1,123 @@
-// The load generator, in its own process (pinned to the other core): autocannon against one
-// webhook path. Argument: a JSON object of options; prints autocannon's result as JSON.
+// The load generator, in its own process (pinned to the other core), against one webhook path.
+// Argument: a JSON object of options (LoadOptions); prints a LoadSummary as JSON.
+// - Max throughput: autocannon (closed loop, N connections each with one request in flight).
+// - Fixed rate: an open loop written here, because autocannon's overallRate sends each second's requests in a
+//   burst (so its p99 measures the burst's queue, tens of ms, not the server) and rounds latency to whole ms.
+//   Requests are started evenly spaced over keep-alive connections; latency is from starting a request
+//   (connection queue included) to the end of its response, in microseconds.
+import { Agent, request } from 'node:https';
 import autocannon from 'autocannon';
+import { percentile } from './lib/stats.ts';
 import type { LoadOptions } from './webhook.ts';
 
+export interface LoadSummary {
+  requests: number;
+  /** Of the recorded requests. */
+  durationSeconds: number;
+  /** Of the whole run, warm-up included (what the server's CPU time is divided by). */
+  wallSeconds: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Connection errors and timeouts. */
+  errors: number;
+  non2xx: number;
+}
+
+async function maxThroughput(o: LoadOptions): Promise<LoadSummary> {
+  const r = await autocannon({
+    url: o.url,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: o.body,
+    connections: o.connections,
+    duration: o.durationSeconds,
+    tlsOptions: { ca: o.ca },
+  });
+  return {
+    requests: r.requests.total,
+    durationSeconds: r.duration,
+    wallSeconds: r.duration,
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
+    errors: r.errors + r.timeouts,
+    non2xx: r.non2xx,
+  };
+}
+
+async function fixedRate(o: LoadOptions, rate: number): Promise<LoadSummary> {
+  const url = new URL(o.url);
+  const agent = new Agent({ keepAlive: true, maxSockets: o.connections, ca: o.ca });
+  const latenciesMs: number[] = [];
+  let errors = 0;
+  let non2xx = 0;
+  let inFlight = 0;
+  const send = (record: boolean) => {
+    inFlight++;
+    const start = process.hrtime.bigint();
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(o.body) },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => {
+          if (record) latenciesMs.push(Number(process.hrtime.bigint() - start) / 1e6);
+          if (record && (res.statusCode ?? 0) >= 300) non2xx++;
+          inFlight--;
+        });
+      },
+    );
+    // No Nagle: a request split over two TCP segments would otherwise wait for a delayed ACK (~40 ms).
+    req.on('socket', (socket) => socket.setNoDelay(true));
+    req.on('error', () => {
+      if (record) errors++;
+      inFlight--;
+    });
+    req.end(o.body);
+  };
+  // The first second is warm-up, not recorded: TLS handshakes of new connections and this process's JIT would
+  // otherwise be the slowest 1% of the run.
+  const warmup = Math.round(rate);
+  const total = warmup + Math.round(rate * o.durationSeconds);
+  const intervalMs = 1000 / rate;
+  const t0 = performance.now();
+  let recordFrom = t0;
+  let sent = 0;
+  // Every millisecond, start the requests whose time has come (the timer's own lag only delays starts).
+  await new Promise<void>((resolve) => {
+    const tick = setInterval(() => {
+      const due = Math.min(total, Math.floor((performance.now() - t0) / intervalMs) + 1);
+      while (sent < due) {
+        send(sent >= warmup);
+        sent++;
+        if (sent === warmup) recordFrom = performance.now();
+      }
+      if (sent >= total) {
+        clearInterval(tick);
+        resolve();
+      }
+    }, 1);
+  });
+  const deadline = performance.now() + 10_000;
+  while (inFlight > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  const end = performance.now();
+  agent.destroy();
+  return {
+    requests: latenciesMs.length,
+    durationSeconds: (end - recordFrom) / 1000,
+    wallSeconds: (end - t0) / 1000,
+    p50Ms: percentile(latenciesMs, 50),
+    p99Ms: percentile(latenciesMs, 99),
+    errors: errors + inFlight,
+    non2xx,
+  };
+}
+
 const o = JSON.parse(process.argv[2] ?? '{}') as LoadOptions;
-const result = await autocannon({
-  url: o.url,
-  method: 'POST',
-  headers: { 'content-type': 'application/json' },
-  body: o.body,
-  connections: o.connections,
-  duration: o.durationSeconds,
-  ...(o.overallRate ? { overallRate: o.overallRate } : {}),
-  tlsOptions: { ca: o.ca },
-});
-process.stdout.write(`${JSON.stringify(result)}\n`);
+const summary = o.overallRate ? await fixedRate(o, o.overallRate) : await maxThroughput(o);
+process.stdout.write(`${JSON.stringify(summary)}\n`);

@@ -1,5 +1,5 @@
 // Webhook throughput and latency: the Fastify app over TLS in its own process pinned to one core,
-// autocannon in another process pinned to the other core; mutate and validate measured separately.
+// a load generator in another process pinned to the other core; mutate, validate and a bare-Fastify ceiling.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
@@ -7,20 +7,21 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import fastJsonPatch from 'fast-json-patch';
-import type { Result as LoadResult } from 'autocannon';
 import { createCA, createLeaf } from '../certs/pki.ts';
 import { repoRoot } from '../e2e/cluster/binaries.ts';
 import { MUTATE_PATH, VALIDATE_PATH } from '../src/api/constants.ts';
 import { handleAdmissionReview, mutateDaemonSet } from '../webhook/admission.ts';
 import { cpuSeconds } from './lib/proc.ts';
+import { NODE } from './lib/programs.ts';
+import type { LoadSummary } from './webhook-load.ts';
 import { say } from './lib/stats.ts';
 
 const run = promisify(execFile);
-const NODE = join(repoRoot, 'node_modules', '.bin', 'node');
 const TSX = `file://${join(repoRoot, 'node_modules', 'tsx', 'dist', 'loader.mjs')}`;
 
 export interface WebhookRun {
-  webhook: 'mutate' | 'validate';
+  /** echo: the ceiling, a bare Fastify over the same TLS answering allowed without looking (webhook-server.ts). */
+  webhook: 'mutate' | 'validate' | 'echo';
   mode: 'max' | 'fixed';
   connections: number;
   targetRate?: number;
@@ -38,6 +39,8 @@ export interface WebhookBenchOptions {
   durationSeconds: number;
   fixedRate: number;
   maxConnections: number;
+  /** Command line of bench/webhook-server.ts (lib/programs.ts). */
+  server: string[];
 }
 
 /** A node agent as people write them: probes, env, mounts, tolerations, resources (about 2.6 KB). */
@@ -131,7 +134,7 @@ function review(object: unknown): string {
 }
 
 /** Mutate gets the object as written; validate gets it after defaulting, as the apiserver sends it. */
-function bodies(): Record<'mutate' | 'validate', string> {
+export function bodies(): Record<'mutate' | 'validate', string> {
   const raw = daemonSet();
   const mutated = handleAdmissionReview(JSON.parse(review(raw)), mutateDaemonSet);
   const patch = (mutated.body as { response?: { patch?: string } }).response?.patch;
@@ -158,14 +161,14 @@ function post(port: number, path: string, body: string, ca: string): Promise<{ s
   });
 }
 
-async function startServer(certDir: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(
-    'taskset',
-    ['-c', '0', NODE, '--import', TSX, join(repoRoot, 'bench', 'webhook-server.ts'), certDir],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
+async function startServer(
+  server: string[],
+  certDir: string,
+  echo = false,
+): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn('taskset', ['-c', '0', ...server, certDir, ...(echo ? ['echo'] : [])], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const first = await new Promise<string>((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
     lines.once('line', resolve);
@@ -187,13 +190,13 @@ export interface LoadOptions {
   overallRate?: number;
 }
 
-async function load(opts: LoadOptions): Promise<LoadResult> {
+async function load(opts: LoadOptions): Promise<LoadSummary> {
   const { stdout } = await run(
     'taskset',
     ['-c', '1', NODE, '--import', TSX, join(repoRoot, 'bench', 'webhook-load.ts'), JSON.stringify(opts)],
     { maxBuffer: 64 * 1024 * 1024 },
   );
-  return JSON.parse(stdout) as LoadResult;
+  return JSON.parse(stdout) as LoadSummary;
 }
 
 export async function runWebhookBench(o: WebhookBenchOptions): Promise<WebhookRun[]> {
@@ -205,18 +208,19 @@ export async function runWebhookBench(o: WebhookBenchOptions): Promise<WebhookRu
   writeFileSync(join(certDir, 'tls.key'), leaf.keyPem);
   const body = bodies();
   say(`webhook: AdmissionReview bodies ${body.mutate.length} B (mutate) and ${body.validate.length} B (validate)`);
-  const server = await startServer(certDir);
   const runs: WebhookRun[] = [];
-  try {
-    const paths = { mutate: MUTATE_PATH, validate: VALIDATE_PATH } as const;
-    for (const webhook of ['mutate', 'validate'] as const) {
+  const paths = { mutate: MUTATE_PATH, validate: VALIDATE_PATH, echo: VALIDATE_PATH } as const;
+  for (const webhook of ['mutate', 'validate', 'echo'] as const) {
+    const server = await startServer(o.server, certDir, webhook === 'echo');
+    try {
+      const payload = body[webhook === 'echo' ? 'validate' : webhook];
       // A wrong verdict would measure an error path: check one answer first.
-      const answer = await post(server.port, paths[webhook], body[webhook], ca.certPem);
+      const answer = await post(server.port, paths[webhook], payload, ca.certPem);
       const response = (JSON.parse(answer.text) as { response?: { allowed?: boolean; patch?: string } }).response;
       if (answer.status !== 200 || !response?.allowed || (webhook === 'mutate') !== Boolean(response.patch))
         throw new Error(`webhook ${webhook} did not answer as expected (HTTP ${answer.status}): ${answer.text}`);
       // Warm-up (not measured): the JIT and TLS session state settle before the numbers count.
-      const target = { url: `https://127.0.0.1:${server.port}${paths[webhook]}`, body: body[webhook], ca: ca.certPem };
+      const target = { url: `https://127.0.0.1:${server.port}${paths[webhook]}`, body: payload, ca: ca.certPem };
       await load({ ...target, connections: o.maxConnections, durationSeconds: Math.min(3, o.durationSeconds) });
       for (const mode of ['max', 'fixed'] as const) {
         const connections = mode === 'max' ? o.maxConnections : 10;
@@ -237,21 +241,21 @@ export async function runWebhookBench(o: WebhookBenchOptions): Promise<WebhookRu
           mode,
           connections,
           ...(rate ? { targetRate: rate } : {}),
-          requestsPerSecond: r.requests.total / r.duration,
-          p50Ms: r.latency.p50,
-          p99Ms: r.latency.p99,
-          errors: r.errors + r.timeouts,
+          requestsPerSecond: r.requests / r.durationSeconds,
+          p50Ms: r.p50Ms,
+          p99Ms: r.p99Ms,
+          errors: r.errors,
           non2xx: r.non2xx,
-          serverCoreUse: (cpu1 - cpu0) / r.duration,
+          serverCoreUse: (cpu1 - cpu0) / r.wallSeconds,
         });
         const last = runs[runs.length - 1]!;
         say(
           `  ${Math.round(last.requestsPerSecond)} req/s, p50 ${last.p50Ms} ms, p99 ${last.p99Ms} ms, server core ${(last.serverCoreUse * 100).toFixed(0)}%`,
         );
       }
+    } finally {
+      server.child.kill('SIGTERM');
     }
-  } finally {
-    server.child.kill('SIGTERM');
   }
   return runs;
 }

@@ -7,7 +7,7 @@ import { parseFeatureGates, type FeatureGates } from '../src/cli/feature-gates.t
 import { CERT_MODES, type CertMode } from '../certs/modes.ts';
 import { currentNamespace, loadKubeConfig } from '../src/k8s/kubeconfig.ts';
 import { startController, type ControllerRunOptions } from './run.ts';
-import type { ImagePreDownloadMode } from '../src/daemonset/plan-types.ts';
+import type { ImagePreDownloadMode, KruisePodReadyGateMode } from '../src/daemonset/plan-types.ts';
 import { enableProcessMetrics, registry } from './runtime/metrics.ts';
 import { startMetricsServer, startProbeServer, type RunningServer } from './runtime/probes.ts';
 import { startManagedWebhook, type ManagedWebhook } from './webhook-host.ts';
@@ -31,7 +31,11 @@ const controllerFlags = `  --kubeconfig FILE                  kubeconfig (defaul
   --image-predownload MODE           with that gate on: pods (default) pulls a rollout's new images ahead
                                      on nodes still running old pods with short-lived pull pods (README:
                                      image pre-download); imagepulljob creates Kruise ImagePullJobs instead
-                                     (needs that CRD and kruise-daemon); off`;
+                                     (needs that CRD and kruise-daemon); off
+  --kruise-pod-ready-gate MODE       when-needed (default): the KruisePodReady readiness gate only on pods
+                                     of DaemonSets with lifecycle.preDelete.markPodNotReady, the one
+                                     thing that sets it False; always: on every pod, as Kruise (one more
+                                     status write per pod created)`;
 
 const webhookFlags = `  --cert-dir DIR                     tls.crt and tls.key (default /tmp/k8s-webhook-server/serving-certs)
   --webhook-port N                   HTTPS port (default 9876; 0 picks a free port)
@@ -65,6 +69,7 @@ export const controllerOptions = {
   'log-level': { type: 'string' },
   'feature-gates': { type: 'string' },
   'image-predownload': { type: 'string' },
+  'kruise-pod-ready-gate': { type: 'string' },
 } as const;
 
 export const webhookOptions = {
@@ -103,6 +108,7 @@ function controllerRunOptions(v: Values, log: Logger, gates: FeatureGates): Cont
     retryPeriodMs: durationFlag('retry-period', v['retry-period'], 2_000),
     // Behind Kruise's alpha gate, off by default: it puts extra (pull) pods into users' namespaces.
     imagePreDownload: gates.PreDownloadImageForDaemonSetUpdate ? preDownload : 'off',
+    kruisePodReadyGate: kruisePodReadyGateFlag(v['kruise-pod-ready-gate']),
     logger: log,
   };
 }
@@ -111,6 +117,13 @@ function imagePreDownloadFlag(value: string | undefined): ImagePreDownloadMode {
   const mode = value ?? 'pods';
   if (mode !== 'pods' && mode !== 'imagepulljob' && mode !== 'off')
     throw new UserError(`--image-predownload must be pods, imagepulljob or off, got "${mode}"`, 2);
+  return mode;
+}
+
+function kruisePodReadyGateFlag(value: string | undefined): KruisePodReadyGateMode {
+  const mode = value ?? 'when-needed';
+  if (mode !== 'always' && mode !== 'when-needed')
+    throw new UserError(`--kruise-pod-ready-gate must be when-needed or always, got "${mode}"`, 2);
   return mode;
 }
 

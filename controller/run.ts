@@ -3,7 +3,7 @@
 import { KubeClient } from '../src/k8s/client.ts';
 import { currentNamespace, loadKubeConfig } from '../src/k8s/kubeconfig.ts';
 import { DaemonSetController } from './daemonset/controller.ts';
-import type { ImagePreDownloadMode } from '../src/daemonset/plan-types.ts';
+import type { ImagePreDownloadMode, KruisePodReadyGateMode } from '../src/daemonset/plan-types.ts';
 import { EventRecorder } from './runtime/events.ts';
 import { LeaderElector } from './runtime/leaderelection.ts';
 import type { Logger } from './runtime/log.ts';
@@ -22,6 +22,8 @@ export interface ControllerRunOptions {
   retryPeriodMs: number;
   /** --image-predownload (default pods). */
   imagePreDownload?: ImagePreDownloadMode;
+  /** --kruise-pod-ready-gate (default when-needed). */
+  kruisePodReadyGate?: KruisePodReadyGateMode;
   logger: Logger;
 }
 
@@ -48,6 +50,7 @@ export function startController(opts: ControllerRunOptions, signal: AbortSignal)
     logger: log,
     workers: opts.workers,
     imagePreDownload: opts.imagePreDownload,
+    kruisePodReadyGate: opts.kruisePodReadyGate,
   });
   let synced = false;
 

@@ -8,7 +8,14 @@ import { IMAGE_PULL_POD_DAEMONSET_UID_LABEL } from '../../src/daemonset/constant
 import { isImagePullPod } from '../../src/daemonset/predownload.ts';
 import { nodeAddAffects, nodeUpdateAffects } from '../../src/daemonset/eligibility.ts';
 import { planDaemonSet } from '../../src/daemonset/plan.ts';
-import type { AfterManage, ImagePreDownloadMode, Plan, PodCreate, PodDelete } from '../../src/daemonset/plan-types.ts';
+import type {
+  AfterManage,
+  ImagePreDownloadMode,
+  KruisePodReadyGateMode,
+  Plan,
+  PodCreate,
+  PodDelete,
+} from '../../src/daemonset/plan-types.ts';
 import { revisionMatches } from '../../src/daemonset/history.ts';
 import type { BackoffState } from '../../src/daemonset/backoff.ts';
 import { labelSelectorMatches } from '../../src/k8s/labels.ts';
@@ -35,6 +42,8 @@ export interface DaemonSetControllerOptions {
    * ImagePullJobs ('imagepulljob', needs that CRD), or not ('off').
    */
   imagePreDownload?: ImagePreDownloadMode;
+  /** Which new pods get the KruisePodReady gate (default 'when-needed'; plan-types.ts). */
+  kruisePodReadyGate?: KruisePodReadyGateMode;
 }
 
 type MaybeTombstone<T> = T | DeletedFinalStateUnknown<T>;
@@ -64,9 +73,11 @@ export class DaemonSetController {
   private readonly log: Logger;
   private readonly workers: number;
   private readonly imagePreDownload: ImagePreDownloadMode;
+  private readonly kruisePodReadyGate: KruisePodReadyGateMode;
 
   constructor(opts: DaemonSetControllerOptions) {
     this.imagePreDownload = opts.imagePreDownload ?? 'pods';
+    this.kruisePodReadyGate = opts.kruisePodReadyGate ?? 'when-needed';
     this.client = opts.client;
     this.recorder = opts.recorder;
     this.log = opts.logger.child({ controller: CONTROLLER_NAME });
@@ -259,7 +270,7 @@ export class DaemonSetController {
 
     const plan = planDaemonSet({
       ds,
-      nodes: this.nodes.store.list(),
+      nodes: this.nodes.store.listSorted(),
       pods,
       revisions,
       foreignRevisions: allRevisions.filter((r) => !ownedNames.has(r.metadata.name)),
@@ -271,6 +282,7 @@ export class DaemonSetController {
       imagePullPods,
       options: {
         imagePreDownload: this.expectations.satisfiedExpectations(pullPodsKey(key)) ? this.imagePreDownload : 'off',
+        kruisePodReadyGate: this.kruisePodReadyGate,
       },
     });
     this.failedPodsBackoff.set(key, plan.failedPodsBackoff);

@@ -10,6 +10,7 @@ import {
   DeletedFinalStateUnknown,
   indexByControllerUID,
   indexPodsByNodeName,
+  Indexer,
   Informer,
   stripManagedFields,
 } from './informer.ts';
@@ -41,6 +42,22 @@ async function until(what: string, cond: () => boolean, ms = 1500): Promise<void
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+describe('Indexer.listSorted', () => {
+  test('key order, following adds, updates and deletes', () => {
+    const store = new Indexer<Pod>();
+    const names = () => store.listSorted().map((p) => p.metadata.name);
+    for (const name of ['node-10', 'node-2', 'node-1']) store.set(`ns/${name}`, pod(name));
+    assert.deepEqual(names(), ['node-1', 'node-10', 'node-2']);
+    store.set('ns/node-0', pod('node-0'));
+    assert.deepEqual(names(), ['node-0', 'node-1', 'node-10', 'node-2']);
+    // An update keeps the order and hands out the new object.
+    store.set('ns/node-10', pod('node-10', 'n9'));
+    assert.equal(store.listSorted()[2]?.spec.nodeName, 'n9');
+    store.delete('ns/node-1');
+    assert.deepEqual(names(), ['node-0', 'node-10', 'node-2']);
+  });
+});
 
 describe('Informer', () => {
   const server = new FakeApiServer();

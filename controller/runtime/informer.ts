@@ -67,6 +67,8 @@ export class Indexer<T extends KubeObject> {
   private readonly items = new Map<string, T>();
   private readonly indices = new Map<string, Map<string, Set<string>>>();
   private readonly indexers = new Map<string, IndexFunc<T>>();
+  /** Keys in order, kept until a key is added or removed (updates, e.g. node heartbeats, keep the order). */
+  private sortedKeys?: string[];
 
   constructor(indexers: Record<string, IndexFunc<T>> = {}) {
     for (const [name, fn] of Object.entries(indexers)) this.addIndexer(name, fn);
@@ -102,6 +104,15 @@ export class Indexer<T extends KubeObject> {
     return [...this.items.values()];
   }
 
+  /**
+   * Objects in key order (for cluster-scoped objects, name order). The planner walks nodes in name order; keeping
+   * the order here sorts once per node added or removed instead of once per sync.
+   */
+  listSorted(): T[] {
+    this.sortedKeys ??= [...this.items.keys()].sort();
+    return this.sortedKeys.map((key) => this.items.get(key) as T);
+  }
+
   listKeys(): string[] {
     return [...this.items.keys()];
   }
@@ -133,6 +144,7 @@ export class Indexer<T extends KubeObject> {
   /** Stores the object under `key`; returns the previous one. */
   set(key: string, obj: T): T | undefined {
     const old = this.items.get(key);
+    if (!old) this.sortedKeys = undefined;
     this.items.set(key, obj);
     for (const [name, fn] of this.indexers) {
       const index = this.indices.get(name) as Map<string, Set<string>>;
@@ -147,6 +159,7 @@ export class Indexer<T extends KubeObject> {
     const old = this.items.get(key);
     if (!old) return undefined;
     this.items.delete(key);
+    this.sortedKeys = undefined;
     for (const [name, fn] of this.indexers)
       removeFromIndex(this.indices.get(name) as Map<string, Set<string>>, fn(old), key);
     return old;

@@ -23,6 +23,11 @@ export interface StartManagerOptions {
   /** Register webhook configurations for 127.0.0.1 (default true). */
   webhook?: boolean;
   timeoutMs?: number;
+  /**
+   * The program and its leading arguments; default bin/advanced-daemonset (TypeScript through tsx). The benchmark
+   * runs the production bundle: [node, '--enable-source-maps', 'dist/main.mjs'].
+   */
+  command?: string[];
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -69,7 +74,8 @@ export async function startManager(opts: StartManagerOptions): Promise<ManagerPr
     ...(opts.webhook === false ? [] : ['--webhook-host', '127.0.0.1']),
     ...(opts.args ?? []),
   ];
-  const child = spawn(join(repoRoot, 'bin', 'advanced-daemonset'), args, { stdio: ['ignore', fd, fd] });
+  const [program, ...leading] = opts.command ?? [join(repoRoot, 'bin', 'advanced-daemonset')];
+  const child = spawn(program as string, [...leading, ...args], { stdio: ['ignore', fd, fd] });
   closeSync(fd);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);

@@ -164,6 +164,15 @@ describe('lifecycle.preDelete (item 8, §6.2 item 6)', { timeout: 300_000 }, () 
       },
     });
 
+    // markPodNotReady brings the KruisePodReady gate, which the controller sets True after creating each pod.
+    for (const [node, p] of initial) {
+      assert.ok(
+        p.spec.readinessGates?.some((g) => g.conditionType === KRUISE_POD_READY),
+        `pod on ${node}: readiness gate ${KRUISE_POD_READY}`,
+      );
+      assert.equal(cond(p, KRUISE_POD_READY)?.status, 'True', `pod on ${node}: ${KRUISE_POD_READY} True`);
+    }
+
     // env is not in-place-able: every pod must be deleted, and each is hooked.
     await patchAds(f.ns, name, envPatch('busybox:1.36', 'b'));
     const ds2 = await waitObserved(f.ns, name);

@@ -14,6 +14,7 @@ import fastJsonPatch from 'fast-json-patch';
 import type { Operation } from 'fast-json-patch';
 import { DEFAULT_BURST_REPLICAS, DEFAULT_REVISION_HISTORY_LIMIT } from './constants.ts';
 import { defaultImagePullPolicy } from './image.ts';
+import { cloneJson } from '../k8s/json.ts';
 import { formatQuantity, quantityFromJSON, roundUpToMilli } from './quantity.ts';
 
 export type JsonObject = Record<string, unknown>;
@@ -315,7 +316,9 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
  * hash, never change behind the user's back.
  */
 export function defaultDaemonSet(obj: JsonObject, oldObj?: JsonObject): JsonObject {
-  const out = structuredClone(obj);
+  // Defaulting changes only spec: metadata and status are shared with the input, which also lets the patch's
+  // comparison skip them (same references).
+  const out: JsonObject = { ...obj, ...(obj.spec !== undefined ? { spec: cloneJson(obj.spec) } : {}) };
   setDefaultsDaemonSet(out);
   const spec = objectAt(out, 'spec');
   const template = spec ? objectAt(spec, 'template') : undefined;

@@ -4,6 +4,7 @@
 // treats garbage strings as 0). The structural part (types, required fields) comes from the same schema as the
 // CRD, through ajv, so an object the apiserver would reject is rejected here with the same kind of message.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { cloneJson } from '../k8s/json.ts';
 import { labelSelectorMatches } from '../k8s/labels.ts';
 import type { LabelSelector } from '../k8s/types.ts';
 import { openAPIV3Schema } from './crd.ts';
@@ -457,7 +458,7 @@ function validateSpec(spec: JsonObject | undefined): FieldError[] {
   }
 
   // As Kruise: the template is validated after pod defaults are applied to a copy.
-  const template = isObject(rawTemplate) ? structuredClone(rawTemplate) : rawTemplate;
+  const template = isObject(rawTemplate) ? cloneJson(rawTemplate) : rawTemplate;
   if (isObject(template)) setDefaultsPodTemplate(template);
   errs.push(...validatePodTemplate(template, p.child('template')));
   const podSpec = isObject(template) ? objectAt(template, 'spec') : undefined;

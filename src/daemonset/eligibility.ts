@@ -12,6 +12,11 @@ export interface NodeEligibility {
   shouldContinueRunning: boolean;
 }
 
+// Shared results: a sync evaluates every node, and most answers are one of these (callers never change them).
+const RUN: NodeEligibility = Object.freeze({ shouldRun: true, shouldContinueRunning: true });
+const NOT_RUN: NodeEligibility = Object.freeze({ shouldRun: false, shouldContinueRunning: false });
+const CONTINUE_ONLY: NodeEligibility = Object.freeze({ shouldRun: false, shouldContinueRunning: true });
+
 /** The template's tolerations plus the automatic daemon tolerations (what a created pod will carry). */
 export function templateTolerations(ds: DaemonSet): Toleration[] {
   return daemonPodTolerations(ds.spec.template.spec);
@@ -35,8 +40,8 @@ export function nodeShouldRunDaemonPod(
 ): NodeEligibility {
   const spec = ds.spec.template.spec;
   const nodeName = node.metadata.name ?? '';
-  if (spec.nodeName && spec.nodeName !== nodeName) return { shouldRun: false, shouldContinueRunning: false };
-  if (!requiredNodeAffinityMatches(spec, node)) return { shouldRun: false, shouldContinueRunning: false };
+  if (spec.nodeName && spec.nodeName !== nodeName) return NOT_RUN;
+  if (!requiredNodeAffinityMatches(spec, node)) return NOT_RUN;
   const taints = node.spec?.taints;
   const untolerated = findMatchingUntoleratedTaint(
     taints,
@@ -45,9 +50,9 @@ export function nodeShouldRunDaemonPod(
   );
   if (untolerated) {
     const noExecute = findMatchingUntoleratedTaint(taints, tolerations, (t) => t.effect === 'NoExecute');
-    return { shouldRun: false, shouldContinueRunning: noExecute === undefined };
+    return noExecute === undefined ? CONTINUE_ONLY : NOT_RUN;
   }
-  return { shouldRun: true, shouldContinueRunning: true };
+  return RUN;
 }
 
 /**

@@ -3,6 +3,7 @@
 // and the InPlaceUpdateReady refresh that ends it.
 import type { ControllerRevision, Pod, PodTemplateSpec } from '../k8s/types.ts';
 import { canonicalJson } from '../k8s/hash.ts';
+import { cloneJson } from '../k8s/json.ts';
 import { formatTime, getPodCondition, hasReadinessGate } from '../k8s/pod.ts';
 import {
   CONTROLLER_REVISION_HASH_LABEL,
@@ -51,7 +52,7 @@ function mapDiff(
 }
 
 function stripForCompare(t: PodTemplateSpec): unknown {
-  const spec = structuredClone(t.spec ?? { containers: [] });
+  const spec = cloneJson(t.spec ?? { containers: [] });
   for (const c of spec.containers ?? []) delete c.image;
   const meta = { ...(t.metadata ?? {}) };
   delete meta.labels;

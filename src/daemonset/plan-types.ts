@@ -164,6 +164,14 @@ export interface Plan {
 
 export type ImagePreDownloadMode = 'pods' | 'imagepulljob' | 'off';
 
+/**
+ * --kruise-pod-ready-gate: which new pods get the KruisePodReady readiness gate. Kruise gives it to every pod of an
+ * Advanced DaemonSet ('always'); each gate then costs a status write per pod (the condition set True), which
+ * doubles the requests of creating pods. Nothing in a DaemonSet sets it False except
+ * lifecycle.preDelete.markPodNotReady, so by default ('when-needed') only DaemonSets with that field get it.
+ */
+export type KruisePodReadyGateMode = 'always' | 'when-needed';
+
 export interface PlanOptions {
   /** --assign-pods-by-scheduler (default true). */
   assignPodsByScheduler?: boolean;
@@ -172,6 +180,8 @@ export interface PlanOptions {
    * ('imagepulljob'), or not ('off', the default here).
    */
   imagePreDownload?: ImagePreDownloadMode;
+  /** --kruise-pod-ready-gate (default 'when-needed'). */
+  kruisePodReadyGate?: KruisePodReadyGateMode;
 }
 
 /** Everything one sync reads, already in memory. */

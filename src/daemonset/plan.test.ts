@@ -61,7 +61,12 @@ describe('planDaemonSet stages', () => {
   });
 
   test('KruisePodReady True planned for created pods lacking the condition', () => {
-    const c = new FakeCluster(newDaemonSet(), addNodes(2));
+    // The gate comes with markPodNotReady (or --kruise-pod-ready-gate always): without it, no status write at all.
+    const plain = new FakeCluster(newDaemonSet(), addNodes(2));
+    plain.sync();
+    assert.deepEqual(plain.sync().podPatches, [], 'no gate, nothing to set');
+    const ds = newDaemonSet({ lifecycle: { preDelete: { markPodNotReady: true, labelsHandler: { x: 'y' } } } });
+    const c = new FakeCluster(ds, addNodes(2));
     c.sync();
     const p = c.sync();
     assert.deepEqual(

@@ -65,13 +65,26 @@ describe('newPod', () => {
     assert.equal(keys.filter((k) => k === 'node.kubernetes.io/not-ready').length, 1);
     assert.equal(pod.spec.tolerations?.[0]?.tolerationSeconds, undefined);
   });
-  test('KruisePodReady gate once; InPlaceUpdateReady only for InPlaceIfPossible', () => {
+  test('KruisePodReady gate: kept once from the template; added with markPodNotReady or --kruise-pod-ready-gate always', () => {
     assert.deepEqual(pod.spec.readinessGates, [{ conditionType: 'KruisePodReady' }]);
+    assert.deepEqual(newPod(ds, 'n', 'h', { kruisePodReadyGate: 'always' }).spec.readinessGates, [
+      { conditionType: 'KruisePodReady' },
+    ]);
+    const plain = newDaemonSet();
+    assert.deepEqual(newPod(plain, 'n', 'h').spec.readinessGates, [], 'nothing would ever set it False');
+    assert.deepEqual(newPod(plain, 'n', 'h', { kruisePodReadyGate: 'always' }).spec.readinessGates, [
+      { conditionType: 'KruisePodReady' },
+    ]);
+    const hooked = newDaemonSet({ lifecycle: { preDelete: { markPodNotReady: true, labelsHandler: { x: 'y' } } } });
+    assert.deepEqual(newPod(hooked, 'n', 'h').spec.readinessGates, [{ conditionType: 'KruisePodReady' }]);
+  });
+  test('InPlaceUpdateReady gate only for InPlaceIfPossible', () => {
     const inPlace = newDaemonSet({
       strategy: 'RollingUpdate',
       rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible' },
     });
-    assert.deepEqual(newPod(inPlace, 'n', 'h').spec.readinessGates, [
+    assert.deepEqual(newPod(inPlace, 'n', 'h').spec.readinessGates, [{ conditionType: 'InPlaceUpdateReady' }]);
+    assert.deepEqual(newPod(inPlace, 'n', 'h', { kruisePodReadyGate: 'always' }).spec.readinessGates, [
       { conditionType: 'KruisePodReady' },
       { conditionType: 'InPlaceUpdateReady' },
     ]);

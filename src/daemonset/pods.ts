@@ -3,6 +3,7 @@
 import type { DaemonSet } from '../api/types.ts';
 import type { OwnerReference, Pod, PodCondition } from '../k8s/types.ts';
 import { compareByCreationTimestampAndPhase, formatTime, getPodCondition, hasReadinessGate } from '../k8s/pod.ts';
+import { cloneJson } from '../k8s/json.ts';
 import { getTargetNodeName, replaceDaemonSetPodNodeNameNodeAffinity } from '../k8s/scheduling.ts';
 import {
   CONTROLLER_REVISION_HASH_LABEL,
@@ -18,6 +19,7 @@ import {
   POD_TEMPLATE_GENERATION_LABEL,
 } from './constants.ts';
 import { templateTolerations } from './eligibility.ts';
+import type { KruisePodReadyGateMode } from './plan-types.ts';
 import { isInPlaceIfPossible } from './strategy.ts';
 
 export interface NewPodOptions {
@@ -26,6 +28,13 @@ export interface NewPodOptions {
    * false sets spec.nodeName and schedulerName kubernetes.io/daemonset-controller instead.
    */
   assignPodsByScheduler?: boolean;
+  /** --kruise-pod-ready-gate (plan-types.ts); default 'when-needed'. */
+  kruisePodReadyGate?: KruisePodReadyGateMode;
+}
+
+/** Whether new pods of `ds` get the KruisePodReady readiness gate (see KruisePodReadyGateMode). */
+export function needsKruisePodReadyGate(ds: DaemonSet, mode: KruisePodReadyGateMode = 'when-needed'): boolean {
+  return mode === 'always' || ds.spec.lifecycle?.preDelete?.markPodNotReady === true;
 }
 
 /** metav1.NewControllerRef(ds): controller and blockOwnerDeletion true. */
@@ -58,18 +67,19 @@ export function templateGeneration(ds: DaemonSet): string | undefined {
  * - annotations and finalizers from the template;
  * - required node affinity replaced by one term `matchFields metadata.name In [node]` (user required terms are
  *   dropped: the controller already evaluated them), spec.nodeName left empty for the scheduler;
- * - readiness gate KruisePodReady (and InPlaceUpdateReady under rollingUpdateType InPlaceIfPossible), no duplicates;
+ * - readiness gate KruisePodReady when needsKruisePodReadyGate (and InPlaceUpdateReady under rollingUpdateType
+ *   InPlaceIfPossible), no duplicates;
  * - generateName `<ds>-`, namespace, controller ownerReference.
  */
 export function newPod(ds: DaemonSet, nodeName: string, hash: string, opts: NewPodOptions = {}): Pod {
   const template = ds.spec.template;
-  const spec = structuredClone(template.spec);
+  const spec = cloneJson(template.spec);
   spec.tolerations = templateTolerations(ds);
   const gates = [...(spec.readinessGates ?? [])];
   const addGate = (conditionType: string) => {
     if (!gates.some((g) => g.conditionType === conditionType)) gates.push({ conditionType });
   };
-  addGate(KRUISE_POD_READY);
+  if (needsKruisePodReadyGate(ds, opts.kruisePodReadyGate)) addGate(KRUISE_POD_READY);
   if (isInPlaceIfPossible(ds)) addGate(IN_PLACE_UPDATE_READY);
   spec.readinessGates = gates;
   if (opts.assignPodsByScheduler === false) {
@@ -129,7 +139,7 @@ export function getNodesToDaemonPods(pods: readonly Pod[], includeDeletedTermina
     if (list) list.push(pod);
     else out.set(nodeName, [pod]);
   }
-  for (const list of out.values()) list.sort(compareByCreationTimestampAndPhase);
+  for (const list of out.values()) if (list.length > 1) list.sort(compareByCreationTimestampAndPhase);
   return out;
 }
 

@@ -6,6 +6,7 @@
 // the node's old daemon pod (annotation, so the memory goes away with the pod); all pull pods are cancelled when
 // the revision changes or no old pod needs the images any more. Pure: the shell creates and deletes what this plans.
 import type { DaemonSet } from '../api/types.ts';
+import { cloneJson } from '../k8s/json.ts';
 import type { Container, ControllerRevision, KubeObject, Pod } from '../k8s/types.ts';
 import type { SyncContext } from './context.ts';
 import {
@@ -23,7 +24,7 @@ import { templateOfRevision } from './inplace.ts';
 import { controllerRef, findUpdatedPodsOnNode } from './pods.ts';
 import type { PlanEvent, PodPatch } from './plan-types.ts';
 import { hasUpdateSelector, isRollingUpdate, partitionCount, rollingUpdateBudget } from './strategy.ts';
-import { filterDaemonPodsNodeToUpdate, withDesiredNodes } from './update.ts';
+import { nodesToUpdate } from './update.ts';
 import { cmp } from './context.ts';
 
 /** The no-op a pull pod's containers run: the image is pulled before the command starts (or fails to). */
@@ -103,7 +104,7 @@ export function newImagePullPod(ds: DaemonSet, nodeName: string, hash: string, i
   };
   // What the daemon pods need to pull and to be admitted, the pull pod needs too.
   for (const key of ['imagePullSecrets', 'securityContext', 'priorityClassName', 'runtimeClassName'] as const) {
-    if (t[key] !== undefined) spec[key] = structuredClone(t[key]);
+    if (t[key] !== undefined) spec[key] = cloneJson(t[key]);
   }
   return {
     apiVersion: 'v1',
@@ -194,13 +195,7 @@ export function planImagePreDownload(ctx: SyncContext, pullPods: readonly Pod[])
 
   let room = preDownloadParallelism(ds) - pulling;
   if (room <= 0 || needing.size === 0) return out;
-  const first = filterDaemonPodsNodeToUpdate(
-    ds,
-    hash,
-    withDesiredNodes(ctx),
-    ctx.nodeByName,
-    partitionCount(ds, ctx.desired),
-  );
+  const first = nodesToUpdate(ctx);
   const rest = [...needing.keys()].sort(cmp).reverse();
   for (const nodeName of new Set([...first, ...rest])) {
     if (room <= 0) break;

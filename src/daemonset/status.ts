@@ -5,10 +5,10 @@ import { formatTime, getPodCondition, hasReadinessGate, isPodAvailable, isPodRea
 import { podAvailableWaitingTimeMs } from '../k8s/pod.ts';
 import { canonicalJson } from '../k8s/hash.ts';
 import { IN_PLACE_UPDATE_READY } from './constants.ts';
-import { minDelay, type SyncContext } from './context.ts';
+import { memo, minDelay, type SyncContext } from './context.ts';
 import { isPodUpdated } from './pods.ts';
-import { filterDaemonPodsNodeToUpdate, withDesiredNodes } from './update.ts';
-import { isDaemonSetPaused, isRollingUpdate, partitionCount } from './strategy.ts';
+import { nodesToUpdate } from './update.ts';
+import { isDaemonSetPaused, isRollingUpdate } from './strategy.ts';
 
 /**
  * Conditions written on status.conditions (Kruise and upstream never write any), usable with
@@ -64,6 +64,11 @@ export interface StatusResult {
   requeueAfterMs?: number;
 }
 
+export interface CountersResult {
+  counters: StatusCounters;
+  requeueAfterMs?: number;
+}
+
 /**
  * Counters, per node of the node list (pods on nodes absent from the list are not counted): shouldRun -> desired++;
  * with at least one pod (terminating included) -> current++, and the first pod (scheduled, oldest, name) decides:
@@ -71,7 +76,11 @@ export interface StatusResult {
  * a surge the old pod is what counts). Not shouldRun but has pods -> numberMisscheduled++ (including a node with a
  * new untolerated NoSchedule taint whose pod keeps running). numberUnavailable = desired - available.
  */
-export function calculateCounters(ctx: SyncContext): { counters: StatusCounters; requeueAfterMs?: number } {
+export function calculateCounters(ctx: SyncContext): CountersResult {
+  return memo(ctx, 'counters', () => countersOf(ctx));
+}
+
+function countersOf(ctx: SyncContext): CountersResult {
   const minReady = ctx.ds.spec.minReadySeconds ?? 0;
   const c: StatusCounters = {
     desiredNumberScheduled: 0,
@@ -112,28 +121,21 @@ export function calculateCounters(ctx: SyncContext): { counters: StatusCounters;
 
 /** Nodes (eligible) that still need work the strategy allows now; see the conditions doc above. */
 function pendingNodes(ctx: SyncContext): number {
+  return memo(ctx, 'pendingNodes', () => countPendingNodes(ctx));
+}
+
+function countPendingNodes(ctx: SyncContext): number {
+  // Eligible nodes without an available pod (numberUnavailable), plus, among the nodes the strategy may update now,
+  // eligible ones whose available pod is old or has a second pod beside it (a surge not yet finished).
+  let pending = calculateCounters(ctx).counters.numberUnavailable;
+  if (!isRollingUpdate(ctx.ds) || isDaemonSetPaused(ctx.ds)) return pending;
   const minReady = ctx.ds.spec.minReadySeconds ?? 0;
-  let inScope: Set<string> | undefined;
-  if (isRollingUpdate(ctx.ds) && !isDaemonSetPaused(ctx.ds)) {
-    inScope = new Set(
-      filterDaemonPodsNodeToUpdate(
-        ctx.ds,
-        ctx.hash,
-        withDesiredNodes(ctx),
-        ctx.nodeByName,
-        partitionCount(ctx.ds, ctx.desired),
-      ),
-    );
-  }
-  let pending = 0;
-  for (const node of ctx.nodes) {
-    const name = node.metadata.name ?? '';
+  for (const name of nodesToUpdate(ctx)) {
     if (!ctx.eligibility.get(name)?.shouldRun) continue;
-    const pods = ctx.nodeToDaemonPods.get(name) ?? [];
-    const pod = pods[0];
-    if (!pod || !isDaemonPodAvailable(pod, minReady, ctx.now)) pending++;
-    else if (!isPodUpdated(pod, ctx.hash) && inScope?.has(name)) pending++;
-    else if (pods.length > 1 && inScope?.has(name)) pending++;
+    const pods = ctx.nodeToDaemonPods.get(name);
+    const pod = pods?.[0];
+    if (!pod || !isDaemonPodAvailable(pod, minReady, ctx.now)) continue; // counted as unavailable
+    if (!isPodUpdated(pod, ctx.hash) || (pods as Pod[]).length > 1) pending++;
   }
   return pending;
 }

@@ -5,22 +5,40 @@ import type { DaemonSet } from '../api/types.ts';
 import type { Node, Pod } from '../k8s/types.ts';
 import { isPodAvailable } from '../k8s/pod.ts';
 import { labelSelectorErrors } from '../k8s/labels.ts';
-import { cmp, type SyncContext } from './context.ts';
+import { cmp, memo, type SyncContext } from './context.ts';
 import { findUpdatedPodsOnNode, isPodNilOrPreDeleting, isPodPreDeleting, type NodeToDaemonPods } from './pods.ts';
 import type { PodDelete } from './plan-types.ts';
 import { hasUpdateSelector, nodeShouldUpdateBySelector, partitionCount, rollingUpdateBudget } from './strategy.ts';
 
 /**
- * updatedDesiredNodeCounts (map part): a copy of nodeToDaemonPods with an empty entry for every shouldRun node that
- * has no pod, so such nodes take part in the budget.
+ * updatedDesiredNodeCounts (map part): the existing nodes that take part in the rolling update, in name order:
+ * those with daemon pods and every shouldRun node (one without a pod counts against the budget). Upstream copies
+ * nodeToDaemonPods with an empty entry per such node; a missing entry reads the same as an empty one here.
  */
-export function withDesiredNodes(ctx: SyncContext): NodeToDaemonPods {
-  const out: NodeToDaemonPods = new Map(ctx.nodeToDaemonPods);
+export function desiredNodeNames(ctx: SyncContext): string[] {
+  const names: string[] = [];
   for (const node of ctx.nodes) {
     const name = node.metadata.name ?? '';
-    if (ctx.eligibility.get(name)?.shouldRun && !out.has(name)) out.set(name, []);
+    if (ctx.nodeToDaemonPods.has(name) || ctx.eligibility.get(name)?.shouldRun) names.push(name);
   }
-  return out;
+  return names;
+}
+
+/**
+ * filterDaemonPodsNodeToUpdate for this sync, computed once: the rolling update, image pre-download and the
+ * Progressing condition all need it. ctx.nodes is in name order already, so nothing is sorted again.
+ */
+export function nodesToUpdate(ctx: SyncContext): string[] {
+  return memo(ctx, 'nodesToUpdate', () =>
+    nodesToUpdateInOrder(
+      ctx.ds,
+      ctx.hash,
+      ctx.nodeToDaemonPods,
+      ctx.nodeByName,
+      partitionCount(ctx.ds, ctx.desired),
+      desiredNodeNames(ctx),
+    ),
+  );
 }
 
 /**
@@ -43,9 +61,21 @@ export function filterDaemonPodsNodeToUpdate(
   nodeByName: ReadonlyMap<string, Node>,
   partition: number,
 ): string[] {
+  const all = [...nodeToDaemonPods.keys()].filter((n) => nodeByName.has(n)).sort(cmp);
+  return nodesToUpdateInOrder(ds, hash, nodeToDaemonPods, nodeByName, partition, all);
+}
+
+/** filterDaemonPodsNodeToUpdate on `all`: the names of existing nodes in nodeToDaemonPods, in ascending order. */
+function nodesToUpdateInOrder(
+  ds: DaemonSet,
+  hash: string,
+  nodeToDaemonPods: NodeToDaemonPods,
+  nodeByName: ReadonlyMap<string, Node>,
+  partition: number,
+  all: readonly string[],
+): string[] {
   const hasSelector = hasUpdateSelector(ds);
   const inSubset = (name: string) => !hasSelector || nodeShouldUpdateBySelector(nodeByName.get(name) as Node, ds);
-  const all = [...nodeToDaemonPods.keys()].filter((n) => nodeByName.has(n)).sort(cmp);
   // Nodes outside the selector that are updated or updating already: in the list (they hold new pods, or get one
   // from manage whatever we do), but not counted by the partition.
   const outside: string[] = [];
@@ -99,7 +129,7 @@ export interface RollingUpdateResult {
  */
 export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
   const { ds, hash, now } = ctx;
-  const nodeToDaemonPods = withDesiredNodes(ctx);
+  const nodeToDaemonPods = ctx.nodeToDaemonPods;
   const result: RollingUpdateResult = {
     podsToDelete: [],
     nodesToCreate: [],
@@ -118,13 +148,7 @@ export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
     result.error = `invalid rollingUpdate.selector: ${labelSelectorErrors(selector).join('; ')}`;
     return result;
   }
-  const nodes = filterDaemonPodsNodeToUpdate(
-    ds,
-    hash,
-    nodeToDaemonPods,
-    ctx.nodeByName,
-    partitionCount(ds, ctx.desired),
-  );
+  const nodes = nodesToUpdate(ctx);
   result.nodesToUpdate = nodes;
   const minReady = ds.spec.minReadySeconds ?? 0;
   const available = (p: Pod) => isPodAvailable(p, minReady, now);

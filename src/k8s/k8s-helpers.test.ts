@@ -12,6 +12,7 @@ import {
 } from './scheduling.ts';
 import { compareByCreationTimestampAndPhase, isPodAvailable, podAvailableWaitingTimeMs } from './pod.ts';
 import { canonicalJson, computeHash, fnv32a, safeEncodeString } from './hash.ts';
+import { cloneJson } from './json.ts';
 import type { Node, NodeSelectorTerm, Pod, Taint, Toleration } from './types.ts';
 
 const node = (name: string, labels: Record<string, string> = {}): Node => ({ metadata: { name, labels } });
@@ -229,6 +230,22 @@ describe('pod availability', () => {
       pods.sort(compareByCreationTimestampAndPhase).map((p) => p.metadata.name),
       ['d', 'a', 'b', 'c'],
     );
+  });
+});
+
+describe('cloneJson', () => {
+  test('an equal value that shares nothing with the original', () => {
+    const original = { a: [1, 'x', null, { b: true }], c: { d: { e: 0 } }, f: '' };
+    const copy = cloneJson(original);
+    assert.deepEqual(copy, original);
+    assert.notEqual(copy.a, original.a);
+    assert.notEqual(copy.a[3], original.a[3]);
+    assert.notEqual(copy.c.d, original.c.d);
+    (copy.c.d as { e: number }).e = 1;
+    assert.equal(original.c.d.e, 0);
+  });
+  test('scalars and null as they are', () => {
+    for (const v of [null, 0, 'a', false]) assert.equal(cloneJson(v), v);
   });
 });
 

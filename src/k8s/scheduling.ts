@@ -200,8 +200,9 @@ export function nodeSelectorMatches(selector: NodeSelector, node: Node): boolean
  */
 export function requiredNodeAffinityMatches(spec: Pick<PodSpec, 'nodeSelector' | 'affinity'>, node: Node): boolean {
   const labels = node.metadata.labels ?? {};
-  for (const [k, v] of Object.entries(spec.nodeSelector ?? {})) {
-    if (!Object.hasOwn(labels, k) || labels[k] !== v) return false;
+  const nodeSelector = spec.nodeSelector;
+  for (const k in nodeSelector) {
+    if (!Object.hasOwn(labels, k) || labels[k] !== nodeSelector[k]) return false;
   }
   const required = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
   if (required) return nodeSelectorMatches(required, node);

@@ -1,0 +1,35 @@
+// What the benchmark runs: our code as the production bundle (e2e/hack/bundle.ts, as the image runs it), not
+// through tsx, on the Node 24 that `npm ci` installs. Bundles are built once per run into dist/ (inside the
+// repository, so that their imports of npm packages resolve to node_modules).
+import { join } from 'node:path';
+import { bundle, repoRoot } from '../../e2e/hack/bundle.ts';
+
+export const NODE = join(repoRoot, 'node_modules', '.bin', 'node');
+
+export interface Programs {
+  /** Command line of our manager, without the `manager` command and its flags. */
+  manager: string[];
+  /** Command line of the webhook under load (bench/webhook-server.ts), without its arguments. */
+  webhookServer: string[];
+  /** Command line of the planning benchmark's child (bench/planning.ts), without its argument. */
+  planning: string[];
+}
+
+/**
+ * Builds the bundles. With `cpuProfileDir`, each of our processes writes a V8 CPU profile there when it
+ * exits (node --cpu-prof), to open in Chrome DevTools or `npx speedscope`.
+ */
+export async function buildPrograms(cpuProfileDir?: string): Promise<Programs> {
+  const manager = join(repoRoot, 'dist', 'main.mjs');
+  const webhookServer = join(repoRoot, 'dist', 'bench', 'webhook-server.mjs');
+  const planning = join(repoRoot, 'dist', 'bench', 'planning.mjs');
+  await bundle('src/cli/main.ts', manager);
+  await bundle('bench/webhook-server.ts', webhookServer);
+  await bundle('bench/planning.ts', planning);
+  const node = [
+    NODE,
+    '--enable-source-maps',
+    ...(cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfileDir] : []),
+  ];
+  return { manager: [...node, manager], webhookServer: [...node, webhookServer], planning: [...node, planning] };
+}

@@ -1,0 +1,36 @@
+// The production build: our TypeScript (src/, controller/, webhook/, certs/) bundled by esbuild into one ESM
+// file, npm packages left as imports. The image runs it (Dockerfile), and so does the benchmark, so that what
+// is measured is what ships: no tsx at run time, whose transpiling costs memory and start-up CPU.
+//
+//   npm run build        -> dist/main.mjs (+ source map, + versions.json for the `cluster` command)
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** Bundles `entry` (a path under the repository) into `outfile`. */
+export async function bundle(entry: string, outfile: string): Promise<void> {
+  mkdirSync(dirname(outfile), { recursive: true });
+  await build({
+    entryPoints: [join(repoRoot, entry)],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node24',
+    packages: 'external',
+    sourcemap: true,
+    logLevel: 'warning',
+  });
+  // e2e/cluster/binaries.ts (behind the `cluster` command) reads versions.json beside itself when loaded.
+  copyFileSync(join(repoRoot, 'e2e', 'cluster', 'versions.json'), join(dirname(outfile), 'versions.json'));
+}
+
+// Run as a script (not when this module is imported, or bundled into something else).
+if (import.meta.url.endsWith('/e2e/hack/bundle.ts') && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const outfile = join(repoRoot, 'dist', 'main.mjs');
+  await bundle('src/cli/main.ts', outfile);
+  process.stdout.write(`built ${outfile}\n`);
+}
