@@ -8,6 +8,8 @@ import { IMAGE_PULL_POD_DAEMONSET_UID_LABEL } from '../../src/daemonset/constant
 import { isImagePullPod } from '../../src/daemonset/predownload.ts';
 import { nodeAddAffects, nodeUpdateAffects } from '../../src/daemonset/eligibility.ts';
 import { planDaemonSet } from '../../src/daemonset/plan.ts';
+import { minDelay } from '../../src/daemonset/context.ts';
+import { isStatusMilestone } from '../../src/daemonset/status.ts';
 import type {
   AfterManage,
   ImagePreDownloadMode,
@@ -57,6 +59,13 @@ type PlanStep = Plan | AfterManage;
  */
 const SLOW_START_INITIAL_BATCH = 1;
 
+/**
+ * At most one status write per DaemonSet in this interval for progress alone (counters moving); milestones
+ * (isStatusMilestone: generation observed, conditions flipping, ...) are written at once. A rollout of 1,000 pods
+ * otherwise writes status at nearly every sync, and those writes share the client's QPS with pod creates.
+ */
+const STATUS_PROGRESS_INTERVAL_MS = 1000;
+
 export class DaemonSetController {
   readonly daemonSets: Informer<DaemonSet>;
   readonly pods: Informer<Pod>;
@@ -68,6 +77,8 @@ export class DaemonSetController {
   /** Pods we patched: do not plan on a cached copy older than our write (Kruise's RV expectations). */
   readonly podVersions = new ResourceVersionExpectations();
   private readonly failedPodsBackoff = new Map<string, BackoffState>();
+  /** When each DaemonSet's status was last written (STATUS_PROGRESS_INTERVAL_MS). */
+  private readonly lastStatusWrite = new Map<string, number>();
   private readonly client: KubeClient;
   private readonly recorder: EventRecorder;
   private readonly log: Logger;
@@ -252,6 +263,7 @@ export class DaemonSetController {
       this.expectations.deleteExpectations(key);
       this.expectations.deleteExpectations(pullPodsKey(key));
       this.failedPodsBackoff.delete(key);
+      this.lastStatusWrite.delete(key);
       return;
     }
     const log = this.log.child({ daemonset: key });
@@ -295,8 +307,9 @@ export class DaemonSetController {
       },
       'planned sync',
     );
-    await this.execute(ds, key, plan, log);
-    return plan.requeueAfterMs !== undefined ? { requeueAfterMs: plan.requeueAfterMs } : undefined;
+    const statusDeferredMs = await this.execute(ds, key, plan, log);
+    const requeueAfterMs = minDelay(plan.requeueAfterMs, statusDeferredMs);
+    return requeueAfterMs !== undefined ? { requeueAfterMs } : undefined;
   }
 
   /** Adopts matching orphans and releases owned objects that stopped matching (upstream ClaimPods). */
@@ -353,7 +366,8 @@ export class DaemonSetController {
     }
   }
 
-  private async execute(ds: DaemonSet, key: string, plan: Plan, log: Logger): Promise<void> {
+  /** Runs a plan; returns how long a deferred progress-only status write waits, if one was deferred. */
+  private async execute(ds: DaemonSet, key: string, plan: Plan, log: Logger): Promise<number | undefined> {
     const namespace = ds.metadata.namespace ?? '';
     const errors: unknown[] = [];
 
@@ -410,8 +424,18 @@ export class DaemonSetController {
       this.recorder.event(ds, e.type, e.reason, e.message);
     }
 
-    // Status last, only when it changed.
-    if (step.statusChanged && step.status) {
+    // Status last, only when it changed; progress alone at most once per STATUS_PROGRESS_INTERVAL_MS.
+    let statusDeferredMs: number | undefined;
+    const sinceLastWrite = Date.now() - (this.lastStatusWrite.get(key) ?? 0);
+    if (
+      step.statusChanged &&
+      step.status &&
+      !isStatusMilestone(ds.status, step.status) &&
+      sinceLastWrite < STATUS_PROGRESS_INTERVAL_MS
+    ) {
+      statusDeferredMs = STATUS_PROGRESS_INTERVAL_MS - sinceLastWrite;
+    } else if (step.statusChanged && step.status) {
+      this.lastStatusWrite.set(key, Date.now());
       try {
         await this.client.patchStatus(
           resources.daemonSets,
@@ -430,6 +454,7 @@ export class DaemonSetController {
         `sync of ${key} had ${errors.length} error(s): ${errors.map(message).join('; ')}`,
       );
     }
+    return statusDeferredMs;
   }
 
   /** Creates, deletes, pod patches and in-place updates of one plan step; returns the errors. */

@@ -1,8 +1,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { DaemonSet, DaemonSetCondition } from '../api/types.ts';
+import type { DaemonSet, DaemonSetCondition, DaemonSetStatus } from '../api/types.ts';
 import { newSyncContext } from './context.ts';
-import { calculateCounters } from './status.ts';
+import { calculateCounters, isStatusMilestone } from './status.ts';
 import {
   FakeCluster,
   T0,
@@ -165,4 +165,50 @@ describe('conditions', () => {
     assert.equal(again.statusChanged, false);
     expectSyncDaemonSets(new FakeCluster(ds, []), 0, 0);
   });
+});
+
+describe('isStatusMilestone (written at once; counter moves alone wait for the next progress write)', () => {
+  const cond = (type: string, status: 'True' | 'False'): DaemonSetCondition => ({
+    type,
+    status,
+    lastTransitionTime: '2026-01-01T00:00:00Z',
+    reason: 'r',
+    message: 'm',
+  });
+  const base: DaemonSetStatus = {
+    desiredNumberScheduled: 10,
+    currentNumberScheduled: 10,
+    numberMisscheduled: 0,
+    numberReady: 5,
+    numberAvailable: 5,
+    numberUnavailable: 5,
+    updatedNumberScheduled: 5,
+    observedGeneration: 2,
+    daemonSetHash: 'h2',
+    conditions: [cond('RolloutComplete', 'False'), cond('Progressing', 'True'), cond('Available', 'False')],
+  };
+  const rows: [string, DaemonSetStatus | undefined, Partial<DaemonSetStatus>, boolean][] = [
+    ['first status of a new DaemonSet', undefined, {}, true],
+    ['pods turned Ready and available', base, { numberReady: 7, numberAvailable: 7, numberUnavailable: 3 }, false],
+    ['more pods updated', base, { updatedNumberScheduled: 8 }, false],
+    [
+      'condition message only (counts in it)',
+      base,
+      { conditions: base.conditions!.map((c) => ({ ...c, message: 'x' })) },
+      false,
+    ],
+    ['a new generation observed', base, { observedGeneration: 3 }, true],
+    ['a new revision hash', base, { daemonSetHash: 'h3' }, true],
+    ['collisionCount raised', base, { collisionCount: 1 }, true],
+    ['a node more to run on', base, { desiredNumberScheduled: 11 }, true],
+    [
+      'rollout complete (conditions flip)',
+      base,
+      { conditions: [cond('RolloutComplete', 'True'), cond('Progressing', 'False'), cond('Available', 'True')] },
+      true,
+    ],
+  ];
+  for (const [name, prev, change, want] of rows) {
+    test(name, () => assert.equal(isStatusMilestone(prev, { ...base, ...change }), want));
+  }
 });

@@ -260,3 +260,21 @@ export function calculateStatus(
   if (collisionCount !== undefined) status.collisionCount = collisionCount;
   return { status, changed: statusKey(status) !== statusKey(ds.status), requeueAfterMs };
 }
+
+/**
+ * Whether a status change must be written at once (true) or may wait for the next progress write (false). Counter
+ * moves alone (pods turning Ready, updated, available) are progress: during a rollout they change at every sync, and
+ * writing each would spend the client's request budget on status instead of pods. Everything a reader acts on is a
+ * milestone: a new generation observed, a new revision hash, collisionCount, the desired node count, and any
+ * condition flipping (so RolloutComplete, Available and Progressing=False are never late).
+ */
+export function isStatusMilestone(prev: DaemonSetStatus | undefined, next: DaemonSetStatus): boolean {
+  if ((prev?.observedGeneration ?? 0) !== (next.observedGeneration ?? 0)) return true;
+  if ((prev?.daemonSetHash ?? '') !== (next.daemonSetHash ?? '')) return true;
+  if ((prev?.collisionCount ?? 0) !== (next.collisionCount ?? 0)) return true;
+  if ((prev?.desiredNumberScheduled ?? 0) !== (next.desiredNumberScheduled ?? 0)) return true;
+  for (const c of next.conditions ?? []) {
+    if (prev?.conditions?.find((p) => p.type === c.type)?.status !== c.status) return true;
+  }
+  return false;
+}

@@ -4,10 +4,9 @@
 // of our CRD are dropped, timestamps become Dates), need per-call Content-Type overrides for
 // patches, and have no client-side rate limiting. Why not client-node's fetch path either: its
 // applySecurityAuthentication builds a fresh undici Agent on every call (no connection reuse) and
-// reads the CA file each time. So we take only what client-node does well, parsing kubeconfig
-// and resolving credentials (tokens, exec plugins, token files, client certs, CA; see
-// kubeconfig.ts, which turns a KubeConfig into a RestConfig), and speak HTTP ourselves over one
-// keep-alive node:https agent. This mirrors client-go's rest.Client: generic over the resource
+// reads the CA file each time. So kubeconfig.ts reads kubeconfigs (leaving exec and auth-provider
+// plugins and merged files to client-node's KubeConfig, restConfigFromKubeConfig below) into a
+// RestConfig, and we speak HTTP ourselves over one keep-alive node:https agent. This mirrors client-go's rest.Client: generic over the resource
 // path, a token-bucket rate limiter (flowcontrol), Retry-After on 429, typed errors with the
 // reason the apiserver gives (k8s.io/apimachinery/pkg/api/errors).
 //
@@ -19,6 +18,7 @@ import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pkg from '../../package.json' with { type: 'json' };
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { LoadedKubeConfig } from './kubeconfig.ts';
 import type { KubeObject, ObjectMeta } from './types.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -464,13 +464,11 @@ export class KubeClient {
   }
 
   /**
-   * A client for the current context of `kc` (credentials resolved in the background, see
-   * restConfigFromKubeConfig). Usually reached through kubeconfig.ts's createKubeClient.
+   * A client for a loaded kubeconfig (credentials resolved in the background). Usually reached
+   * through kubeconfig.ts's createKubeClient.
    */
-  static fromKubeConfig(kc: KubeConfig, opts: KubeClientOptions = {}): KubeClient {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) throw new Error('kubeconfig has no current cluster');
-    return new KubeClient(restConfigFromKubeConfig(kc), opts, cluster.server);
+  static fromKubeConfig(kc: LoadedKubeConfig, opts: KubeClientOptions = {}): KubeClient {
+    return new KubeClient(kc.restConfig, opts, kc.server);
   }
 
   /** The apiserver URL, e.g. https://127.0.0.1:6443. */

@@ -2,14 +2,14 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import https from 'node:https';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { createCA, createLeaf } from '../../certs/pki.ts';
 import { isForbidden } from './client.ts';
-import { createKubeClient } from './kubeconfig.ts';
+import { createKubeClient, currentNamespace, loadKubeConfig } from './kubeconfig.ts';
 import { resources } from './client.ts';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
@@ -97,5 +97,96 @@ describe('createKubeClient from a kubeconfig file', () => {
     await assert.rejects(client.get(resources.nodes, { name: 'n1' }), isForbidden);
     assert.equal(auth, 'Bearer secret-token');
     client.close();
+  });
+});
+
+describe('loadKubeConfig', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kubeconfig-load-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('paths relative to the kubeconfig file; token file; namespace and server of the current context', async () => {
+    writeFileSync(join(dir, 'ca.crt'), 'CA PEM');
+    writeFileSync(join(dir, 'token'), 'file-token\n');
+    const file = join(dir, 'relative.yaml');
+    writeFileSync(
+      file,
+      kubeconfigYaml(
+        'https://10.0.0.1:6443',
+        { 'certificate-authority': 'ca.crt', 'tls-server-name': 'api' },
+        {
+          tokenFile: 'token',
+        },
+      ),
+    );
+    const kc = loadKubeConfig(file);
+    assert.equal(kc.server, 'https://10.0.0.1:6443');
+    assert.equal(kc.namespace, 'kruise-system');
+    assert.equal(currentNamespace(kc), 'kruise-system');
+    const rc = await kc.restConfig;
+    assert.equal(String(rc.ca), 'CA PEM');
+    assert.equal(rc.tlsServerName, 'api');
+    assert.deepEqual(rc.headers, { Authorization: 'Bearer file-token' });
+  });
+
+  test('basic auth and insecure-skip-tls-verify', async () => {
+    const file = join(dir, 'basic.yaml');
+    writeFileSync(
+      file,
+      kubeconfigYaml('https://10.0.0.1:6443', { 'insecure-skip-tls-verify': true }, { username: 'u', password: 'p' }),
+    );
+    const rc = await loadKubeConfig(file).restConfig;
+    assert.equal(rc.insecureSkipTLSVerify, true);
+    assert.deepEqual(rc.headers, { Authorization: `Basic ${b64('u:p')}` });
+  });
+
+  test('an exec plugin goes through client-node, loaded only then', async () => {
+    const plugin = join(dir, 'plugin.sh');
+    writeFileSync(
+      plugin,
+      `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"exec-token"}}'\n`,
+    );
+    chmodSync(plugin, 0o755);
+    const file = join(dir, 'exec.yaml');
+    const doc = JSON.parse(kubeconfigYaml('https://10.0.0.2:6443', {}, {}));
+    doc.users[0].user = {
+      exec: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin, interactiveMode: 'Never' },
+    };
+    writeFileSync(file, JSON.stringify(doc));
+    const kc = loadKubeConfig(file);
+    assert.equal(kc.server, 'https://10.0.0.2:6443', 'known before client-node has loaded');
+    const rc = await kc.restConfig;
+    assert.equal(rc.headers?.Authorization, 'Bearer exec-token');
+    assert.ok(rc.refreshHeaders, 'plugin credentials are refreshed');
+  });
+
+  test('in a pod: the service account, its token re-read as it rotates', async () => {
+    const sa = join(dir, 'sa');
+    rmSync(sa, { recursive: true, force: true });
+    mkdirSync(sa);
+    writeFileSync(join(sa, 'ca.crt'), 'SA CA');
+    writeFileSync(join(sa, 'token'), 'one');
+    writeFileSync(join(sa, 'namespace'), 'kruise-system\n');
+    const saved = { ...process.env };
+    try {
+      delete process.env.KUBECONFIG;
+      process.env.KUBERNETES_SERVICE_HOST = 'fd00::1';
+      process.env.KUBERNETES_SERVICE_PORT = '443';
+      const kc = loadKubeConfig(undefined, sa);
+      assert.equal(kc.server, 'https://[fd00::1]:443');
+      assert.equal(kc.namespace, 'kruise-system');
+      const rc = await kc.restConfig;
+      assert.equal(String(rc.ca), 'SA CA');
+      assert.deepEqual(rc.headers, { Authorization: 'Bearer one' });
+      writeFileSync(join(sa, 'token'), 'two');
+      assert.deepEqual(await rc.refreshHeaders?.(), { Authorization: 'Bearer two' });
+    } finally {
+      process.env = saved;
+    }
+  });
+
+  test('a kubeconfig without a current context is refused with its path', () => {
+    const file = join(dir, 'empty.yaml');
+    writeFileSync(file, 'apiVersion: v1\nkind: Config\n');
+    assert.throws(() => loadKubeConfig(file), { message: `kubeconfig ${file} has no current context or cluster` });
   });
 });

@@ -1,40 +1,176 @@
-// From a kubeconfig (or the in-cluster service account) to a KubeClient. client-node does the
-// parsing and credential resolution; importing this module loads it (about a second), which is
-// why client.ts itself does not.
+// From a kubeconfig (or the in-cluster service account) to a KubeClient.
+//
+// The common cases are read here: in a pod, the service account (CA, token file re-read as it rotates); a kubeconfig
+// file whose user has a client certificate, a token (or token file) or basic auth. Everything else (exec and
+// auth-provider plugins, impersonation, proxies, several files in $KUBECONFIG to merge) goes to client-node's
+// KubeConfig, imported only then: loading client-node costs about 80 MiB of memory and a second of start-up, more
+// than the rest of the manager together, and a controller in a pod never needs it.
 import { existsSync, readFileSync } from 'node:fs';
-import { KubeConfig } from '@kubernetes/client-node';
+import { homedir } from 'node:os';
+import { delimiter, dirname, isAbsolute, join } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { parse as parseYaml } from 'yaml';
 import { KubeClient, restConfigFromKubeConfig, type KubeClientOptions, type RestConfig } from './client.ts';
 
-const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
-/**
- * Loads a kubeconfig in controller-runtime's order (pkg/client/config.GetConfig): an explicit
- * path (the --kubeconfig flag), then $KUBECONFIG, then the in-cluster service account, then
- * ~/.kube/config. client-node's loadFromDefault prefers ~/.kube/config over the in-cluster
- * config, which is the wrong way round for a controller running in a pod.
- */
-export function loadKubeConfig(path?: string): KubeConfig {
-  const kc = new KubeConfig();
-  if (path) {
-    kc.loadFromFile(path);
-  } else if (!process.env.KUBECONFIG && process.env.KUBERNETES_SERVICE_HOST && process.env.KUBERNETES_SERVICE_PORT) {
-    kc.loadFromCluster();
-  } else {
-    kc.loadFromDefault();
-  }
-  if (!kc.getCurrentCluster()) {
-    throw new Error(
-      path
-        ? `kubeconfig ${path} has no current context or cluster`
-        : 'no kubeconfig found: pass --kubeconfig, set $KUBECONFIG, or run in a cluster',
-    );
-  }
-  return kc;
+/** What a command needs of its kubeconfig: where the apiserver is, credentials (resolved lazily), the namespace. */
+export interface LoadedKubeConfig {
+  /** The apiserver URL, e.g. https://127.0.0.1:6443. */
+  server: string;
+  /** The current context's namespace, or the service account's in a pod. */
+  namespace?: string;
+  /** Credentials; a promise because plugins (and client-node, when needed) resolve asynchronously. */
+  restConfig: Promise<RestConfig>;
 }
 
-/** loadKubeConfig + restConfigFromKubeConfig (for code that wants the resolved credentials). */
+type Yaml = Record<string, unknown>;
+
+const obj = (v: unknown): Yaml => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Yaml) : {});
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+const named = (list: unknown, name: string): Yaml | undefined => {
+  const entry = (Array.isArray(list) ? list : []).find((e) => obj(e).name === name);
+  return entry === undefined ? undefined : obj(entry);
+};
+
+/** User fields read here; a user with any other field set goes to client-node. */
+const SIMPLE_USER_FIELDS = new Set([
+  'client-certificate',
+  'client-certificate-data',
+  'client-key',
+  'client-key-data',
+  'token',
+  'tokenFile',
+  'username',
+  'password',
+]);
+/** Cluster fields read here (extensions are informational). */
+const SIMPLE_CLUSTER_FIELDS = new Set([
+  'server',
+  'certificate-authority',
+  'certificate-authority-data',
+  'insecure-skip-tls-verify',
+  'tls-server-name',
+  'extensions',
+]);
+
+/**
+ * Loads a kubeconfig in controller-runtime's order (pkg/client/config.GetConfig): an explicit path (the
+ * --kubeconfig flag), then $KUBECONFIG, then the in-cluster service account, then ~/.kube/config. (client-node's
+ * loadFromDefault prefers ~/.kube/config over the in-cluster config, the wrong way round in a pod.) Throws an
+ * Error with a message for the user when nothing usable is found.
+ */
+export function loadKubeConfig(path?: string, serviceAccountDir = SERVICE_ACCOUNT_DIR): LoadedKubeConfig {
+  if (path) return fromFile(path);
+  const env = process.env.KUBECONFIG;
+  if (env) {
+    const files = env.split(delimiter).filter(Boolean);
+    if (files.length === 1) return fromFile(files[0] as string);
+    return viaClientNode((kc) => kc.loadFromDefault(), `$KUBECONFIG (${env})`);
+  }
+  const host = process.env.KUBERNETES_SERVICE_HOST;
+  const port = process.env.KUBERNETES_SERVICE_PORT;
+  if (host && port) return inCluster(host, port, serviceAccountDir);
+  const home = join(homedir(), '.kube', 'config');
+  if (existsSync(home)) return fromFile(home);
+  throw new Error('no kubeconfig found: pass --kubeconfig, set $KUBECONFIG, or run in a cluster');
+}
+
+/** The service account of the pod (rest.InClusterConfig): the token file is re-read as it rotates. */
+function inCluster(host: string, port: string, dir: string): LoadedKubeConfig {
+  const server = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const tokenFile = join(dir, 'token');
+  const readToken = () => ({ Authorization: `Bearer ${readFileSync(tokenFile, 'utf8').trim()}` });
+  const namespaceFile = join(dir, 'namespace');
+  const namespace = existsSync(namespaceFile) ? readFileSync(namespaceFile, 'utf8').trim() || undefined : undefined;
+  const restConfig = Promise.resolve().then((): RestConfig => ({
+    server,
+    ca: readFileSync(join(dir, 'ca.crt')),
+    headers: readToken(),
+    refreshHeaders: async () => readToken(),
+  }));
+  return { server, ...(namespace ? { namespace } : {}), restConfig };
+}
+
+function fromFile(file: string): LoadedKubeConfig {
+  let doc: Yaml;
+  try {
+    doc = obj(parseYaml(readFileSync(file, 'utf8')));
+  } catch (err) {
+    throw new Error(`kubeconfig ${file}: ${(err as Error).message}`);
+  }
+  const contextName = str(doc['current-context']);
+  const context = contextName ? obj(named(doc.contexts, contextName)?.context) : undefined;
+  const clusterName = context ? str(context.cluster) : undefined;
+  const cluster = clusterName ? obj(named(doc.clusters, clusterName)?.cluster) : undefined;
+  const server = cluster ? str(cluster.server) : undefined;
+  if (!context || !cluster || !server) throw new Error(`kubeconfig ${file} has no current context or cluster`);
+  const userName = str(context.user);
+  const user = userName ? obj(named(doc.users, userName)?.user) : {};
+  const namespace = str(context.namespace);
+  const simple =
+    Object.keys(user).every((k) => SIMPLE_USER_FIELDS.has(k)) &&
+    Object.keys(cluster).every((k) => SIMPLE_CLUSTER_FIELDS.has(k));
+  if (!simple)
+    return { ...viaClientNode((kc) => kc.loadFromFile(file), file), server, ...(namespace ? { namespace } : {}) };
+
+  // Relative paths in a kubeconfig are relative to the file (clientcmd's ResolvePaths).
+  const resolve = (p: string) => (isAbsolute(p) ? p : join(dirname(file), p));
+  const pem = (data: unknown, path: unknown): Buffer | undefined => {
+    if (str(data)) return Buffer.from(data as string, 'base64');
+    if (str(path)) return readFileSync(resolve(path as string));
+    return undefined;
+  };
+  const restConfig = Promise.resolve().then((): RestConfig => {
+    const headers: Record<string, string> = {};
+    const token =
+      str(user.token) ??
+      (str(user.tokenFile) ? readFileSync(resolve(user.tokenFile as string), 'utf8').trim() : undefined);
+    if (token) headers.Authorization = `Bearer ${token}`;
+    else if (str(user.username))
+      headers.Authorization = `Basic ${Buffer.from(`${user.username}:${str(user.password) ?? ''}`).toString('base64')}`;
+    const config: RestConfig = { server, headers };
+    const ca = pem(cluster['certificate-authority-data'], cluster['certificate-authority']);
+    const cert = pem(user['client-certificate-data'], user['client-certificate']);
+    const key = pem(user['client-key-data'], user['client-key']);
+    if (ca) config.ca = ca;
+    if (cert) config.cert = cert;
+    if (key) config.key = key;
+    if (cluster['insecure-skip-tls-verify'] === true) config.insecureSkipTLSVerify = true;
+    if (str(cluster['tls-server-name'])) config.tlsServerName = cluster['tls-server-name'] as string;
+    return config;
+  });
+  return { server, ...(namespace ? { namespace } : {}), restConfig };
+}
+
+/** client-node's KubeConfig, loaded on demand, for what fromFile does not read (plugins, merging, proxies). */
+function viaClientNode(load: (kc: KubeConfig) => void, what: string): LoadedKubeConfig {
+  let server = '';
+  let namespace: string | undefined;
+  const restConfig = import('@kubernetes/client-node').then(({ KubeConfig }) => {
+    const kc = new KubeConfig();
+    load(kc);
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error(`kubeconfig ${what} has no current context or cluster`);
+    server = cluster.server;
+    namespace = kc.getContextObject(kc.getCurrentContext())?.namespace;
+    return restConfigFromKubeConfig(kc);
+  });
+  // Known once client-node has loaded the file (the client waits for restConfig before any request).
+  return {
+    get server() {
+      return server;
+    },
+    get namespace() {
+      return namespace;
+    },
+    restConfig,
+  };
+}
+
+/** loadKubeConfig, then its credentials resolved. */
 export async function loadRestConfig(path?: string): Promise<RestConfig> {
-  return restConfigFromKubeConfig(loadKubeConfig(path));
+  return loadKubeConfig(path).restConfig;
 }
 
 /** The one-liner for commands: `createKubeClient({ kubeconfig: flags.kubeconfig, qps, burst })`. */
@@ -44,16 +180,15 @@ export function createKubeClient(opts: KubeClientOptions & { kubeconfig?: string
 }
 
 /**
- * The namespace the process runs in: $POD_NAMESPACE (downward API), else the service account's
- * namespace, else the kubeconfig context's, else "default".
+ * The namespace the process runs in: $POD_NAMESPACE (downward API), else the service account's namespace, else the
+ * kubeconfig context's, else "default".
  */
-export function currentNamespace(kc?: KubeConfig): string {
+export function currentNamespace(kc?: LoadedKubeConfig): string {
   if (process.env.POD_NAMESPACE) return process.env.POD_NAMESPACE;
   const file = `${SERVICE_ACCOUNT_DIR}/namespace`;
   if (existsSync(file)) {
     const ns = readFileSync(file, 'utf8').trim();
     if (ns) return ns;
   }
-  const ctx = kc?.getContextObject(kc.getCurrentContext());
-  return ctx?.namespace ?? 'default';
+  return kc?.namespace ?? 'default';
 }
