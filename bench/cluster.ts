@@ -76,6 +76,8 @@ export interface NewNodeResult {
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
+  /** Our manager's peak RSS over this part (every node and the DaemonSets' pods in its caches), MiB. */
+  peakRssMiB: number;
 }
 
 export interface ClusterBenchResult {
@@ -491,6 +493,7 @@ class Bench {
         p50Ms: percentile(latencies, 50),
         p99Ms: percentile(latencies, 99),
         maxMs: Math.max(...latencies),
+        peakRssMiB: peakRssMiB(manager.child.pid ?? 0),
       };
     } finally {
       await manager.stop();

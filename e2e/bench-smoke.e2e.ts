@@ -63,9 +63,10 @@ describe('benchmarks smoke run', () => {
       finite('ceiling replace', r.cluster?.ceiling?.replaceSeconds);
       assert.equal(r.cluster?.newNode?.samples, 10);
       finite('new-node p99', r.cluster?.newNode?.p99Ms);
+      finite('our peak RSS in the new-node part', r.cluster?.newNode?.peakRssMiB);
       assert.deepEqual(
         r.webhook?.map((w) => `${w.webhook}/${w.mode}`),
-        ['mutate/max', 'mutate/fixed', 'validate/max', 'validate/fixed'],
+        ['mutate/max', 'mutate/fixed', 'validate/max', 'validate/fixed', 'echo/max', 'echo/fixed'],
       );
       for (const w of r.webhook ?? [])
         assert.ok(w.requestsPerSecond > 0 && w.errors + w.non2xx === 0, JSON.stringify(w));

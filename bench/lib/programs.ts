@@ -2,7 +2,7 @@
 // through tsx, on the Node 24 that `npm ci` installs. Bundles are built once per run into dist/ (inside the
 // repository, so that their imports of npm packages resolve to node_modules).
 import { join } from 'node:path';
-import { bundle, repoRoot } from '../../e2e/hack/bundle.ts';
+import { bundle, NODE_RUNTIME_FLAGS, repoRoot } from '../../e2e/hack/bundle.ts';
 
 export const NODE = join(repoRoot, 'node_modules', '.bin', 'node');
 
@@ -26,10 +26,6 @@ export async function buildPrograms(cpuProfileDir?: string): Promise<Programs> {
   await bundle('src/cli/main.ts', manager);
   await bundle('bench/webhook-server.ts', webhookServer);
   await bundle('bench/planning.ts', planning);
-  const node = [
-    NODE,
-    '--enable-source-maps',
-    ...(cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfileDir] : []),
-  ];
+  const node = [NODE, ...NODE_RUNTIME_FLAGS, ...(cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfileDir] : [])];
   return { manager: [...node, manager], webhookServer: [...node, webhookServer], planning: [...node, planning] };
 }

@@ -10,6 +10,14 @@ import { build } from 'esbuild';
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+/**
+ * Node flags the bundle runs with (the Dockerfile's ENTRYPOINT has the same). A 16 MiB semi-space caps V8's young
+ * generation, which otherwise grows to 128 MiB under a stream of watch events on a machine with memory to spare;
+ * the live data sits in the old generation anyway. Measured at 1,000 nodes and pods: peak RSS 200 MiB instead of
+ * 287 MiB, no slower.
+ */
+export const NODE_RUNTIME_FLAGS = ['--enable-source-maps', '--max-semi-space-size=16'];
+
 /** Bundles `entry` (a path under the repository) into `outfile`. */
 export async function bundle(entry: string, outfile: string): Promise<void> {
   mkdirSync(dirname(outfile), { recursive: true });
