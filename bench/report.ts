@@ -167,7 +167,7 @@ function newNodeTable(c: ClusterBenchResult): string[] {
 
 function webhookTable(runs: WebhookRun[]): string[] {
   return [
-    '### 4. Webhook: Fastify app over TLS, server pinned to one core, autocannon on the other',
+    '### 4. Webhook: Fastify app over TLS, server pinned to one core, the load generator on the other',
     '',
     row(['webhook', 'load', 'requests/s', 'p50, ms', 'p99, ms', 'server core use', 'errors', 'target']),
     row(['---', '---', '---:', '---:', '---:', '---:', '---:', '---']),
