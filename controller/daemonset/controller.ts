@@ -60,9 +60,10 @@ type PlanStep = Plan | AfterManage;
 const SLOW_START_INITIAL_BATCH = 1;
 
 /**
- * At most one status write per DaemonSet in this interval for progress alone (counters moving); milestones
- * (isStatusMilestone: generation observed, conditions flipping, ...) are written at once. A rollout of 1,000 pods
- * otherwise writes status at nearly every sync, and those writes share the client's QPS with pod creates.
+ * A sync that only observed progress (pods turning Ready or available: counters moving) writes status at most once
+ * per DaemonSet in this interval. A sync that created, deleted or updated pods, and any milestone (isStatusMilestone:
+ * generation observed, conditions flipping, ...), writes at once. A rollout of 1,000 pods otherwise writes status
+ * after nearly every pod event, and those writes share the client's QPS with pod creates.
  */
 const STATUS_PROGRESS_INTERVAL_MS = 1000;
 
@@ -427,9 +428,11 @@ export class DaemonSetController {
     // Status last, only when it changed; progress alone at most once per STATUS_PROGRESS_INTERVAL_MS.
     let statusDeferredMs: number | undefined;
     const sinceLastWrite = Date.now() - (this.lastStatusWrite.get(key) ?? 0);
+    const actedOnPods = [plan, step].some((s) => s.creates.length + s.deletes.length + s.inPlaceUpdates.length > 0);
     if (
       step.statusChanged &&
       step.status &&
+      !actedOnPods &&
       !isStatusMilestone(ds.status, step.status) &&
       sinceLastWrite < STATUS_PROGRESS_INTERVAL_MS
     ) {

@@ -32,8 +32,9 @@ describe('burstReplicas (item 5)', { timeout: 300_000 }, () => {
     await rolledOutDaemonSet(f, name, { mutate: (m) => (m.spec.burstReplicas = '10%') });
     await eventually('the watches to catch up', async () => pods.events.filter((e) => e.type === 'ADDED').length === 4);
 
-    // Each sync ends with a status write of the DaemonSet (its counters changed), so pods created by one sync are
-    // consecutive in etcd order with no write of the DaemonSet between them. At most 1 per sync here.
+    // Each sync that creates pods ends with a status write of the DaemonSet (its counters changed; only syncs that
+    // act on no pod are throttled), so pods created by one sync are consecutive in etcd order with no write of the
+    // DaemonSet between them. At most 1 per sync here.
     const timeline = [...pods.events.filter((e) => e.type === 'ADDED'), ...dsw.events].sort((a, b) => a.rv - b.rv);
     let run = 0;
     let longest = 0;
