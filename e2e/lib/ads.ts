@@ -138,7 +138,6 @@ export function adsPods(namespace: string, name: string): Promise<PodJson[]> {
   return listPods(namespace, `app=${name}`);
 }
 
-/** Pods grouped by spec.nodeName ('' for unscheduled). */
 /** Non-terminating pods per node (every node of `nodes` present). */
 export function liveByNode(pods: PodJson[], nodes: string[]): Map<string, PodJson[]> {
   const m = new Map<string, PodJson[]>(nodes.map((n) => [n, []]));
@@ -146,6 +145,7 @@ export function liveByNode(pods: PodJson[], nodes: string[]): Map<string, PodJso
   return m;
 }
 
+/** Pods grouped by spec.nodeName ('' for unscheduled). */
 export function byNode(pods: PodJson[]): Map<string, PodJson[]> {
   const m = new Map<string, PodJson[]>();
   for (const p of pods) {

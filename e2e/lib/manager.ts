@@ -25,7 +25,7 @@ export interface StartManagerOptions {
   timeoutMs?: number;
   /**
    * The program and its leading arguments; default bin/advanced-daemonset (TypeScript through tsx). The benchmark
-   * runs the production bundle: [node, '--enable-source-maps', 'dist/main.mjs'].
+   * runs the production bundle: [node, ...NODE_RUNTIME_FLAGS, 'dist/main.mjs'] (bench/lib/programs.ts).
    */
   command?: string[];
 }

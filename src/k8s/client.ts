@@ -4,20 +4,18 @@
 // of our CRD are dropped, timestamps become Dates), need per-call Content-Type overrides for
 // patches, and have no client-side rate limiting. Why not client-node's fetch path either: its
 // applySecurityAuthentication builds a fresh undici Agent on every call (no connection reuse) and
-// reads the CA file each time. So kubeconfig.ts reads kubeconfigs (leaving exec and auth-provider
-// plugins and merged files to client-node's KubeConfig, restConfigFromKubeConfig below) into a
-// RestConfig, and we speak HTTP ourselves over one keep-alive node:https agent. This mirrors client-go's rest.Client: generic over the resource
-// path, a token-bucket rate limiter (flowcontrol), Retry-After on 429, typed errors with the
-// reason the apiserver gives (k8s.io/apimachinery/pkg/api/errors).
+// reads the CA file each time. So kubeconfig.ts turns a kubeconfig into a RestConfig (leaving
+// exec and auth-provider plugins and merged files to client-node's KubeConfig), and we speak HTTP
+// ourselves over one keep-alive node:https agent. This mirrors client-go's rest.Client: generic
+// over the resource path, a token-bucket rate limiter (flowcontrol), Retry-After on 429, typed
+// errors with the reason the apiserver gives (k8s.io/apimachinery/pkg/api/errors).
 //
-// This module does not import client-node at run time (it costs about a second to load), so
-// processes and tests that only talk HTTP to an apiserver start fast; a KubeConfig instance is
-// only used through its methods.
+// This module does not import client-node (it costs about a second and 80 MiB to load), so
+// processes and tests that only talk HTTP to an apiserver start fast.
 import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pkg from '../../package.json' with { type: 'json' };
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { LoadedKubeConfig } from './kubeconfig.ts';
 import type { KubeObject, ObjectMeta } from './types.ts';
 
@@ -368,7 +366,7 @@ export interface RequestObservation {
 
 /**
  * Where the apiserver is and how to authenticate: client-go's rest.Config, reduced to what we
- * use. Build one from a kubeconfig with kubeconfig.ts's loadRestConfig / restConfigFromKubeConfig.
+ * use. Build one from a kubeconfig with kubeconfig.ts's loadKubeConfig / loadRestConfig.
  */
 export interface RestConfig {
   /** e.g. https://127.0.0.1:6443 (a path prefix is kept). */
@@ -894,55 +892,6 @@ function apiErrorFrom(
 /** Turns a watch ERROR event's Status into an ApiError (410 there means "relist"). */
 export function apiErrorFromStatus(verb: string, path: string, status: Status): ApiError {
   return new ApiError(verb, path, status.code ?? 500, status);
-}
-
-// ---------------------------------------------------------------------------------------------
-// From a kubeconfig
-
-/**
- * Resolves the current context of `kc` into a RestConfig, through client-node's own
- * credential code (tokens, token files, exec plugins, client certificates, CA, basic auth,
- * impersonation). Static credentials are read once; exec plugins and token files (in-cluster
- * projected tokens rotate) become `refreshHeaders`, which the client calls at most every 10 s
- * and after a 401.
- */
-export async function restConfigFromKubeConfig(kc: KubeConfig): Promise<RestConfig> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('kubeconfig has no current cluster');
-  const user = kc.getCurrentUser();
-  const opts = await httpsOptions(kc, cluster.server);
-  const config: RestConfig = {
-    server: cluster.server,
-    ca: opts.ca as string | Buffer | undefined,
-    cert: opts.cert as string | Buffer | undefined,
-    key: opts.key as string | Buffer | undefined,
-    insecureSkipTLSVerify: cluster.skipTLSVerify || opts.rejectUnauthorized === false,
-    tlsServerName: cluster.tlsServerName,
-    headers: headersFrom(opts),
-  };
-  if (user?.exec || user?.authProvider) {
-    config.refreshHeaders = async () => headersFrom(await httpsOptions(kc, cluster.server));
-  }
-  return config;
-}
-
-async function httpsOptions(kc: KubeConfig, server: string): Promise<https.RequestOptions> {
-  const opts: https.RequestOptions = {};
-  try {
-    await kc.applyToHTTPSOptions(opts);
-  } catch (err) {
-    // client-node refuses plain http unless skip-tls-verify is set, after it has filled in the
-    // credentials. kubectl accepts it (e.g. `kubectl proxy` on http://127.0.0.1:8001); so do we.
-    if (!server.startsWith('http:')) throw err;
-  }
-  return opts;
-}
-
-function headersFrom(opts: https.RequestOptions): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(opts.headers ?? {})) if (v !== undefined) headers[k] = String(v);
-  if (opts.auth) headers.Authorization = `Basic ${Buffer.from(opts.auth).toString('base64')}`;
-  return headers;
 }
 
 /**

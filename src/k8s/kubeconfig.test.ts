@@ -126,6 +126,8 @@ describe('loadKubeConfig', () => {
     assert.equal(String(rc.ca), 'CA PEM');
     assert.equal(rc.tlsServerName, 'api');
     assert.deepEqual(rc.headers, { Authorization: 'Bearer file-token' });
+    writeFileSync(join(dir, 'token'), 'rotated-token\n');
+    assert.deepEqual(await rc.refreshHeaders?.(), { Authorization: 'Bearer rotated-token' }, 'token file re-read');
   });
 
   test('basic auth and insecure-skip-tls-verify', async () => {

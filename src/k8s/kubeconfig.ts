@@ -10,7 +10,8 @@ import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
-import { KubeClient, restConfigFromKubeConfig, type KubeClientOptions, type RestConfig } from './client.ts';
+import type https from 'node:https';
+import { KubeClient, type KubeClientOptions, type RestConfig } from './client.ts';
 
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -76,11 +77,20 @@ export function loadKubeConfig(path?: string, serviceAccountDir = SERVICE_ACCOUN
   throw new Error('no kubeconfig found: pass --kubeconfig, set $KUBECONFIG, or run in a cluster');
 }
 
+/** The Authorization header of a bearer token kept in a file, read again at each call (tokens there rotate). */
+function bearerFromFile(file: string): () => Record<string, string> {
+  return () => ({ Authorization: `Bearer ${readFileSync(file, 'utf8').trim()}` });
+}
+
+/** The Authorization header of basic auth, from "user:password". */
+function basicAuthorization(userPassword: string): Record<string, string> {
+  return { Authorization: `Basic ${Buffer.from(userPassword).toString('base64')}` };
+}
+
 /** The service account of the pod (rest.InClusterConfig): the token file is re-read as it rotates. */
 function inCluster(host: string, port: string, dir: string): LoadedKubeConfig {
   const server = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  const tokenFile = join(dir, 'token');
-  const readToken = () => ({ Authorization: `Bearer ${readFileSync(tokenFile, 'utf8').trim()}` });
+  const readToken = bearerFromFile(join(dir, 'token'));
   const namespaceFile = join(dir, 'namespace');
   const namespace = existsSync(namespaceFile) ? readFileSync(namespaceFile, 'utf8').trim() || undefined : undefined;
   const restConfig = Promise.resolve().then((): RestConfig => ({
@@ -122,14 +132,14 @@ function fromFile(file: string): LoadedKubeConfig {
     return undefined;
   };
   const restConfig = Promise.resolve().then((): RestConfig => {
-    const headers: Record<string, string> = {};
-    const token =
-      str(user.token) ??
-      (str(user.tokenFile) ? readFileSync(resolve(user.tokenFile as string), 'utf8').trim() : undefined);
-    if (token) headers.Authorization = `Bearer ${token}`;
-    else if (str(user.username))
-      headers.Authorization = `Basic ${Buffer.from(`${user.username}:${str(user.password) ?? ''}`).toString('base64')}`;
-    const config: RestConfig = { server, headers };
+    const config: RestConfig = { server, headers: {} };
+    // A token wins over a token file, and both over basic auth (clientcmd's order).
+    if (str(user.token)) config.headers = { Authorization: `Bearer ${user.token as string}` };
+    else if (str(user.tokenFile)) {
+      const readToken = bearerFromFile(resolve(user.tokenFile as string));
+      config.headers = readToken();
+      config.refreshHeaders = async () => readToken();
+    } else if (str(user.username)) config.headers = basicAuthorization(`${user.username}:${str(user.password) ?? ''}`);
     const ca = pem(cluster['certificate-authority-data'], cluster['certificate-authority']);
     const cert = pem(user['client-certificate-data'], user['client-certificate']);
     const key = pem(user['client-key-data'], user['client-key']);
@@ -166,6 +176,52 @@ function viaClientNode(load: (kc: KubeConfig) => void, what: string): LoadedKube
     },
     restConfig,
   };
+}
+
+/**
+ * Resolves the current context of `kc` into a RestConfig, through client-node's own
+ * credential code (tokens, token files, exec plugins, client certificates, CA, basic auth,
+ * impersonation). Static credentials are read once; exec plugins and token files (in-cluster
+ * projected tokens rotate) become `refreshHeaders`, which the client calls at most every 10 s
+ * and after a 401.
+ */
+async function restConfigFromKubeConfig(kc: KubeConfig): Promise<RestConfig> {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('kubeconfig has no current cluster');
+  const user = kc.getCurrentUser();
+  const opts = await httpsOptions(kc, cluster.server);
+  const config: RestConfig = {
+    server: cluster.server,
+    ca: opts.ca as string | Buffer | undefined,
+    cert: opts.cert as string | Buffer | undefined,
+    key: opts.key as string | Buffer | undefined,
+    insecureSkipTLSVerify: cluster.skipTLSVerify || opts.rejectUnauthorized === false,
+    tlsServerName: cluster.tlsServerName,
+    headers: headersFrom(opts),
+  };
+  if (user?.exec || user?.authProvider) {
+    config.refreshHeaders = async () => headersFrom(await httpsOptions(kc, cluster.server));
+  }
+  return config;
+}
+
+async function httpsOptions(kc: KubeConfig, server: string): Promise<https.RequestOptions> {
+  const opts: https.RequestOptions = {};
+  try {
+    await kc.applyToHTTPSOptions(opts);
+  } catch (err) {
+    // client-node refuses plain http unless skip-tls-verify is set, after it has filled in the
+    // credentials. kubectl accepts it (e.g. `kubectl proxy` on http://127.0.0.1:8001); so do we.
+    if (!server.startsWith('http:')) throw err;
+  }
+  return opts;
+}
+
+function headersFrom(opts: https.RequestOptions): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(opts.headers ?? {})) if (v !== undefined) headers[k] = String(v);
+  if (opts.auth) Object.assign(headers, basicAuthorization(opts.auth));
+  return headers;
 }
 
 /** loadKubeConfig, then its credentials resolved. */
