@@ -262,15 +262,8 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
   mkdirSync(join(dir, 'logs'), { recursive: true });
   mkdirSync(join(dir, 'pki'), { recursive: true });
 
-  const ports = {
-    etcdClient: await freePort(),
-    etcdPeer: await freePort(),
-    apiserver: await freePort(),
-    controllerManager: await freePort(),
-    scheduler: await freePort(),
-    kwok: await freePort(),
-  };
-  const server = `https://127.0.0.1:${ports.apiserver}`;
+  // Each port is picked right before its component starts (onFreePorts below).
+  const ports = { etcdClient: 0, etcdPeer: 0, apiserver: 0, controllerManager: 0, scheduler: 0, kwok: 0 };
 
   progress('generating PKI (CA, apiserver serving cert, admin client cert, service-account keys)');
   const pki = (f: string) => join(dir, 'pki', f);
@@ -302,12 +295,11 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
   writeFileSync(pki('sa.pub'), sa.publicPem);
   writeFileSync(pki('sa.key'), sa.privatePem, { mode: 0o600 });
   const kubeconfig = join(dir, 'kubeconfig');
-  writeFileSync(kubeconfig, kubeconfigYaml(server, ca.certPem, admin.certPem, admin.keyPem), { mode: 0o600 });
 
   const state: ClusterState = {
     dir,
     kubeconfig,
-    server,
+    server: '',
     kubernetesVersion: versions.kubernetes,
     ports,
     processes: [],
@@ -315,58 +307,94 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
     startedAt: new Date().toISOString(),
   };
   const save = () => writeFileSync(statePath(dir), JSON.stringify(state, null, 2));
-  const start = (name: string, binary: string, args: string[]) => {
-    const p = startProcess(dir, name, binary, args);
-    state.processes.push(p);
-    save();
-    return p;
+  /**
+   * Starts a component listening on fresh ports and waits until `ready`. A port found free can be taken by another
+   * process (an outgoing connection, a parallel test's cluster) before the component binds it; then the component
+   * exits with "address already in use", and it is started again on other ports.
+   */
+  const onFreePorts = async (
+    keys: (keyof typeof ports)[],
+    name: string,
+    binary: string,
+    args: () => string[],
+    ready: (p: ProcessRecord) => Promise<void>,
+  ): Promise<ProcessRecord> => {
+    for (let attempt = 1; ; attempt++) {
+      for (const k of keys) ports[k] = await freePort();
+      const p = startProcess(dir, name, binary, args());
+      state.processes.push(p);
+      save();
+      try {
+        await ready(p);
+        return p;
+      } catch (err) {
+        if (attempt >= 3 || processAlive(p) || !/address already in use/.test(tail(p.log))) throw err;
+        state.processes.splice(state.processes.indexOf(p), 1);
+      }
+    }
   };
 
   try {
-    progress(`starting etcd on 127.0.0.1:${ports.etcdClient}`);
-    const etcdUrl = `http://127.0.0.1:${ports.etcdClient}`;
-    const peerUrl = `http://127.0.0.1:${ports.etcdPeer}`;
-    const etcd = start('etcd', bin.etcd, [
-      '--name=ads',
-      `--data-dir=${join(dir, 'etcd')}`,
-      `--listen-client-urls=${etcdUrl}`,
-      `--advertise-client-urls=${etcdUrl}`,
-      `--listen-peer-urls=${peerUrl}`,
-      `--initial-advertise-peer-urls=${peerUrl}`,
-      `--initial-cluster=ads=${peerUrl}`,
-      '--listen-metrics-urls=',
-      '--unsafe-no-fsync=true',
-      '--quota-backend-bytes=8589934592',
-      '--auto-compaction-retention=1',
-      '--log-level=warn',
-    ]);
-    await waitFor(etcd, 'healthy', 60_000, () => httpGetOkPlain(`${etcdUrl}/health`));
+    const etcdUrl = () => `http://127.0.0.1:${ports.etcdClient}`;
+    const peerUrl = () => `http://127.0.0.1:${ports.etcdPeer}`;
+    const etcdArgs = () => {
+      // A data dir left by an attempt that could not bind would hold its peer URL.
+      rmSync(join(dir, 'etcd'), { recursive: true, force: true });
+      progress(`starting etcd on 127.0.0.1:${ports.etcdClient}`);
+      return [
+        '--name=ads',
+        `--data-dir=${join(dir, 'etcd')}`,
+        `--listen-client-urls=${etcdUrl()}`,
+        `--advertise-client-urls=${etcdUrl()}`,
+        `--listen-peer-urls=${peerUrl()}`,
+        `--initial-advertise-peer-urls=${peerUrl()}`,
+        `--initial-cluster=ads=${peerUrl()}`,
+        '--listen-metrics-urls=',
+        '--unsafe-no-fsync=true',
+        '--quota-backend-bytes=8589934592',
+        '--auto-compaction-retention=1',
+        '--log-level=warn',
+      ];
+    };
+    await onFreePorts(['etcdClient', 'etcdPeer'], 'etcd', bin.etcd, etcdArgs, (p) =>
+      waitFor(p, 'healthy', 60_000, () => httpGetOkPlain(`${etcdUrl()}/health`)),
+    );
 
-    progress(`starting kube-apiserver ${versions.kubernetes} on ${server}`);
-    const apiserver = start('kube-apiserver', bin.kubeApiserver, [
-      `--etcd-servers=${etcdUrl}`,
-      '--bind-address=127.0.0.1',
-      `--secure-port=${ports.apiserver}`,
-      `--advertise-address=${advertiseAddress()}`,
-      `--tls-cert-file=${pki('apiserver.crt')}`,
-      `--tls-private-key-file=${pki('apiserver.key')}`,
-      `--client-ca-file=${pki('ca.crt')}`,
-      '--authorization-mode=Node,RBAC',
-      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-      `--service-account-key-file=${pki('sa.pub')}`,
-      `--service-account-signing-key-file=${pki('sa.key')}`,
-      '--service-cluster-ip-range=10.96.0.0/16',
-      '--allow-privileged=true',
-      '--enable-priority-and-fairness=false',
-      '--profiling=false',
-      '--v=1',
-      ...(opts.apiserverArgs ?? []),
-    ]);
+    const apiserverArgs = () => {
+      // The kubeconfig names the apiserver's port, so it is written with each attempt.
+      state.server = `https://127.0.0.1:${ports.apiserver}`;
+      writeFileSync(kubeconfig, kubeconfigYaml(state.server, ca.certPem, admin.certPem, admin.keyPem), {
+        mode: 0o600,
+      });
+      progress(`starting kube-apiserver ${versions.kubernetes} on ${state.server}`);
+      return [
+        `--etcd-servers=${etcdUrl()}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${ports.apiserver}`,
+        `--advertise-address=${advertiseAddress()}`,
+        `--tls-cert-file=${pki('apiserver.crt')}`,
+        `--tls-private-key-file=${pki('apiserver.key')}`,
+        `--client-ca-file=${pki('ca.crt')}`,
+        '--authorization-mode=Node,RBAC',
+        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+        `--service-account-key-file=${pki('sa.pub')}`,
+        `--service-account-signing-key-file=${pki('sa.key')}`,
+        '--service-cluster-ip-range=10.96.0.0/16',
+        '--allow-privileged=true',
+        '--enable-priority-and-fairness=false',
+        '--profiling=false',
+        '--v=1',
+        ...(opts.apiserverArgs ?? []),
+      ];
+    };
     const tls = { ca: ca.certPem, cert: admin.certPem, key: admin.keyPem };
-    await waitFor(apiserver, 'ready', 120_000, () => httpGetOk(`${server}/readyz`, tls));
+    await onFreePorts(['apiserver'], 'kube-apiserver', bin.kubeApiserver, apiserverArgs, (p) =>
+      waitFor(p, 'ready', 120_000, () => httpGetOk(`${state.server}/readyz`, tls)),
+    );
 
     progress('starting kube-controller-manager, kube-scheduler and kwok');
-    const kcm = start('kube-controller-manager', bin.kubeControllerManager, [
+    const healthz = (port: keyof typeof ports) => () => httpGetOk(`https://127.0.0.1:${ports[port]}/healthz`);
+    const kcmArgs = () => [
       `--kubeconfig=${kubeconfig}`,
       '--leader-elect=false',
       '--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,node-lifecycle-controller,taint-eviction-controller,daemonset-controller,root-ca-certificate-publisher-controller,pod-garbage-collector-controller',
@@ -379,8 +407,8 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
       '--kube-api-qps=100',
       '--kube-api-burst=200',
       '--v=1',
-    ]);
-    const scheduler = start('kube-scheduler', bin.kubeScheduler, [
+    ];
+    const schedulerArgs = () => [
       `--kubeconfig=${kubeconfig}`,
       '--leader-elect=false',
       '--bind-address=127.0.0.1',
@@ -388,8 +416,8 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
       '--kube-api-qps=100',
       '--kube-api-burst=200',
       '--v=1',
-    ]);
-    const kwok = start('kwok', bin.kwok, [
+    ];
+    const kwokArgs = () => [
       `--kubeconfig=${kubeconfig}`,
       `--config=${join(repoRoot, 'e2e', 'cluster', 'kwok-stages.yaml')}`,
       '--manage-all-nodes=true',
@@ -397,11 +425,18 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
       `--server-address=127.0.0.1:${ports.kwok}`,
       '--node-lease-duration-seconds=0',
       '--v=1',
+    ];
+    const [kcm] = await Promise.all([
+      onFreePorts(['controllerManager'], 'kube-controller-manager', bin.kubeControllerManager, kcmArgs, (p) =>
+        waitFor(p, 'healthy', 60_000, healthz('controllerManager')),
+      ),
+      onFreePorts(['scheduler'], 'kube-scheduler', bin.kubeScheduler, schedulerArgs, (p) =>
+        waitFor(p, 'healthy', 60_000, healthz('scheduler')),
+      ),
+      onFreePorts(['kwok'], 'kwok', bin.kwok, kwokArgs, (p) =>
+        waitFor(p, 'healthy', 60_000, () => httpGetOkPlain(`http://127.0.0.1:${ports.kwok}/healthz`)),
+      ),
     ]);
-    const healthz = (p: number) => () => httpGetOk(`https://127.0.0.1:${p}/healthz`);
-    await waitFor(kcm, 'healthy', 60_000, healthz(ports.controllerManager));
-    await waitFor(scheduler, 'healthy', 60_000, healthz(ports.scheduler));
-    await waitFor(kwok, 'healthy', 60_000, () => httpGetOkPlain(`http://127.0.0.1:${ports.kwok}/healthz`));
     // The ServiceAccount admission plugin rejects pods until the namespace's default SA exists.
     await waitFor(kcm, 'creating the default service account', 60_000, async () => {
       await kubectl(kubeconfig, ['get', 'serviceaccount', 'default', '-n', 'default']);
