@@ -62,6 +62,8 @@ export interface CertificateBootstrapOptions {
   checkIntervalMs?: number;
   /** Clock, for tests. */
   now?: () => Date;
+  /** The wait before the next first-sync attempt after `failures` failures; for tests. */
+  retryDelayMs?: (failures: number) => number;
 }
 
 export const DEFAULT_CA_VALIDITY_DAYS = 3650;
@@ -464,6 +466,15 @@ async function syncOnce(ctx: Context): Promise<{ material: CertificateMaterial; 
   return { material, changedFiles };
 }
 
+/**
+ * The wait before attempt `failures` + 1 of a start-up step that needs the apiserver: 1 s
+ * doubling to `maxMs` (30 s), times a random factor in [1, 1.2) so replicas do not retry in step.
+ */
+export function startupRetryDelayMs(failures: number, { maxMs = 30_000, random = Math.random } = {}): number {
+  const base = Math.min(maxMs, 1000 * 2 ** Math.max(0, Math.min(failures - 1, 10)));
+  return Math.min(maxMs, Math.round(base * (1 + 0.2 * random())));
+}
+
 function nextDelay(ctx: Context, material: CertificateMaterial, interval: number): number {
   const verdict = assessMaterial(material, ctx.dnsNames, ctx.now());
   const untilRenewal = verdict.state === 'valid' ? verdict.renewAt.getTime() - ctx.now().getTime() : 0;
@@ -475,10 +486,13 @@ function nextDelay(ctx: Context, material: CertificateMaterial, interval: number
 /**
  * The self-signed mode, for the manager: makes sure the Secret holds a valid CA and serving
  * certificate (issuing them if needed), writes them to `certDir`, sets caBundle on both
- * webhook configurations, and resolves with the CA bundle once that is done. Then it keeps
- * checking in the background (every `checkIntervalMs`, and at the renewal time) until `signal`
- * aborts: renewals, another replica's renewal, and caBundle drift (e.g. `helm upgrade --force`)
- * are all picked up. Background failures are logged and retried with backoff.
+ * webhook configurations, and resolves with the CA bundle once that is done. Until then every
+ * failure (the apiserver unreachable, RBAC, a foreign Secret) is logged and retried with backoff
+ * (startupRetryDelayMs): it rejects only when `signal` aborts, so a caller that serves a cached
+ * certificate meanwhile keeps serving. Then it keeps checking in the background (every
+ * `checkIntervalMs`, and at the renewal time) until `signal` aborts: renewals, another
+ * replica's renewal, and caBundle drift (e.g. `helm upgrade --force`) are all picked up.
+ * Background failures are logged and retried with backoff.
  */
 export async function runCertificateBootstrap(opts: CertificateBootstrapOptions): Promise<{ caBundle: string }> {
   const ctx: Context = {
@@ -487,7 +501,23 @@ export async function runCertificateBootstrap(opts: CertificateBootstrapOptions)
     now: opts.now ?? (() => new Date()),
   };
   const interval = opts.checkIntervalMs ?? DEFAULT_CHECK_INTERVAL_MS;
-  let { material } = await syncOnce(ctx);
+  let material: CertificateMaterial;
+  for (let failures = 0; ;) {
+    opts.signal.throwIfAborted();
+    try {
+      ({ material } = await syncOnce(ctx));
+      break;
+    } catch (err) {
+      if (opts.signal.aborted) throw opts.signal.reason;
+      failures++;
+      const retryInMs = (opts.retryDelayMs ?? startupRetryDelayMs)(failures);
+      opts.logger.warn(
+        { err, attempt: failures, retryInMs, secret: `${opts.namespace}/${opts.secretName}` },
+        'certificate bootstrap failed; retrying',
+      );
+      await sleep(retryInMs, undefined, { signal: opts.signal });
+    }
+  }
   opts.logger.info(
     { certDir: opts.certDir, dnsNames: ctx.dnsNames, notAfter: new X509Certificate(material.certPem).validTo },
     'webhook serving certificate ready',

@@ -2,13 +2,14 @@
 // us, and the bootstrap of a serving certificate for them. Out of cluster (`--webhook-host
 // 127.0.0.1`), the apiserver reaches us by URL, as kruise-manager does with WEBHOOK_HOST and as
 // envtest does: a Service reference would need kube-proxy, which a local control plane lacks.
-import { mkdirSync, readFileSync, writeFileSync, renameSync, existsSync } from 'node:fs';
+import { mkdirSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { isIP } from 'node:net';
 import type { KubeClient, ResourceType } from '../src/k8s/client.ts';
 import { isNotFound, resources } from '../src/k8s/client.ts';
 import type { KubeObject } from '../src/k8s/types.ts';
-import { certificateNotAfter, createCA, createLeaf, type CertificateAuthority, type KeyPairPem } from './pki.ts';
+import { createCA, createLeaf, type CertificateAuthority, type KeyPairPem } from './pki.ts';
+import { planWebhookStartup, readServingFiles } from './startup.ts';
 
 export const MUTATE_PATH = '/mutate-apps-kruise-io-daemonset';
 export const VALIDATE_PATH = '/validate-apps-kruise-io-daemonset';
@@ -127,12 +128,16 @@ export async function newServingCertificate(
 export interface ServingCertificate {
   certDir: string;
   caBundle: string;
+  /** The cert dir's certificate was kept; otherwise a new one was made, for `reason`. */
+  reused: boolean;
+  reason?: string;
 }
 
 /**
- * Writes tls.crt, tls.key and ca.crt for `hosts` (IPs or DNS names) into certDir, unless a
- * certificate there is still valid for more than `renewBeforeDays`. Files are replaced
- * atomically (write then rename), so a server watching the dir never reads half a key pair.
+ * Writes tls.crt, tls.key and ca.crt for `hosts` (IPs or DNS names) into certDir, unless the
+ * certificate there covers them, matches its key and ca.crt, and is still valid for more than
+ * `renewBeforeDays` (planWebhookStartup). Needs no apiserver. Files are replaced atomically
+ * (write then rename), so a server watching the dir never reads half a key pair.
  */
 export async function ensureLocalServingCertificate(
   certDir: string,
@@ -142,12 +147,15 @@ export async function ensureLocalServingCertificate(
   mkdirSync(certDir, { recursive: true });
   const crt = join(certDir, 'tls.crt');
   const caFile = join(certDir, 'ca.crt');
-  if (existsSync(crt) && existsSync(caFile) && existsSync(join(certDir, 'tls.key'))) {
-    const notAfter = certificateNotAfter(readFileSync(crt, 'utf8'));
-    if (notAfter.getTime() - now.getTime() > renewBeforeDays * 24 * 3600 * 1000) {
-      return { certDir, caBundle: readFileSync(caFile, 'utf8') };
-    }
-  }
+  const files = readServingFiles(certDir);
+  const plan = planWebhookStartup({
+    mode: 'webhook-host',
+    files,
+    names: hosts,
+    now,
+    renewBeforeMs: renewBeforeDays * 24 * 3600 * 1000,
+  });
+  if (plan.serve === 'cached') return { certDir, caBundle: files.caBundlePem, reused: true };
   const { ca, leaf } = await newServingCertificate(hosts, { validityDays, caValidityDays: validityDays * 10, now });
   const write = (file: string, data: string, mode = 0o644) => {
     writeFileSync(`${file}.tmp`, data, { mode });
@@ -156,5 +164,5 @@ export async function ensureLocalServingCertificate(
   write(caFile, ca.certPem);
   write(join(certDir, 'tls.key'), leaf.keyPem, 0o600);
   write(crt, leaf.certPem);
-  return { certDir, caBundle: ca.certPem };
+  return { certDir, caBundle: ca.certPem, reused: false, reason: plan.reason };
 }

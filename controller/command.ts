@@ -32,10 +32,13 @@ const controllerFlags = `  --kubeconfig FILE                  kubeconfig (defaul
                                      on nodes still running old pods with short-lived pull pods (README:
                                      image pre-download); imagepulljob creates Kruise ImagePullJobs instead
                                      (needs that CRD and kruise-daemon); off
-  --kruise-pod-ready-gate MODE       when-needed (default): the KruisePodReady readiness gate only on pods
-                                     of DaemonSets with lifecycle.preDelete.markPodNotReady, the one
-                                     thing that sets it False; always: on every pod, as Kruise (one more
-                                     status write per pod created)`;
+  --kruise-pod-ready-gate MODE       always (default): the KruisePodReady readiness gate on every pod,
+                                     as Kruise, set True right after the create (one status write per
+                                     pod); when-needed: only on pods of DaemonSets with
+                                     lifecycle.preDelete.markPodNotReady, one write per pod fewer for
+                                     very large clusters, but pods created without the gate cannot be
+                                     made NotReady later (markPodNotReady turned on afterwards,
+                                     ContainerRecreateRequest unreadyGracePeriodSeconds)`;
 
 const webhookFlags = `  --cert-dir DIR                     tls.crt and tls.key (default /tmp/k8s-webhook-server/serving-certs)
   --webhook-port N                   HTTPS port (default 9876; 0 picks a free port)
@@ -121,9 +124,9 @@ function imagePreDownloadFlag(value: string | undefined): ImagePreDownloadMode {
 }
 
 function kruisePodReadyGateFlag(value: string | undefined): KruisePodReadyGateMode {
-  const mode = value ?? 'when-needed';
+  const mode = value ?? 'always';
   if (mode !== 'always' && mode !== 'when-needed')
-    throw new UserError(`--kruise-pod-ready-gate must be when-needed or always, got "${mode}"`, 2);
+    throw new UserError(`--kruise-pod-ready-gate must be always or when-needed, got "${mode}"`, 2);
   return mode;
 }
 
@@ -212,15 +215,19 @@ async function runProcess(v: Values, withWebhook: boolean): Promise<number> {
       onShutdownSignal(stop, log).then(() => 'signal' as const),
       controller.done.then((d) => (d.lostLeadership ? ('lost-leadership' as const) : ('stopped' as const))),
     ]);
+    if (reason === 'lost-leadership') {
+      // controller-runtime skips the graceful shutdown here (its manager sets gracefulShutdownTimeout to 0 and
+      // returns "leader election lost"): in-flight reconciles are not waited for. Their requests were aborted and
+      // their writes are refused by the Lease fence; the Deployment restarts this replica as a standby.
+      // https://github.com/kubernetes-sigs/controller-runtime/blob/main/pkg/manager/internal.go
+      log.error('leader election lost; exiting at once');
+      process.exit(1);
+    }
     draining = true;
     // Webhook first: it drains while the apiserver stops sending to a not-ready endpoint.
     await webhook?.stop();
     stop.abort();
     await controller.done;
-    if (reason === 'lost-leadership') {
-      log.error('leader election lost; exiting');
-      return 1;
-    }
     return 0;
   } catch (err) {
     stop.abort();

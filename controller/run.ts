@@ -22,7 +22,7 @@ export interface ControllerRunOptions {
   retryPeriodMs: number;
   /** --image-predownload (default pods). */
   imagePreDownload?: ImagePreDownloadMode;
-  /** --kruise-pod-ready-gate (default when-needed). */
+  /** --kruise-pod-ready-gate (default always). */
   kruisePodReadyGate?: KruisePodReadyGateMode;
   logger: Logger;
 }
@@ -30,7 +30,10 @@ export interface ControllerRunOptions {
 export interface RunningController {
   /** Caches synced (readiness of a follower too). */
   synced(): boolean;
-  /** Resolves when the controller has stopped: after `signal` aborts, or when leadership is lost. */
+  /**
+   * Resolves when the controller has stopped: after `signal` aborts and work has ended, or, at once, when leadership
+   * is lost (in-flight work is not waited for: its requests are aborted and its writes refused; exit then).
+   */
   done: Promise<{ lostLeadership: boolean }>;
   client: KubeClient;
 }
@@ -43,7 +46,24 @@ export function startController(opts: ControllerRunOptions, signal: AbortSignal)
     onRequest: observeRestClientRequest,
   });
   const log = opts.logger;
-  const recorder = new EventRecorder({ client, logger: log });
+  const elector = opts.leaderElect
+    ? new LeaderElector({
+        client,
+        namespace: opts.leaderElectionNamespace ?? currentNamespace(kc),
+        name: opts.leaderElectionId,
+        leaseDurationMs: opts.leaseDurationMs,
+        renewDeadlineMs: opts.renewDeadlineMs,
+        retryPeriodMs: opts.retryPeriodMs,
+        logger: log,
+        callbacks: {
+          onStartedLeading: (leaderSignal) => lead(leaderSignal),
+          onNewLeader: (identity) => log.info({ leader: identity }, 'new leader observed'),
+        },
+      })
+    : undefined;
+  /** Every write of the controller (events included) passes this right before it is sent. */
+  const writeFence = elector ? () => elector.fence() : undefined;
+  const recorder = new EventRecorder({ client: client.withScope({ beforeWrite: writeFence }), logger: log });
   const controller = new DaemonSetController({
     client,
     recorder,
@@ -64,36 +84,22 @@ export function startController(opts: ControllerRunOptions, signal: AbortSignal)
   const lead = async (leaderSignal: AbortSignal) => {
     if (!(await cacheSync)) return;
     log.info({ workers: opts.workers }, 'starting workers');
-    await controller.runWorkers(leaderSignal);
+    await controller.runWorkers(leaderSignal, writeFence);
   };
 
   const done = (async () => {
-    let lostLeadership = false;
-    if (opts.leaderElect) {
-      const elector = new LeaderElector({
-        client,
-        namespace: opts.leaderElectionNamespace ?? currentNamespace(kc),
-        name: opts.leaderElectionId,
-        leaseDurationMs: opts.leaseDurationMs,
-        renewDeadlineMs: opts.renewDeadlineMs,
-        retryPeriodMs: opts.retryPeriodMs,
-        logger: log,
-        callbacks: {
-          onStartedLeading: lead,
-          onNewLeader: (identity) => log.info({ leader: identity }, 'new leader observed'),
-        },
-      });
+    if (elector) {
       await elector.run(signal);
-      // As controller-runtime: a replica that loses its lease exits, so it can never act on a
-      // stale belief that it still leads; the Deployment restarts it as a follower.
-      lostLeadership = !signal.aborted;
+      // As controller-runtime: a replica that loses its lease exits at once, so it can never act on a stale
+      // belief that it still leads; the Deployment restarts it as a follower.
+      if (!signal.aborted) return { lostLeadership: true };
     } else {
       await lead(signal);
     }
     await recorder.flush();
     await Promise.allSettled(informers);
     client.close();
-    return { lostLeadership };
+    return { lostLeadership: false };
   })();
 
   return { synced: () => synced, done, client };

@@ -2,12 +2,21 @@
 // In a cluster the certificate comes from the chart's certificate mode; out of cluster
 // (`--webhook-host 127.0.0.1`) the manager makes its own and registers the webhook
 // configurations by URL, as kruise-manager does with WEBHOOK_HOST.
+//
+// Where the manager makes its own certificate (self-signed, webhook-host), start-up never waits
+// for the apiserver (certs/startup.ts): the server starts at once with the certificate the cert
+// dir holds from an earlier run, and the steps that need the apiserver (the Secret, caBundle,
+// registering the configurations) run in the background, retried with backoff until they are
+// done. A self-signed manager with no usable certificate at all starts its server once the
+// bootstrap got one; until then it is not ready, and it does not exit.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { runCertificateBootstrap } from '../certs/bootstrap.ts';
+import { runCertificateBootstrap, servingDnsNames, startupRetryDelayMs } from '../certs/bootstrap.ts';
 import type { CertMode } from '../certs/modes.ts';
+import { planWebhookStartup, readServingFiles } from '../certs/startup.ts';
 import { ensureLocalServingCertificate, ensureWebhookConfigurations } from '../certs/webhook-config.ts';
-import type { KubeClient } from '../src/k8s/client.ts';
-import { startWebhookServer } from '../webhook/server.ts';
+import { isAbortError, type KubeClient } from '../src/k8s/client.ts';
+import { startWebhookServer, type WebhookServer } from '../webhook/server.ts';
 import { registry } from './runtime/metrics.ts';
 
 export interface ManagedWebhookOptions {
@@ -26,52 +35,147 @@ export interface ManagedWebhookOptions {
   namespace: string;
   client: KubeClient;
   logger: Logger;
+  /** The wait before the next attempt of a start-up step after `failures` failures; for tests. */
+  retryDelayMs?: (failures: number) => number;
 }
 
 export interface ManagedWebhook {
-  port: number;
+  /** The bound HTTPS port once serving; the configured one before. */
+  readonly port: number;
+  /** Serving and not draining. */
   ready(): boolean;
+  /** Resolves when the steps that need the apiserver are done (rejects only when stopped first). */
+  bootstrapped: Promise<void>;
   stop(): Promise<void>;
 }
 
 export async function startManagedWebhook(opts: ManagedWebhookOptions, signal: AbortSignal): Promise<ManagedWebhook> {
   const log = opts.logger.child({ component: 'webhook' });
-  let caBundle: string | undefined;
-  if (opts.host) {
-    ({ caBundle } = await ensureLocalServingCertificate(opts.certDir, [opts.host]));
-  } else if (opts.certMode === 'self-signed') {
-    // Files first, then the server: it loads them at start and reloads them on renewal.
-    await runCertificateBootstrap({
-      client: opts.client,
-      namespace: opts.namespace,
-      secretName: opts.certSecretName,
-      serviceName: opts.serviceName,
+  const stopped = new AbortController();
+  const background = AbortSignal.any([signal, stopped.signal]);
+  let server: WebhookServer | undefined;
+  let stopping = false;
+  const startServer = async () => {
+    const s = await startWebhookServer({
       certDir: opts.certDir,
-      webhookConfigurationName: opts.configurationName,
-      signal,
-      logger: opts.logger.child({ component: 'certificates' }),
+      port: opts.port,
+      host: opts.host ?? '0.0.0.0',
+      // The manager serves one /healthz, /readyz and /metrics for both halves.
+      healthPort: null,
+      metricsPort: null,
+      registry,
+      logger: log,
+      drainDelayMs: opts.drainMs,
     });
+    if (stopping) await s.stop();
+    else server = s;
+    return s;
+  };
+  const managed = (bootstrapped: Promise<void>): ManagedWebhook => {
+    // Nobody has to await it; a rejection (stopped first) must not be unhandled.
+    bootstrapped.catch(() => {});
+    return {
+      get port() {
+        return server?.port ?? opts.port;
+      },
+      ready: () => !stopping && (server?.ready() ?? false),
+      bootstrapped,
+      stop: async () => {
+        stopping = true;
+        stopped.abort();
+        await server?.stop();
+      },
+    };
+  };
+
+  if (opts.host) {
+    const host = opts.host;
+    const cert = await ensureLocalServingCertificate(opts.certDir, [host]);
+    log.info(
+      { certDir: opts.certDir, reused: cert.reused, ...(cert.reason ? { reason: cert.reason } : {}) },
+      cert.reused ? 'serving the certificate of the cert dir' : 'made a new serving certificate',
+    );
+    const s = await startServer();
+    const url = `https://${host.includes(':') ? `[${host}]` : host}:${s.port}`;
+    const bootstrapped = retryUntilDone(
+      'register webhook configurations',
+      () =>
+        ensureWebhookConfigurations(opts.client, {
+          name: opts.configurationName,
+          endpoint: { url },
+          caBundle: cert.caBundle,
+          timeoutSeconds: opts.timeoutSeconds,
+        }),
+      { log, signal: background, retryDelayMs: opts.retryDelayMs },
+    ).then(() => {
+      log.info({ url, configuration: opts.configurationName }, 'webhook configurations registered');
+      log.info({ mode: 'webhook-host' }, 'webhook bootstrap complete');
+    });
+    return managed(bootstrapped);
   }
-  const server = await startWebhookServer({
-    certDir: opts.certDir,
-    port: opts.port,
-    host: opts.host ?? '0.0.0.0',
-    // The manager serves one /healthz, /readyz and /metrics for both halves.
-    healthPort: null,
-    metricsPort: null,
-    registry,
-    logger: log,
-    drainDelayMs: opts.drainMs,
+
+  if (opts.certMode !== 'self-signed') {
+    // cert-manager / external: the certificate is mounted; nothing here needs the apiserver.
+    await startServer();
+    return managed(Promise.resolve());
+  }
+
+  const plan = planWebhookStartup({
+    mode: 'self-signed',
+    files: readServingFiles(opts.certDir),
+    names: servingDnsNames(opts.serviceName, opts.namespace),
+    now: new Date(),
   });
-  if (opts.host && caBundle) {
-    const url = `https://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${server.port}`;
-    await ensureWebhookConfigurations(opts.client, {
-      name: opts.configurationName,
-      endpoint: { url },
-      caBundle,
-      timeoutSeconds: opts.timeoutSeconds,
-    });
-    log.info({ url, configuration: opts.configurationName }, 'webhook configurations registered');
+  log.info({ certDir: opts.certDir, plan: plan.serve, reason: plan.reason }, 'webhook start-up');
+  // Files first, then the server: it loads them at start and reloads them on renewal.
+  if (plan.serve === 'cached') await startServer();
+  const bootstrapped = runCertificateBootstrap({
+    client: opts.client,
+    namespace: opts.namespace,
+    secretName: opts.certSecretName,
+    serviceName: opts.serviceName,
+    certDir: opts.certDir,
+    webhookConfigurationName: opts.configurationName,
+    signal: background,
+    logger: opts.logger.child({ component: 'certificates' }),
+    ...(opts.retryDelayMs ? { retryDelayMs: opts.retryDelayMs } : {}),
+    onCertificateChanged: () => void server?.reloadCertificates(),
+  }).then(async () => {
+    if (server) {
+      // The Secret may hold another certificate than the cached files (renewed meanwhile).
+      if (await server.reloadCertificates()) log.info('serving the certificate of the Secret');
+    } else if (!stopping) {
+      await startServer();
+    }
+    log.info({ mode: 'self-signed' }, 'webhook bootstrap complete');
+  });
+  return managed(bootstrapped);
+}
+
+/**
+ * Runs `step` until it succeeds, logging each failure with the wait before the next attempt
+ * (startupRetryDelayMs). Rejects only when `signal` aborts.
+ */
+async function retryUntilDone(
+  what: string,
+  step: () => Promise<void>,
+  {
+    log,
+    signal,
+    retryDelayMs = startupRetryDelayMs,
+  }: { log: Logger; signal: AbortSignal; retryDelayMs?: (failures: number) => number },
+): Promise<void> {
+  for (let failures = 0; ;) {
+    signal.throwIfAborted();
+    try {
+      await step();
+      return;
+    } catch (err) {
+      if (signal.aborted || isAbortError(err)) throw signal.reason ?? err;
+      failures++;
+      const retryInMs = retryDelayMs(failures);
+      log.warn({ err, attempt: failures, retryInMs }, `${what} failed; retrying`);
+      await sleep(retryInMs, undefined, { signal });
+    }
   }
-  return { port: server.port, ready: () => server.ready(), stop: () => server.stop() };
 }

@@ -21,7 +21,14 @@ import type {
 import { revisionMatches } from '../../src/daemonset/history.ts';
 import type { BackoffState } from '../../src/daemonset/backoff.ts';
 import { labelSelectorMatches } from '../../src/k8s/labels.ts';
-import { isAlreadyExists, isNotFound, resources, type KubeClient, type ResourceType } from '../../src/k8s/client.ts';
+import {
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  resources,
+  type KubeClient,
+  type ResourceType,
+} from '../../src/k8s/client.ts';
 import { objectKey, type ControllerRevision, type KubeObject, type Node, type Pod } from '../../src/k8s/types.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import { ResourceVersionExpectations, UIDTrackingControllerExpectations } from '../runtime/expectations.ts';
@@ -44,7 +51,7 @@ export interface DaemonSetControllerOptions {
    * ImagePullJobs ('imagepulljob', needs that CRD), or not ('off').
    */
   imagePreDownload?: ImagePreDownloadMode;
-  /** Which new pods get the KruisePodReady gate (default 'when-needed'; plan-types.ts). */
+  /** Which new pods get the KruisePodReady gate (default 'always'; plan-types.ts). */
   kruisePodReadyGate?: KruisePodReadyGateMode;
 }
 
@@ -67,6 +74,10 @@ const SLOW_START_INITIAL_BATCH = 1;
  */
 const STATUS_PROGRESS_INTERVAL_MS = 1000;
 
+/** Backoff of a pod's failed in-place update (per pod and revision): 1 s, doubling, at most 5 min. */
+const IN_PLACE_RETRY_BASE_MS = 1000;
+const IN_PLACE_RETRY_MAX_MS = 5 * 60 * 1000;
+
 export class DaemonSetController {
   readonly daemonSets: Informer<DaemonSet>;
   readonly pods: Informer<Pod>;
@@ -77,10 +88,18 @@ export class DaemonSetController {
   readonly expectations = new UIDTrackingControllerExpectations();
   /** Pods we patched: do not plan on a cached copy older than our write (Kruise's RV expectations). */
   readonly podVersions = new ResourceVersionExpectations();
+  /** Our last status write of each DaemonSet: no sync plans on a cached copy older than it (status never goes back). */
+  readonly statusVersions = new ResourceVersionExpectations();
   private readonly failedPodsBackoff = new Map<string, BackoffState>();
+  /** Pods (namespace/name) whose in-place update to `toHash` failed: not retried before `retryAt`. */
+  private readonly inPlaceFailures = new Map<string, { toHash: string; failures: number; retryAt: number }>();
   /** When each DaemonSet's status was last written (STATUS_PROGRESS_INTERVAL_MS). */
   private readonly lastStatusWrite = new Map<string, number>();
-  private readonly client: KubeClient;
+  /** Informers read through `baseClient`; reconciles go through `client`, scoped to the leadership by runWorkers. */
+  private readonly baseClient: KubeClient;
+  private client: KubeClient;
+  /** Aborts when this replica stops leading: no slow-start batch begins after that. */
+  private workSignal: AbortSignal | undefined;
   private readonly recorder: EventRecorder;
   private readonly log: Logger;
   private readonly workers: number;
@@ -89,7 +108,8 @@ export class DaemonSetController {
 
   constructor(opts: DaemonSetControllerOptions) {
     this.imagePreDownload = opts.imagePreDownload ?? 'pods';
-    this.kruisePodReadyGate = opts.kruisePodReadyGate ?? 'when-needed';
+    this.kruisePodReadyGate = opts.kruisePodReadyGate ?? 'always';
+    this.baseClient = opts.client;
     this.client = opts.client;
     this.recorder = opts.recorder;
     this.log = opts.logger.child({ controller: CONTROLLER_NAME });
@@ -118,9 +138,13 @@ export class DaemonSetController {
     const enqueueDs = (ds: MaybeTombstone<DaemonSet>) => this.queue.add(objectKey(deletedObject(ds)));
     this.daemonSets.addEventHandler({
       onAdd: enqueueDs,
-      onUpdate: (_old, cur) => enqueueDs(cur),
+      onUpdate: (_old, cur) => {
+        this.statusVersions.observe(cur);
+        enqueueDs(cur);
+      },
       onDelete: (ds) => {
         const key = objectKey(deletedObject(ds));
+        this.statusVersions.delete(deletedObject(ds));
         this.expectations.deleteExpectations(key);
         this.expectations.deleteExpectations(pullPodsKey(key));
         this.failedPodsBackoff.delete(key);
@@ -246,7 +270,11 @@ export class DaemonSetController {
   }
 
   /** Runs the workers until signal aborts. Call after waitForCacheSync, as the leader. */
-  async runWorkers(signal: AbortSignal): Promise<void> {
+  async runWorkers(signal: AbortSignal, writeFence?: () => string | undefined): Promise<void> {
+    // Every request a reconcile makes carries the leadership's signal (aborted the moment it ends), and every
+    // write is checked against the Lease right before it is sent: one writer at a time.
+    this.client = this.baseClient.withScope({ signal, beforeWrite: writeFence });
+    this.workSignal = signal;
     this.enqueueAll();
     await runWorkers(this.queue, this.workers, (key) => this.reconcile(key), {
       controller: CONTROLLER_NAME,
@@ -269,6 +297,13 @@ export class DaemonSetController {
     }
     const log = this.log.child({ daemonset: key });
     const namespace = ds.metadata.namespace ?? '';
+    const ownStatus = this.statusVersions.isSatisfied(ds);
+    if (!ownStatus.satisfied) {
+      // The cache has not caught up with our last status write: a status computed from this older copy could
+      // carry an older observedGeneration or conditions over it. The update event that brings it requeues the key.
+      log.debug({ resourceVersion: ds.metadata.resourceVersion }, 'waiting for the cache to show our status write');
+      return { requeueAfterMs: STATUS_PROGRESS_INTERVAL_MS };
+    }
 
     const namespacePods = this.pods.store.byIndex('namespace', namespace);
     const imagePullPods = namespacePods.filter(
@@ -440,14 +475,19 @@ export class DaemonSetController {
     } else if (step.statusChanged && step.status) {
       this.lastStatusWrite.set(key, Date.now());
       try {
-        await this.client.patchStatus(
+        // Only over the copy this sync planned on (resourceVersion precondition, as upstream's UpdateStatus): a
+        // status never replaces a newer one, whoever wrote it.
+        const written = await this.client.patchStatus<DaemonSet>(
           resources.daemonSets,
           { namespace, name: ds.metadata.name! },
-          { status: step.status },
+          { metadata: { resourceVersion: ds.metadata.resourceVersion }, status: step.status },
           { type: 'merge' },
         );
+        this.statusVersions.expect(written);
       } catch (err) {
-        if (!isNotFound(err)) errors.push(err);
+        // Conflict: the DaemonSet changed since this sync's copy; its update event requeues the key.
+        if (isConflict(err)) log.debug({ err: message(err) }, 'status not written: the DaemonSet changed');
+        else if (!isNotFound(err)) errors.push(err);
       }
     }
 
@@ -496,15 +536,27 @@ export class DaemonSetController {
     );
     await Promise.all(
       step.inPlaceUpdates.map(async (u) => {
+        const podKey = `${namespace}/${u.podName}`;
+        // A pod whose update to this revision was just refused waits out its backoff: retried at once, every
+        // attempt would flip it NotReady and back, and the pod events of those writes would requeue at once.
+        const failed = this.inPlaceFailures.get(podKey);
+        if (failed?.toHash === u.toHash && Date.now() < failed.retryAt) {
+          log.debug({ pod: u.podName, retryAt: failed.retryAt }, 'in-place update backing off after a failure');
+          this.queue.addAfter(key, failed.retryAt - Date.now());
+          return;
+        }
+        let conditionWritten = false;
         try {
           await this.client.patch(resources.pods, { namespace, name: u.podName }, u.statusPatch, {
             type: 'strategic',
             subresource: 'status',
           });
+          conditionWritten = true;
           const patched = await this.client.patch<Pod>(resources.pods, { namespace, name: u.podName }, u.patch, {
             type: 'strategic',
           });
           this.podVersions.expect(patched);
+          this.inPlaceFailures.delete(podKey);
           this.recorder.event(
             ds,
             'Normal',
@@ -513,11 +565,35 @@ export class DaemonSetController {
           );
         } catch (err) {
           if (isNotFound(err)) return;
+          // Half applied (InPlaceUpdateReady False, pod unchanged, e.g. an admission controller refused the
+          // image change): put the condition back, best effort; if that fails too, the next sync's refresh
+          // sets it True (no update in flight), as Kruise's inplaceupdate Refresh.
+          let outcome = '';
+          if (conditionWritten) {
+            try {
+              const reverted = await this.client.patch<Pod>(
+                resources.pods,
+                { namespace, name: u.podName },
+                u.revertStatusPatch,
+                { type: 'strategic', subresource: 'status' },
+              );
+              this.podVersions.expect(reverted);
+              outcome = '; pod left unchanged, its InPlaceUpdateReady condition restored';
+            } catch (revertErr) {
+              outcome = `; restoring its InPlaceUpdateReady condition failed too (${message(revertErr)}), the next sync sets it True`;
+            }
+          }
+          const failures = (failed?.toHash === u.toHash ? failed.failures : 0) + 1;
+          const retryInMs = Math.min(IN_PLACE_RETRY_BASE_MS * 2 ** (failures - 1), IN_PLACE_RETRY_MAX_MS);
+          for (const [k, f] of this.inPlaceFailures) {
+            if (f.retryAt + IN_PLACE_RETRY_MAX_MS < Date.now()) this.inPlaceFailures.delete(k); // pods long gone
+          }
+          this.inPlaceFailures.set(podKey, { toHash: u.toHash, failures, retryAt: Date.now() + retryInMs });
           this.recorder.event(
             ds,
             'Warning',
             'FailedUpdatePodInPlace',
-            `failed to update pod ${u.podName} in-place(revision ${ds.metadata.name}-${u.toHash}): ${message(err)}`,
+            `failed to update pod ${u.podName} in-place(revision ${ds.metadata.name}-${u.toHash}): ${message(err)}${outcome}; retrying in ${Math.round(retryInMs / 1000)}s`,
           );
           errors.push(err);
         }
@@ -637,6 +713,12 @@ export class DaemonSetController {
     let remaining = creates;
     let batch = Math.min(remaining.length, SLOW_START_INITIAL_BATCH);
     while (batch > 0) {
+      if (this.workSignal?.aborted) {
+        // Leadership ended between batches: none of the rest is sent, so none will be observed.
+        for (let i = 0; i < remaining.length; i++) this.expectations.creationObserved(key);
+        errors.push(this.workSignal.reason);
+        break;
+      }
       const current = remaining.slice(0, batch);
       remaining = remaining.slice(batch);
       const results = await Promise.all(

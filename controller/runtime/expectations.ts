@@ -6,9 +6,7 @@
 // (controller_utils.go) and Kruise's ResourceVersionExpectation (pkg/util/expectations). No JS
 // library implements them; they are small, synchronous and pure apart from an injectable clock.
 import type { ObjectMeta } from '../../src/k8s/types.ts';
-
-/** Milliseconds (wall or monotonic, only differences matter). */
-export type Clock = () => number;
+import { monotonic, type Clock } from './clock.ts';
 
 /** client-go's ExpectationsTimeout and Kruise's ExpectationTimeout: 5 minutes. */
 export const EXPECTATIONS_TIMEOUT_MS = 5 * 60 * 1000;
@@ -29,7 +27,7 @@ export class ControllerExpectations {
   protected readonly store = new Map<string, ControlleeExpectations>();
 
   constructor(
-    protected readonly clock: Clock = Date.now,
+    protected readonly clock: Clock = monotonic,
     readonly ttlMs: number = EXPECTATIONS_TIMEOUT_MS,
   ) {}
 
@@ -164,7 +162,7 @@ export class ResourceVersionExpectations {
   private readonly versions = new Map<string, { resourceVersion: string; since: number }>();
 
   constructor(
-    private readonly clock: Clock = Date.now,
+    private readonly clock: Clock = monotonic,
     readonly ttlMs: number = EXPECTATIONS_TIMEOUT_MS,
   ) {}
 

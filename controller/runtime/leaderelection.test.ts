@@ -177,4 +177,122 @@ describe('LeaderElector', () => {
     assert.ok(lostAfter >= 300 && lostAfter < 1000, `lost after ${lostAfter} ms`);
     assert.equal(lease('flaky')?.spec?.holderIdentity, 'me', 'not released: we could not write');
   });
+
+  test('fence: open while renewals land; closed once renewDeadline passes by the monotonic clock (a frozen process)', async () => {
+    let skewMs = 0; // added to the monotonic clock: a SIGSTOP'd process finds it far ahead when resumed
+    let leaderSignal: AbortSignal | undefined;
+    const elector = new LeaderElector({
+      client,
+      namespace: 'kube-system',
+      name: 'frozen',
+      identity: 'me',
+      ...timing,
+      logger,
+      monotonicClock: () => performance.now() + skewMs,
+      callbacks: { onStartedLeading: (signal) => void (leaderSignal = signal) },
+    });
+    assert.match(elector.fence() ?? '', /not the leader of lease kube-system\/frozen/);
+    const ac = new AbortController();
+    const run = elector.run(ac.signal);
+    await until('leading', () => elector.isLeader());
+    // Several renewals: the fence stays open all along.
+    for (let i = 0; i < 5; i++) {
+      assert.equal(elector.fence(), undefined);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    skewMs = 10_000;
+    assert.match(elector.fence() ?? '', /last renewed \d+ ms ago \(renew deadline 400 ms\)/, 'closed at once');
+    await run; // and leadership ends at the renew loop's next turn, without another renewal
+    assert.equal(ac.signal.aborted, false);
+    assert.equal(leaderSignal?.aborted, true);
+    assert.match(elector.fence() ?? '', /not the leader/);
+  });
+
+  test('a lease taken by another holder ends leadership at the next renewal, not after renewDeadline', async () => {
+    const elector = new LeaderElector({
+      client,
+      namespace: 'kube-system',
+      name: 'stolen',
+      identity: 'me',
+      ...timing,
+      logger,
+      callbacks: { onStartedLeading: () => {} },
+    });
+    const run = elector.run(new AbortController().signal);
+    await until('leading', () => elector.isLeader());
+    const current = lease('stolen')!;
+    server.upsert(LEASES, { ...current, spec: { ...current.spec, holderIdentity: 'other' } });
+    const takenAt = performance.now();
+    await run;
+    const lostAfter = performance.now() - takenAt;
+    assert.ok(lostAfter < timing.renewDeadlineMs, `lost after ${Math.round(lostAfter)} ms`);
+    assert.equal(elector.fence() !== undefined, true);
+    assert.equal(lease('stolen')?.spec?.holderIdentity, 'other', 'never written back');
+  });
+
+  test('lost leadership returns at once without waiting for in-flight work; shutdown waits for it', async () => {
+    const work: { signal?: AbortSignal; finish?: () => void } = {};
+    const make = (name: string) =>
+      new LeaderElector({
+        client,
+        namespace: 'kube-system',
+        name,
+        identity: 'me',
+        ...timing,
+        logger,
+        callbacks: {
+          // In-flight work that ignores the abort for a while (a reconcile between two awaits).
+          onStartedLeading: (signal) =>
+            new Promise<void>((resolve) => {
+              work.signal = signal;
+              work.finish = resolve;
+            }),
+        },
+      });
+    const lost = make('lost-fast');
+    const run = lost.run(new AbortController().signal);
+    await until('leading', () => lost.isLeader());
+    const current = lease('lost-fast')!;
+    server.upsert(LEASES, { ...current, spec: { ...current.spec, holderIdentity: 'other' } });
+    await run; // resolves although the work never finished
+    assert.equal(work.signal?.aborted, true);
+    work.finish?.();
+
+    const stopping = make('graceful');
+    const ac = new AbortController();
+    let returned = false;
+    const run2 = stopping.run(ac.signal).then(() => (returned = true));
+    await until('leading', () => stopping.isLeader());
+    ac.abort();
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(returned, false, 'a shutdown waits for the work');
+    assert.equal(stopping.fence() !== undefined, true, 'and no write passes meanwhile');
+    work.finish?.();
+    await run2;
+    assert.equal(lease('graceful')?.spec?.holderIdentity, '', 'then releases');
+  });
+
+  test('a wall-clock jump changes nothing: durations are monotonic', async () => {
+    let jumpMs = 0;
+    const elector = new LeaderElector({
+      client,
+      namespace: 'kube-system',
+      name: 'walljump',
+      identity: 'me',
+      ...timing,
+      logger,
+      clock: () => Date.now() + jumpMs,
+      callbacks: { onStartedLeading: () => {} },
+    });
+    const ac = new AbortController();
+    const run = elector.run(ac.signal);
+    await until('leading', () => elector.isLeader());
+    jumpMs = 3_600_000; // NTP steps the wall clock an hour ahead
+    const renewTime = () => Date.parse(lease('walljump')?.spec?.renewTime ?? '');
+    await until('a renewal with the new wall time', () => renewTime() > Date.now() + 3_000_000);
+    assert.equal(elector.isLeader(), true);
+    assert.equal(elector.fence(), undefined);
+    ac.abort();
+    await run;
+  });
 });

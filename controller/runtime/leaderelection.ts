@@ -4,16 +4,27 @@
 // the local observation time rather than the holder's clock; release on shutdown; renew deadline).
 //
 //   acquire: every retryPeriod (jittered), tryAcquireOrRenew until it succeeds
-//   lead:    onStartedLeading(signal); every retryPeriod renew; if no renew succeeds within
-//            renewDeadline, leadership is lost: the signal aborts
+//   lead:    onStartedLeading(signal); every retryPeriod renew; leadership is lost, and the signal
+//            aborts, once renewDeadline has passed since the last successful renewal began, or as
+//            soon as the Lease shows another holder
+//   fence:   fence() says whether a write may go out now: only while leading and before that
+//            deadline, by our monotonic clock. Others take the lease leaseDuration after they saw our
+//            last renewal, which began before it landed, so renewDeadline < leaseDuration leaves a
+//            margin for a write already on the wire. The Kubernetes API has no fencing tokens, so this
+//            client-side check (made right before each write is sent) is the guard there is.
 //   stop:    the signal aborts, we wait for onStartedLeading to return, then release the lease
 //            (holderIdentity '' and leaseDurationSeconds 1, client-go's ReleaseOnCancel) so a
-//            standby takes over at its next retry instead of after leaseDuration
+//            standby takes over at its next retry instead of after leaseDuration. When leadership
+//            is lost instead, run() returns at once without waiting for in-flight work, so the
+//            process can exit as controller-runtime's manager does ("leader election lost").
+//   clocks:  durations (expiry, deadlines) on the monotonic clock, which a wall-clock step cannot
+//            move; wall time only for the Lease's own acquireTime and renewTime.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isAlreadyExists, isConflict, isNotFound, resources, type KubeClient } from '../../src/k8s/client.ts';
 import type { Lease } from '../../src/k8s/types.ts';
+import { monotonic, type Clock } from './clock.ts';
 import { defaultLogger, type Logger } from './log.ts';
 import { leaderElectionMasterStatus } from './metrics.ts';
 
@@ -40,14 +51,19 @@ export interface LeaderElectionOptions {
   releaseOnCancel?: boolean;
   callbacks: LeaderCallbacks;
   logger?: Logger;
-  /** Wall-clock milliseconds. Injectable for tests. */
-  clock?: () => number;
+  /** Wall-clock milliseconds, for the Lease's timestamps only. Injectable for tests. */
+  clock?: Clock;
+  /** Monotonic milliseconds, for every duration. Injectable for tests. */
+  monotonicClock?: Clock;
 }
 
 /** client-go's JitterFactor for the acquire/renew loop. */
 const JITTER_FACTOR = 1.2;
 
 type LeaseSpec = NonNullable<Lease['spec']>;
+
+/** One acquire-or-renew round: ours now, someone else's (not expired), or not known (an error, a conflict). */
+type AttemptResult = 'held' | 'heldByOther' | 'failed';
 
 /** A Kubernetes MicroTime: RFC 3339 with microseconds. */
 function microTime(ms: number): string {
@@ -60,8 +76,11 @@ export class LeaderElector {
   private readonly renewDeadlineMs: number;
   private readonly retryPeriodMs: number;
   private readonly log: Logger;
-  private readonly clock: () => number;
-  /** The last lease spec we saw, and when we (by our clock) saw it change. */
+  private readonly clock: Clock;
+  private readonly monotonic: Clock;
+  /** Monotonic time at which the last successful acquire or renew began: the fence runs from it. */
+  private renewedAt = -Infinity;
+  /** The last lease spec we saw, and when we (by our monotonic clock) saw it change. */
   private observedSpec: LeaseSpec | undefined;
   private observedRaw = '';
   private observedTime = 0;
@@ -84,11 +103,25 @@ export class LeaderElector {
       identity: this.identity,
     });
     this.clock = opts.clock ?? Date.now;
+    this.monotonic = opts.monotonicClock ?? monotonic;
     leaderElectionMasterStatus.set({ name: opts.name }, 0);
   }
 
   isLeader(): boolean {
     return this.leading;
+  }
+
+  /**
+   * Why a write must not go out now, or undefined while we lead and our last successful renewal began less than
+   * renewDeadline ago (by the monotonic clock). Called right before each write is sent.
+   */
+  fence(): string | undefined {
+    if (!this.leading) return `not the leader of lease ${this.opts.namespace}/${this.opts.name}`;
+    const sinceRenew = this.monotonic() - this.renewedAt;
+    if (sinceRenew >= this.renewDeadlineMs) {
+      return `lease ${this.opts.namespace}/${this.opts.name} last renewed ${Math.round(sinceRenew)} ms ago (renew deadline ${this.renewDeadlineMs} ms)`;
+    }
+    return undefined;
   }
 
   /** The holder we last observed ('' when the lease is free or unknown). */
@@ -114,10 +147,13 @@ export class LeaderElector {
       await this.renewLoop(leadership.signal);
     } finally {
       signal.removeEventListener('abort', stopLeading);
-      if (!leadership.signal.aborted) leadership.abort(new Error('leader election lost'));
-      await work;
+      // No write passes the fence from here on, whatever the in-flight work does next.
       this.setLeading(false);
-      if (signal.aborted && (this.opts.releaseOnCancel ?? true)) await this.release();
+      if (!leadership.signal.aborted) leadership.abort(new Error('leader election lost'));
+      if (signal.aborted) {
+        await work;
+        if (this.opts.releaseOnCancel ?? true) await this.release();
+      }
       try {
         this.opts.callbacks.onStoppedLeading?.();
       } catch (err) {
@@ -129,7 +165,7 @@ export class LeaderElector {
   private async acquire(signal: AbortSignal): Promise<boolean> {
     this.log.info('attempting to acquire leader lease');
     while (!signal.aborted) {
-      if (await this.tryAcquireOrRenew(signal)) {
+      if ((await this.tryAcquireOrRenew(signal)) === 'held') {
         this.log.info('successfully acquired lease');
         return true;
       }
@@ -138,24 +174,34 @@ export class LeaderElector {
     return false;
   }
 
-  /** Renews every retryPeriod; returns when a renewal cycle misses renewDeadline, or on abort. */
+  /**
+   * Renews every retryPeriod; returns on abort, when renewDeadline passes since the last successful renewal began
+   * (the moment fence() closes), or as soon as the Lease shows another holder.
+   */
   private async renewLoop(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       if (!(await pause(this.retryPeriodMs, signal))) return;
-      const deadline = this.clock() + this.renewDeadlineMs;
-      let renewed = false;
-      while (!signal.aborted && this.clock() < deadline) {
-        const attempt = AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, deadline - this.clock()))]);
-        if (await this.tryAcquireOrRenew(attempt)) {
-          renewed = true;
-          break;
-        }
-        const wait = Math.min(this.retryPeriodMs, deadline - this.clock());
+      let result: AttemptResult = 'failed';
+      for (;;) {
+        const left = this.renewedAt + this.renewDeadlineMs - this.monotonic();
+        if (signal.aborted || left <= 0) break;
+        result = await this.tryAcquireOrRenew(
+          AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, Math.ceil(left)))]),
+        );
+        if (result !== 'failed') break;
+        const wait = Math.min(this.retryPeriodMs, this.renewedAt + this.renewDeadlineMs - this.monotonic());
         if (wait > 0 && !(await pause(wait, signal))) return;
       }
       if (signal.aborted) return;
-      if (!renewed) {
-        this.log.error({ renewDeadlineMs: this.renewDeadlineMs }, 'failed to renew lease; leadership lost');
+      if (result === 'heldByOther') {
+        this.log.error({ leader: this.getLeader() }, 'leader election lost: the lease has another holder');
+        return;
+      }
+      if (result !== 'held') {
+        this.log.error(
+          { renewDeadlineMs: this.renewDeadlineMs, sinceRenewMs: Math.round(this.monotonic() - this.renewedAt) },
+          'leader election lost: failed to renew the lease within the renew deadline',
+        );
         return;
       }
     }
@@ -166,9 +212,10 @@ export class LeaderElector {
    * when it is ours, free, or not renewed for leaseDuration as measured by *our* clock since we
    * last saw it change; write with the resourceVersion we read (a Conflict means someone else won).
    */
-  private async tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
+  private async tryAcquireOrRenew(signal: AbortSignal): Promise<AttemptResult> {
     const { client, namespace, name } = this.opts;
     const now = this.clock();
+    const began = this.monotonic();
     const durationSeconds = Math.round(this.leaseDurationMs / 1000);
     let current: Lease;
     try {
@@ -176,7 +223,7 @@ export class LeaderElector {
     } catch (err) {
       if (!isNotFound(err)) {
         this.log.warn({ err }, 'error retrieving lease');
-        return false;
+        return 'failed';
       }
       const lease: Lease = {
         apiVersion: 'coordination.k8s.io/v1',
@@ -192,23 +239,24 @@ export class LeaderElector {
       };
       try {
         const created = await client.create<Lease>(resources.leases, lease, { signal });
-        this.observe(created, now);
-        return true;
+        this.observe(created, began);
+        this.renewedAt = began;
+        return 'held';
       } catch (createErr) {
         if (!isAlreadyExists(createErr)) this.log.warn({ err: createErr }, 'error creating lease');
-        return false;
+        return 'failed';
       }
     }
 
     const spec = current.spec ?? {};
     const raw = JSON.stringify(spec);
-    if (raw !== this.observedRaw) this.observe(current, now);
+    if (raw !== this.observedRaw) this.observe(current, began);
     else this.observedLease = current;
 
     const holder = spec.holderIdentity ?? '';
     const leaseMs = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
-    if (holder && holder !== this.identity && this.observedTime + leaseMs > now) {
-      return false; // held by someone else and not expired
+    if (holder && holder !== this.identity && this.observedTime + leaseMs > this.monotonic()) {
+      return 'heldByOther'; // and not expired
     }
 
     const ours = holder === this.identity;
@@ -225,11 +273,12 @@ export class LeaderElector {
     };
     try {
       const updated = await client.update<Lease>(resources.leases, next, { signal });
-      this.observe(updated, now);
-      return true;
+      this.observe(updated, began);
+      this.renewedAt = began;
+      return 'held';
     } catch (err) {
       if (!isConflict(err)) this.log.warn({ err }, 'error updating lease');
-      return false;
+      return 'failed';
     }
   }
 
@@ -253,18 +302,19 @@ export class LeaderElector {
       const updated = await this.opts.client.update<Lease>(resources.leases, released, {
         signal: AbortSignal.timeout(this.renewDeadlineMs),
       });
-      this.observe(updated, now);
+      this.observe(updated, this.monotonic());
       this.log.info('released leader lease');
     } catch (err) {
       this.log.warn({ err }, 'failed to release lease');
     }
   }
 
-  private observe(lease: Lease, now: number): void {
+  /** `at`: monotonic time of the observation. */
+  private observe(lease: Lease, at: number): void {
     this.observedLease = lease;
     this.observedSpec = lease.spec ?? {};
     this.observedRaw = JSON.stringify(this.observedSpec);
-    this.observedTime = now;
+    this.observedTime = at;
     const holder = this.observedSpec.holderIdentity ?? '';
     if (holder && holder !== this.reportedLeader) {
       this.reportedLeader = holder;

@@ -5,11 +5,14 @@
 // resourceVersion, and backoff with jitter when the apiserver is down.
 //
 // The loop:
-//   list (paged, consistent read) → store.replace(items, rv)
+//   list (paged) at relistResourceVersion() → store.replace(items, rv)
+//     first list: resourceVersion "0" (served from the apiserver's watch cache, as client-go);
+//     a relist: the last synced resourceVersion; after a list at either was refused as expired
+//     (410) or "too large resource version", at once a consistent list (resourceVersion "")
 //   watch from rv with allowWatchBookmarks and timeoutSeconds ∈ [300, 600) s
 //     - stream ends cleanly (server timeout)        → watch again from the last rv
 //     - connection drops mid-stream                 → watch again from the last rv
-//     - no bytes for inactivityTimeoutMs            → abort, watch again from the last rv
+//     - no bytes for inactivityTimeoutMs (150 s)    → abort, watch again from the last rv
 //     - 410 Gone (HTTP or ERROR event), other ERROR → relist (store.replace emits the diff)
 //     - connection refused, 5xx, 429               → back off 800 ms → 30 s with jitter, retry
 // A watch counts as healthy when it got a 200 and delivered an event or lasted a second; only
@@ -21,6 +24,7 @@ import {
   apiErrorFromStatus,
   apiVersionOf,
   isGone,
+  type KubeList,
   resourcePath,
   type KubeClient,
   type ResourceType,
@@ -57,14 +61,17 @@ export interface ReflectorOptions<T> {
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;
-  /** Page size of lists (client-go's pager default is 500). */
+  /**
+   * Page size of lists. Set, it is used for every list (client-go's WatchListPageSize); unset,
+   * lists are paged by 500 (the pager's default) except relists at a known resourceVersion,
+   * which go unpaged so the watch cache can serve them, as client-go's reflector does.
+   */
   pageSize?: number;
   /** Range of the random server-side watch timeout, in seconds. Default [300, 600] as client-go. */
   watchTimeoutSeconds?: [number, number];
   /**
-   * Abort a watch that has received no bytes for this long. Default: its timeoutSeconds plus
-   * 60 s, since the apiserver ends every watch at timeoutSeconds (and sends bookmarks meanwhile),
-   * so longer silence means a dead connection that TCP has not noticed.
+   * Abort a watch that has received no bytes (no event, no bookmark) for this long, and watch
+   * again. Default DEFAULT_INACTIVITY_TIMEOUT_MS (150 s).
    */
   inactivityTimeoutMs?: number;
   /** Backoff between failed attempts: 800 ms → 30 s with jitter 1.0, as client-go's reflector. */
@@ -73,6 +80,24 @@ export interface ReflectorOptions<T> {
   transform?: (obj: T) => T;
   logger?: Logger;
 }
+
+/**
+ * client-go's reflector: minWatchTimeout 5 min, each watch asks for a random timeoutSeconds in
+ * [1x, 2x) of it, so watches of many clients do not expire together
+ * (https://github.com/kubernetes/kubernetes/blob/master/staging/src/k8s.io/client-go/tools/cache/reflector.go).
+ */
+export const DEFAULT_WATCH_TIMEOUT_SECONDS: [number, number] = [300, 600];
+
+/**
+ * How long a watch may stay silent before the watchdog aborts it. With allowWatchBookmarks the
+ * apiserver's watch cache sends a bookmark roughly every minute on an idle watch, besides one
+ * right before the watch's deadline (defaultBookmarkFrequency in
+ * https://github.com/kubernetes/kubernetes/blob/master/staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go),
+ * so 150 s without a byte is two missed bookmarks and then some: a dead connection that TCP has
+ * not noticed (a NAT or load balancer dropped it silently), found within 2-3 minutes instead of
+ * at the watch's 5-10 minute timeout.
+ */
+export const DEFAULT_INACTIVITY_TIMEOUT_MS = 150_000;
 
 /** The watch was aborted by our own inactivity watchdog. */
 export class WatchInactiveError extends Error {
@@ -112,11 +137,67 @@ interface WatchOutcome {
   delayMs: number;
 }
 
+/**
+ * client-go's isExpiredError: the resourceVersion asked for is compacted (410 Gone, or reason
+ * Expired).
+ */
+export function isExpiredError(err: unknown): boolean {
+  return isGone(err);
+}
+
+/**
+ * client-go's isTooLargeResourceVersionError: the watch cache has not caught up with the
+ * resourceVersion asked for (504 with cause ResourceVersionTooLarge; older apiservers say it
+ * only in the message).
+ */
+export function isTooLargeResourceVersionError(err: unknown): boolean {
+  if (!(err instanceof ApiError)) return false;
+  const causes = (err.status?.details?.causes ?? []) as { reason?: string; message?: string }[];
+  if (causes.some((c) => c.reason === 'ResourceVersionTooLarge')) return true;
+  if (err.code !== 504 && err.reason !== 'Timeout') return false;
+  return (
+    causes.some((c) => c.message === 'Too large resource version') ||
+    (err.status?.message ?? '').includes('Too large resource version')
+  );
+}
+
+/**
+ * The resourceVersion of the next list, as client-go's Reflector.relistResourceVersion: "" (a
+ * consistent read from etcd) after a list at the last one was refused as expired or too large;
+ * "0" (whatever the watch cache holds, cheap for the apiserver) before anything was synced; the
+ * last synced one otherwise (data at least that fresh, again from the watch cache).
+ */
+export function relistResourceVersion(lastSyncResourceVersion: string, lastSyncUnavailable: boolean): string {
+  if (lastSyncUnavailable) return '';
+  if (lastSyncResourceVersion === '') return '0';
+  return lastSyncResourceVersion;
+}
+
+/**
+ * The page size of a list at `resourceVersion`, as client-go's reflector chooses it: the
+ * configured one if any; the default if an earlier list at "0" came back in pages (the watch
+ * cache ignores limit there, so pages mean the resource is served from etcd); none for a list at
+ * a specific resourceVersion, so the watch cache serves it (with a limit it would go to etcd).
+ */
+export function listPageSize(
+  resourceVersion: string,
+  opts: { configured: number | undefined; paginatedResult: boolean; defaultPageSize?: number },
+): number {
+  if (opts.configured !== undefined) return opts.configured;
+  if (opts.paginatedResult) return opts.defaultPageSize ?? 500;
+  if (resourceVersion !== '' && resourceVersion !== '0') return 0;
+  return opts.defaultPageSize ?? 500;
+}
+
 export class Reflector<T extends KubeObject> {
   private readonly log: Logger;
   private readonly backoff: Backoff;
   private readonly path: string;
   private resourceVersion = '';
+  /** A list at the last synced resourceVersion was refused (expired / too large): list at "". */
+  private lastSyncUnavailable = false;
+  /** A list at "0" came back in pages: the resource is not served from the watch cache. */
+  private paginatedResult = false;
 
   constructor(
     private readonly opts: ReflectorOptions<T>,
@@ -157,10 +238,34 @@ export class Reflector<T extends KubeObject> {
   }
 
   private async list(signal: AbortSignal): Promise<void> {
-    const { client, type, namespace, labelSelector, fieldSelector, pageSize = 500, transform } = this.opts;
+    const { client, type, namespace, labelSelector, fieldSelector, transform } = this.opts;
     reflectorLists.inc({ name: this.opts.name });
     const started = performance.now();
-    const list = await client.listAll<T>(type, { namespace, labelSelector, fieldSelector, pageSize, signal });
+    const requested = relistResourceVersion(this.resourceVersion, this.lastSyncUnavailable);
+    const pageSize = listPageSize(requested, {
+      configured: this.opts.pageSize,
+      paginatedResult: this.paginatedResult,
+    });
+    const listAt = (resourceVersion: string) =>
+      client.listAll<T>(type, { namespace, labelSelector, fieldSelector, pageSize, resourceVersion, signal });
+    let list: KubeList<T> & { paginated: boolean };
+    let listedAt = requested;
+    try {
+      list = await listAt(requested);
+    } catch (err) {
+      if (!isExpiredError(err) && !isTooLargeResourceVersionError(err)) throw err;
+      // As client-go: the resourceVersion is unavailable (compacted, or the watch cache is
+      // behind it); list again at once with a consistent read so the reflector makes progress.
+      this.lastSyncUnavailable = true;
+      listedAt = relistResourceVersion(this.resourceVersion, true);
+      this.log.info(
+        { resource: this.path, resourceVersion: requested, reason: (err as Error).message },
+        'list at resourceVersion refused; listing with a consistent read',
+      );
+      list = await listAt(listedAt);
+    }
+    this.lastSyncUnavailable = false;
+    if (listedAt === '0' && list.paginated) this.paginatedResult = true;
     const apiVersion = apiVersionOf(type);
     const items = list.items.map((item) => {
       // List items come without apiVersion/kind; events and owner references need them.
@@ -172,16 +277,21 @@ export class Reflector<T extends KubeObject> {
     this.store.replace(items, rv);
     this.resourceVersion = rv;
     this.log.debug(
-      { resource: this.path, items: items.length, resourceVersion: rv, ms: Math.round(performance.now() - started) },
+      {
+        resource: this.path,
+        items: items.length,
+        listedAt,
+        resourceVersion: rv,
+        ms: Math.round(performance.now() - started),
+      },
       'listed',
     );
   }
 
   private async watch(stop: AbortSignal): Promise<WatchOutcome> {
     const { client, type, namespace, labelSelector, fieldSelector, transform, name } = this.opts;
-    const [minTimeout, maxTimeout] = this.opts.watchTimeoutSeconds ?? [300, 600];
-    const timeoutSeconds = Math.floor(minTimeout + Math.random() * Math.max(0, maxTimeout - minTimeout));
-    const inactivityMs = this.opts.inactivityTimeoutMs ?? timeoutSeconds * 1000 + 60_000;
+    const timeoutSeconds = watchTimeoutSeconds(this.opts.watchTimeoutSeconds ?? DEFAULT_WATCH_TIMEOUT_SECONDS);
+    const inactivityMs = this.opts.inactivityTimeoutMs ?? DEFAULT_INACTIVITY_TIMEOUT_MS;
 
     const abort = new AbortController();
     const signal = AbortSignal.any([stop, abort.signal]);
@@ -280,6 +390,11 @@ class WatchErrorEvent extends ApiError {
   constructor(err: ApiError) {
     super('watch', err.path, err.code, err.status, err.retryAfterSeconds);
   }
+}
+
+/** A random timeoutSeconds in [min, max): client-go's minWatchTimeout · (1 + rand). */
+export function watchTimeoutSeconds([min, max]: [number, number], random = Math.random): number {
+  return Math.floor(min + random() * Math.max(0, max - min));
 }
 
 function retryDelay(err: unknown, backoff: Backoff): number {

@@ -18,10 +18,7 @@ import {
   workqueueRetries,
   workqueueWorkDuration,
 } from './metrics.ts';
-
-/** Milliseconds on a monotonic clock. Injectable for tests. */
-export type Clock = () => number;
-const monotonic: Clock = () => performance.now();
+import { monotonic, type Clock } from './clock.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Rate limiters

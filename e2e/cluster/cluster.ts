@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify as toYaml } from 'yaml';
 import { UserError } from '../../src/cli/command.ts';
-import { createCA, createKeyPair, createLeaf } from '../../certs/pki.ts';
+import { createCA, createKeyPair, createLeaf, loadCA } from '../../certs/pki.ts';
 import { binaries, cacheDir, repoRoot, versions } from './binaries.ts';
 
 const run = promisify(execFile);
@@ -21,6 +21,8 @@ export interface ProcessRecord {
   pid: number;
   binary: string;
   log: string;
+  /** The arguments it was started with, so it can be started again the same way (startApiserver). */
+  args?: string[];
 }
 
 export interface ClusterState {
@@ -106,7 +108,7 @@ function startProcess(dir: string, name: string, binary: string, args: string[])
   closeSync(fd);
   child.unref();
   if (child.pid === undefined) throw new UserError(`could not start ${name} (${binary})`);
-  return { name, pid: child.pid, binary, log };
+  return { name, pid: child.pid, binary, log, args };
 }
 
 function failure(p: ProcessRecord, what: string): UserError {
@@ -520,4 +522,100 @@ export async function clusterStatus(dir = defaultClusterDir()): Promise<ClusterS
   let nodes;
   if (running.every((r) => r.alive)) nodes = await countReadyNodes(state.kubeconfig).catch(() => undefined);
   return { state, running, nodes };
+}
+
+// ------------------------------------------------------------------------------------------------
+// Faults and identities for the fault-injection e2e tests
+
+const APISERVER = 'kube-apiserver';
+
+function adminTls(dir: string): { ca: string; cert: string; key: string } {
+  const pki = (f: string) => readFileSync(join(dir, 'pki', f), 'utf8');
+  return { ca: pki('ca.crt'), cert: pki('admin.crt'), key: pki('admin.key') };
+}
+
+function recordedApiserver(dir: string): { state: ClusterState; p: ProcessRecord } {
+  const state = readState(dir);
+  const p = state?.processes.find((x) => x.name === APISERVER);
+  if (!state || !p) throw new UserError(`no ${APISERVER} recorded in ${dir}`);
+  return { state, p };
+}
+
+/**
+ * Stops kube-apiserver of the cluster in `dir` and waits until it has exited; etcd and the other components keep
+ * running. SIGTERM starts its graceful termination: it stops listening and finishes the requests in flight
+ * ("InFlightRequestsDrained" in its log), but then waits up to a minute for open watch connections before it
+ * exits, and a one-minute outage would let the node lifecycle controller mark every node NotReady. So once the
+ * requests in flight are drained (or after 60s) it is killed (SIGKILL): every request it accepted was answered, the
+ * watches are cut as by a crash.
+ */
+export async function stopApiserver(dir: string): Promise<void> {
+  const { p } = recordedApiserver(dir);
+  if (!processAlive(p)) return;
+  const from = existsSync(p.log) ? readFileSync(p.log).length : 0;
+  process.kill(p.pid, 'SIGTERM');
+  const drained = () => {
+    try {
+      return readFileSync(p.log).subarray(from).includes('InFlightRequestsDrained');
+    } catch {
+      return false;
+    }
+  };
+  const deadline = Date.now() + 60_000;
+  while (processAlive(p) && !drained() && Date.now() < deadline) await sleep(50);
+  if (processAlive(p)) {
+    try {
+      process.kill(p.pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+    while (processAlive(p)) await sleep(50);
+  }
+  await waitGone(p.pid);
+}
+
+/**
+ * Starts kube-apiserver of the cluster in `dir` again, with the arguments it was first started with (same port,
+ * same etcd, same PKI, same audit log), records the new pid in the cluster state (so `cluster down` stops what
+ * runs) and waits for /readyz. Its port cannot change (every kubeconfig names it): when another process took it
+ * meanwhile, the start is retried for a while.
+ */
+export async function startApiserver(dir: string): Promise<void> {
+  const { state, p } = recordedApiserver(dir);
+  if (processAlive(p)) throw new UserError(`${APISERVER} (pid ${p.pid}) is still running`);
+  if (!p.args) throw new UserError(`the arguments of ${APISERVER} are not recorded in ${dir}`);
+  const tls = adminTls(dir);
+  const at = state.processes.indexOf(p);
+  for (let attempt = 1; ; attempt++) {
+    const next = startProcess(dir, APISERVER, p.binary, p.args);
+    state.processes[at] = next;
+    writeFileSync(statePath(dir), JSON.stringify(state, null, 2));
+    try {
+      await waitFor(next, 'ready again', 120_000, () => httpGetOk(`${state.server}/readyz`, tls));
+      return;
+    } catch (err) {
+      if (attempt >= 10 || processAlive(next) || !/address already in use/.test(tail(next.log))) throw err;
+      await sleep(1000);
+    }
+  }
+}
+
+/**
+ * Writes a kubeconfig for the cluster in `dir` with a client certificate of its own, minted from the cluster's CA:
+ * user `commonName` in `groups` (system:masters by default). Gives each process of a test its own identity, so the
+ * audit log (user.username) tells which one made a request. Returns the kubeconfig's path.
+ */
+export async function clientKubeconfig(
+  dir: string,
+  commonName: string,
+  groups: string[] = ['system:masters'],
+): Promise<string> {
+  const state = readState(dir);
+  if (!state) throw new UserError(`no cluster recorded in ${dir}`);
+  const pki = (f: string) => readFileSync(join(dir, 'pki', f), 'utf8');
+  const ca = await loadCA(pki('ca.crt'), pki('ca.key'));
+  const leaf = await createLeaf(ca, { commonName, organizations: groups, usage: 'client' });
+  const path = join(dir, `kubeconfig-${commonName}`);
+  writeFileSync(path, kubeconfigYaml(state.server, ca.certPem, leaf.certPem, leaf.keyPem), { mode: 0o600 });
+  return path;
 }

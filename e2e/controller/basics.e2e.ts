@@ -57,7 +57,7 @@ describe('one available pod per node', { timeout: 300_000 }, () => {
     pods = await waitOnePodPerNode(f.ns, name, f.nodes);
   });
 
-  test('each pod is a daemon pod: controller ownerReference, revision hash label, no KruisePodReady gate (no markPodNotReady), pinned to its node, daemon tolerations', async () => {
+  test('each pod is a daemon pod: controller ownerReference, revision hash label, KruisePodReady gate set True, pinned to its node, daemon tolerations', async () => {
     const hash = ds.status?.daemonSetHash;
     assert.ok(hash, 'status.daemonSetHash is set');
     for (const [node, p] of pods) {
@@ -79,16 +79,18 @@ describe('one available pod per node', { timeout: 300_000 }, () => {
       assert.ok(p.metadata.name.startsWith(`${name}-`), `${what}: generateName ${name}-`);
       assert.equal(p.metadata.labels?.[HASH_LABEL], hash, `${what}: ${HASH_LABEL} = status.daemonSetHash`);
       assert.equal(p.metadata.labels?.app, name, `${what}: template labels kept`);
-      // The gate only comes with lifecycle.preDelete.markPodNotReady (--kruise-pod-ready-gate when-needed); the
-      // preDelete e2e checks it there, set True by the controller.
-      assert.ok(
-        !p.spec.readinessGates?.some((g) => g.conditionType === KRUISE_POD_READY),
-        `${what}: no readiness gate ${KRUISE_POD_READY}`,
+      // Every pod carries the gate, as Kruise's pod webhook gives it to every pod a Kruise workload owns
+      // (--kruise-pod-ready-gate always, the default), and the controller set the condition True after the create:
+      // the pod is Ready, and kwok's stages count a missing gate condition as False.
+      assert.deepEqual(
+        (p.spec.readinessGates ?? []).filter((g) => g.conditionType === KRUISE_POD_READY),
+        [{ conditionType: KRUISE_POD_READY }],
+        `${what}: readiness gate ${KRUISE_POD_READY}, once`,
       );
       assert.equal(
-        p.status?.conditions?.find((c) => c.type === KRUISE_POD_READY),
-        undefined,
-        `${what}: no ${KRUISE_POD_READY} condition written`,
+        p.status?.conditions?.find((c) => c.type === KRUISE_POD_READY)?.status,
+        'True',
+        `${what}: ${KRUISE_POD_READY} condition True`,
       );
       const spec = p.spec as PodJson['spec'] & {
         affinity?: { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: unknown } };
@@ -201,5 +203,17 @@ describe('one available pod per node', { timeout: 300_000 }, () => {
       updatedNumberScheduled: 5,
       numberMisscheduled: 0,
     });
+    // Pods created later carry the gate too, set True (numberReady 5 above needs it under kwok's stages).
+    for (const p of await adsPods(f.ns, name)) {
+      assert.ok(
+        p.spec.readinessGates?.some((g) => g.conditionType === KRUISE_POD_READY),
+        `pod ${p.metadata.name} on ${p.spec.nodeName}: readiness gate ${KRUISE_POD_READY}`,
+      );
+      assert.equal(
+        p.status?.conditions?.find((c) => c.type === KRUISE_POD_READY)?.status,
+        'True',
+        `pod ${p.metadata.name} on ${p.spec.nodeName}: ${KRUISE_POD_READY} True`,
+      );
+    }
   });
 });

@@ -9,6 +9,7 @@ import { after, afterEach, before, describe } from 'node:test';
 import type { StatusCounters } from '../../src/daemonset/status.ts';
 import { binaries, repoRoot } from '../cluster/binaries.ts';
 import { clusterDown, clusterUp, fakeNode } from '../cluster/cluster.ts';
+import { auditApiserverArgs } from './audit.ts';
 import {
   eventually,
   kubeconfig,
@@ -458,8 +459,12 @@ export interface ManagedProcess {
 export interface PrivateCluster {
   /** A directory of this describe's own (cluster, process logs). */
   dir: string;
+  /** The cluster's own directory (state, PKI: for stopApiserver, startApiserver, clientKubeconfig). */
+  clusterDir: string;
   /** The cluster's kubeconfig, once `before` ran. */
   kubeconfig: string;
+  /** With `audit: true`: the apiserver's audit log of writes (e2e/lib/audit.ts). */
+  auditLog?: string;
 }
 
 /**
@@ -471,16 +476,19 @@ export interface PrivateCluster {
  */
 export function describeOnPrivateCluster(
   name: string,
-  options: { timeout?: number; crd?: boolean },
+  options: { timeout?: number; crd?: boolean; audit?: boolean },
   fn: (cluster: PrivateCluster) => void,
 ): void {
-  const { crd = true, ...describeOptions } = options;
+  const { crd = true, audit = false, ...describeOptions } = options;
   describe(name, describeOptions, () => {
-    const pc: PrivateCluster = { dir: mkdtempSync(join(tmpdir(), 'ads-e2e-private-')), kubeconfig: '' };
-    const dir = join(pc.dir, 'cluster');
+    const top = mkdtempSync(join(tmpdir(), 'ads-e2e-private-'));
+    const dir = join(top, 'cluster');
+    const pc: PrivateCluster = { dir: top, clusterDir: dir, kubeconfig: '' };
     let failed = false;
     before(async () => {
-      pc.kubeconfig = (await clusterUp({ dir, nodes: 0, progress: () => {} })).kubeconfig;
+      const a = audit ? auditApiserverArgs(pc.dir) : undefined;
+      pc.auditLog = a?.log;
+      pc.kubeconfig = (await clusterUp({ dir, nodes: 0, progress: () => {}, apiserverArgs: a?.args })).kubeconfig;
       process.env.KUBECONFIG = pc.kubeconfig;
       if (!crd) return;
       await kubectl([
@@ -496,7 +504,7 @@ export function describeOnPrivateCluster(
     });
     fn(pc);
     after(async () => {
-      await clusterDown({ dir, progress: () => {} });
+      await clusterDown({ dir, progress: () => {}, keepDir: failed });
       if (failed) process.stderr.write(`${name}: failed; logs kept in ${pc.dir}\n`);
       else rmSync(pc.dir, { recursive: true, force: true });
     });

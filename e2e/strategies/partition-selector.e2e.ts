@@ -3,8 +3,8 @@
 // release). Which nodes keep the old revision is asserted exactly, and kept pods are checked by UID.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { eventually, podReady } from '../lib/kube.ts';
-import { PodWatch, getAds, imagePatch, patchAds, liveByNode } from '../lib/ads.ts';
+import { eventually, kubectl, podReady, sleep, type PodJson } from '../lib/kube.ts';
+import { ADS, PodWatch, condition, eventsFor, getAds, hashOf, imagePatch, patchAds, liveByNode } from '../lib/ads.ts';
 import {
   assertSamePods,
   assertUnchanged,
@@ -108,5 +108,100 @@ describe('rollingUpdate.selector (item 2)', { timeout: 300_000 }, () => {
     watch.stop();
     assert.ok(worst.length <= 1, `maxUnavailable 1: at most one node without an available pod; saw ${worst}`);
     assert.equal(worst.length, 1, 'the rollout used its budget of one');
+    held = { v1, v2, v3, pods: multi };
+  });
+
+  let held: { v1: string; v2: string; v3: string; pods: Map<string, PodJson> } | undefined;
+  let v4 = '';
+
+  test('a partition of at least the selected nodes holds them all: Progressing says so with the numbers, and one PartitionHoldsSelectedNodes event', async (t) => {
+    assert.ok(held, 'the previous test left the canary layout');
+    // A new image with partition 3 = the 3 canary nodes: nothing moves (Kruise, counting 3 over all 6 nodes,
+    // would update all three canaries).
+    let moved: string[] = [];
+    const before = new Set([...held.pods.values()].map((p) => p.metadata.uid));
+    const w = await PodWatch.start(f.ns, `app=${name}`, (pw) => {
+      const fresh = pw.list().filter((p) => !before.has(p.metadata.uid));
+      if (fresh.length > moved.length) moved = fresh.map((p) => `${p.spec.nodeName}:${hashOf(p)}`);
+    });
+    t.after(() => w.stop());
+    await patchAds(f.ns, name, {
+      spec: {
+        template: { spec: { containers: [{ name: 'c', image: 'busybox:1.39' }] } },
+        updateStrategy: { rollingUpdate: { partition: 3 } },
+      },
+    });
+    const ds = await waitNewRevision(f.ns, name, held.v3);
+    v4 = ds.status!.daemonSetHash!;
+    const hold =
+      'partition 3 keeps all 3 nodes selected by rollingUpdate.selector on the old revision; ' +
+      'Kruise counts the partition across all 6 nodes';
+    const progressing = await eventually('Progressing False, its message naming the partition hold', async () => {
+      const c = condition(await getAds(f.ns, name), 'Progressing');
+      return c?.status === 'False' && c.message?.includes(hold) && c;
+    });
+    assert.equal(progressing.reason, 'PartitionReached');
+    await eventually('a Normal PartitionHoldsSelectedNodes event with the same text', async () => {
+      const es = (await eventsFor(f.ns, name, ds.metadata.uid)).filter(
+        (e) => e.reason === 'PartitionHoldsSelectedNodes',
+      );
+      return es.length > 0 && es;
+    });
+    // Recorded by the sync that first finds the hold (a sync on a cache that has not seen that status write yet may
+    // record it once more, which the recorder folds into the same Event); later syncs do not record it again.
+    await sleep(2000);
+    const countOf = async () => {
+      const es = (await eventsFor(f.ns, name, ds.metadata.uid)).filter(
+        (e) => e.reason === 'PartitionHoldsSelectedNodes',
+      );
+      assert.deepEqual(
+        es.map((e) => [e.type, e.message]),
+        [['Normal', hold]],
+        'one Event object with the hold text',
+      );
+      return es[0]!.count ?? 1;
+    };
+    const settled = await countOf();
+    assert.ok(settled <= 2, `recorded by the first syncs only: count ${settled}`);
+    for (let i = 0; i < 3; i++) {
+      // Each annotation change is a DaemonSet update event: one more sync that still finds the hold.
+      await kubectl(['annotate', '--overwrite', ADS, name, '-n', f.ns, `e2e/poke=${i}`]);
+      await sleep(700);
+    }
+    await assertUnchanged(f.ns, name, held.pods, 'partition 3 holds the 3 selected nodes');
+    assert.equal(await countOf(), settled, 'not recorded again by the later syncs');
+    assert.ok(
+      condition(await getAds(f.ns, name), 'Progressing')?.message?.includes(hold),
+      'the Progressing message still says it',
+    );
+    w.stop();
+    assert.deepEqual(moved, [], 'no pod was created while the partition held every selected node');
+  });
+
+  test('rollingUpdate.selector {} selects every node, as Kruise (labels.Everything()): the rollout reaches all 6 nodes', async () => {
+    assert.ok(held && v4, 'the previous tests left the held layout');
+    await kubectl([
+      'patch',
+      ADS,
+      name,
+      '-n',
+      f.ns,
+      '--type=json',
+      '-p',
+      JSON.stringify([
+        { op: 'replace', path: '/spec/updateStrategy/rollingUpdate/selector', value: {} },
+        { op: 'replace', path: '/spec/updateStrategy/rollingUpdate/partition', value: 0 },
+      ]),
+    ]);
+    const ds = await waitObserved(f.ns, name);
+    const stored = ds.spec.updateStrategy as { rollingUpdate?: { selector?: unknown } } | undefined;
+    assert.deepEqual(stored?.rollingUpdate?.selector, {}, 'the stored selector is {}');
+    const all = await waitLayout(f.ns, name, layout(f.nodes, v4), 120_000);
+    assert.equal(all.size, 6);
+    const done = await eventually('Progressing False/RolloutComplete', async () => {
+      const c = condition(await getAds(f.ns, name), 'Progressing');
+      return c?.reason === 'RolloutComplete' && c;
+    });
+    assert.ok(!done.message?.includes('keeps'), `no partition hold reported: ${done.message}`);
   });
 });

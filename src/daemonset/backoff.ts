@@ -1,6 +1,7 @@
 // Failed-pod backoff, as client-go flowcontrol.Backoff used by the DaemonSet controller (1 s initial, doubling,
 // 15 min cap, entries forgotten after 2 x max without an update). Pure: the state is passed in and a new state is
-// returned; the shell keeps it between syncs (per DaemonSet) and may call gcBackoff every minute.
+// returned; the shell keeps it between syncs (per DaemonSet), and every sync drops the entries no later sync can
+// read (gcFailedPodsBackoff).
 
 export const FAILED_POD_BACKOFF_INITIAL_MS = 1_000;
 export const FAILED_POD_BACKOFF_MAX_MS = 15 * 60_000;
@@ -59,5 +60,36 @@ export function backoffNext(
 export function gcBackoff(state: BackoffState, now: number, maxMs = FAILED_POD_BACKOFF_MAX_MS): BackoffState {
   const out: Record<string, BackoffEntry> = {};
   for (const [k, e] of Object.entries(state)) if (!hasExpired(now, e.lastUpdateMs, maxMs)) out[k] = e;
+  return out;
+}
+
+/**
+ * The failed-pod backoff of one DaemonSet without the entries no sync will read again:
+ * - expired ones, not updated for more than 2 x max: upstream's flowcontrol.Backoff.GC, which the DaemonSet
+ *   controller runs every minute (BackoffGCInterval in
+ *   https://github.com/kubernetes/kubernetes/blob/master/pkg/controller/daemon/daemon_controller.go);
+ * - those of another DaemonSet UID or of an earlier status.observedGeneration: failedPodsBackoffKey embeds both,
+ *   and observedGeneration never goes back, so each rollout would otherwise leave one entry per failing node
+ *   (upstream leaves them to the same 2 x max GC);
+ * - those of nodes that no longer exist.
+ * An entry outlives the failed pod that made it on purpose: a pod that keeps failing is deleted and recreated
+ * between failures, and only the entry kept meanwhile doubles its next delay (1 s, 2 s, 4 s ... 15 min).
+ * Returns `state` itself when nothing is dropped.
+ */
+export function gcFailedPodsBackoff(
+  state: BackoffState,
+  dsUID: string,
+  observedGeneration: number,
+  nodeExists: (nodeName: string) => boolean,
+  now: number,
+  maxMs = FAILED_POD_BACKOFF_MAX_MS,
+): BackoffState {
+  const prefix = failedPodsBackoffKey(dsUID, observedGeneration, '');
+  const keep = (k: string, e: BackoffEntry) =>
+    k.startsWith(prefix) && nodeExists(k.slice(prefix.length)) && !hasExpired(now, e.lastUpdateMs, maxMs);
+  const entries = Object.entries(state);
+  if (entries.every(([k, e]) => keep(k, e))) return state;
+  const out: Record<string, BackoffEntry> = {};
+  for (const [k, e] of entries) if (keep(k, e)) out[k] = e;
   return out;
 }

@@ -5,6 +5,7 @@ import { nodeShouldRunDaemonPod, templateTolerations, type NodeEligibility } fro
 import { getNodesToDaemonPods, type NodeToDaemonPods } from './pods.ts';
 import type { PlanOptions } from './plan-types.ts';
 import type { CountersResult } from './status.ts';
+import type { NodesToUpdate } from './update.ts';
 
 export interface SyncContext {
   ds: DaemonSet;
@@ -30,8 +31,8 @@ export interface SyncContext {
 
 /** Derived values of one sync; each is filled by the function named in its comment. */
 export interface SyncMemo {
-  /** nodesToUpdate (update.ts). */
-  nodesToUpdate?: string[];
+  /** nodesToUpdateResult (update.ts). */
+  nodesToUpdate?: NodesToUpdate;
   /** calculateCounters (status.ts). */
   counters?: CountersResult;
   /** pendingNodes (status.ts). */

@@ -1,5 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { setDefaultsPodTemplate } from '../api/defaults.ts';
 import type { DaemonSet } from '../api/types.ts';
 import type { ControllerRevision } from '../k8s/types.ts';
 import { cleanupHistory, computeRevisionHash, constructHistory, revisionData, revisionMatches } from './history.ts';
@@ -133,6 +134,101 @@ describe('constructHistory', () => {
     };
     assert.equal(revisionMatches(dsA, r), true);
     assert.equal(constructHistory(dsA, [r], []).hash, '5d8f7b');
+  });
+});
+
+/** A DaemonSet whose template is defaulted as our webhook stores it (apps/v1 template defaults). */
+function defaulted(ds: DaemonSet): DaemonSet {
+  const out = structuredClone(ds);
+  setDefaultsPodTemplate(out.spec.template as unknown as Record<string, unknown>);
+  return out;
+}
+
+/** A revision as kruise-manager writes it: the raw template (Go marshalling), Kruise's name and hash label. */
+function kruiseRevision(hash: string, containers: Record<string, unknown>[], revision = 1): ControllerRevision {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'ControllerRevision',
+    metadata: { name: `foo-${hash}`, labels: { 'controller-revision-hash': hash } },
+    data: {
+      spec: {
+        template: {
+          $patch: 'replace',
+          metadata: { creationTimestamp: null, labels: { name: 'simple-daemon', type: 'production' } },
+          spec: { containers: containers.map((c) => ({ resources: {}, ...c })) },
+        },
+      },
+    },
+    revision,
+  };
+}
+
+describe('revisionMatches compares defaulted templates (taking over from kruise-manager)', () => {
+  const rows: { name: string; ds: DaemonSet; revision: ControllerRevision; matches: boolean }[] = [
+    {
+      name: 'Kruise revision (undefaulted) vs the same template defaulted by our webhook',
+      ds: defaulted(newDaemonSet({ image: 'img:a' })),
+      revision: kruiseRevision('k1', [{ name: 'foo', image: 'img:a' }]),
+      matches: true,
+    },
+    {
+      name: 'Kruise revision vs the same template undefaulted (DaemonSet as kruise-manager left it)',
+      ds: newDaemonSet({ image: 'img:a' }),
+      revision: kruiseRevision('k1', [{ name: 'foo', image: 'img:a' }]),
+      matches: true,
+    },
+    {
+      name: 'a default spelled out on one side only (terminationGracePeriodSeconds: 30)',
+      ds: newDaemonSet({ image: 'img:a', templateSpec: { terminationGracePeriodSeconds: 30 } }),
+      revision: kruiseRevision('k1', [{ name: 'foo', image: 'img:a' }]),
+      matches: true,
+    },
+    {
+      name: 'quantities in another spelling (0.5 vs 500m)',
+      ds: defaulted(
+        newDaemonSet({
+          templateSpec: { containers: [{ name: 'foo', image: 'img:a', resources: { limits: { cpu: '500m' } } }] },
+        }),
+      ),
+      revision: kruiseRevision('k1', [{ name: 'foo', image: 'img:a', resources: { limits: { cpu: '0.5' } } }]),
+      matches: true,
+    },
+    {
+      name: 'another image',
+      ds: defaulted(newDaemonSet({ image: 'img:b' })),
+      revision: kruiseRevision('k1', [{ name: 'foo', image: 'img:a' }]),
+      matches: false,
+    },
+    {
+      name: 'a value other than the default (terminationGracePeriodSeconds: 5)',
+      ds: defaulted(newDaemonSet({ image: 'img:a', templateSpec: { terminationGracePeriodSeconds: 5 } })),
+      revision: kruiseRevision('k1', [{ name: 'foo', image: 'img:a' }]),
+      matches: false,
+    },
+  ];
+  for (const r of rows) test(r.name, () => assert.equal(revisionMatches(r.ds, r.revision), r.matches));
+
+  test('rollback to a Kruise-era template reuses its revision (no new one), numbered max(old)+1', () => {
+    const kruiseEra = kruiseRevision('k1', [{ name: 'foo', image: 'img:a' }], 1);
+    const ours = revisionOf(defaulted(newDaemonSet({ image: 'img:b' })), 2);
+    const h = constructHistory(defaulted(newDaemonSet({ image: 'img:a' })), [kruiseEra, ours], []);
+    assert.equal(h.create, undefined);
+    assert.equal(h.current.metadata.name, 'foo-k1');
+    assert.equal(h.hash, 'k1');
+    assert.deepEqual(
+      h.update.map((r) => [r.metadata.name, r.revision]),
+      [['foo-k1', 3]],
+    );
+  });
+
+  test('a Kruise revision and ours of the same template are duplicates: the higher kept, the other deleted', () => {
+    const kruiseEra = kruiseRevision('k1', [{ name: 'foo', image: 'img:a' }], 1);
+    const ds = defaulted(newDaemonSet({ image: 'img:a' }));
+    const ours = revisionOf(ds, 2);
+    const h = constructHistory(ds, [kruiseEra, ours], [newPod(ds, 'n1', { name: 'p-k1', hash: 'k1' })]);
+    assert.equal(h.current.metadata.name, ours.metadata.name);
+    assert.deepEqual(h.delete, ['foo-k1']);
+    assert.deepEqual(h.podRelabels, [{ podName: 'p-k1', hash: h.hash }]);
   });
 });
 

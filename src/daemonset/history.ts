@@ -1,8 +1,10 @@
 // ControllerRevision history (kruise daemonset_history.go, upstream pkg/controller/daemon/update.go):
 // constructHistory, dedupCurHistories, snapshot (with hash-collision handling) and cleanupHistory, all pure.
+import { isObject, setDefaultsPodTemplate } from '../api/defaults.ts';
 import type { DaemonSet } from '../api/types.ts';
 import type { ControllerRevision, Pod } from '../k8s/types.ts';
 import { canonicalJson, computeHash, sortKeys } from '../k8s/hash.ts';
+import { cloneJson } from '../k8s/json.ts';
 import { CONTROLLER_REVISION_HASH_LABEL, DEFAULT_REVISION_HISTORY_LIMIT } from './constants.ts';
 import { controllerRef, podRevisionHash } from './pods.ts';
 
@@ -38,13 +40,53 @@ export function normalizeRevisionData(value: unknown): unknown {
   return value;
 }
 
-function dataKey(data: unknown): string {
-  return canonicalJson(normalizeRevisionData(data));
+/**
+ * Revision data with its template defaulted as kube-apiserver defaults an apps/v1 DaemonSet template (the defaulting
+ * our webhook applies, src/api/defaults.ts). kruise-manager stores the template as the DaemonSet holds it, undefaulted
+ * (getPatch: https://github.com/openkruise/kruise/blob/master/pkg/controller/daemonset/daemonset_history.go), while
+ * templates written through our webhook are defaulted: compared as they are, the same template would differ after a
+ * takeover. The input is not modified.
+ */
+export function defaultedRevisionData(data: unknown): unknown {
+  const out = cloneJson(data);
+  const spec = isObject(out) ? out.spec : undefined;
+  const template = isObject(spec) ? spec.template : undefined;
+  if (isObject(template)) setDefaultsPodTemplate(template);
+  return out;
 }
 
-/** Match: the revision stores exactly this DaemonSet's template (compared in normal form). */
+/**
+ * The comparison key of revision data: defaulted, then in normal form. Cached per data object (informer objects are
+ * never mutated, and every sync compares every owned revision).
+ */
+const matchKeys = new WeakMap<object, string>();
+function matchKey(data: unknown): string {
+  const cached = typeof data === 'object' && data !== null ? matchKeys.get(data) : undefined;
+  if (cached !== undefined) return cached;
+  const key = canonicalJson(normalizeRevisionData(defaultedRevisionData(data)));
+  if (typeof data === 'object' && data !== null) matchKeys.set(data, key);
+  return key;
+}
+
+/** The comparison key of a DaemonSet's template, cached per template object. */
+const templateKeys = new WeakMap<object, string>();
+function templateMatchKey(ds: DaemonSet): string {
+  const template = ds.spec.template as object;
+  let key = templateKeys.get(template);
+  if (key === undefined) {
+    key = matchKey(revisionData(ds));
+    templateKeys.set(template, key);
+  }
+  return key;
+}
+
+/**
+ * Match: the revision stores this DaemonSet's template, both defaulted (apps/v1 template defaults) and compared in
+ * normal form. So a revision kruise-manager wrote (undefaulted) is current for the same template defaulted by our
+ * webhook, and a rollback to a Kruise-era template reuses that revision.
+ */
 export function revisionMatches(ds: DaemonSet, revision: ControllerRevision): boolean {
-  return dataKey(revision.data) === dataKey(revisionData(ds));
+  return matchKey(revision.data) === templateMatchKey(ds);
 }
 
 /** The revision hash of the template for a collisionCount (ComputeHash idea; see src/k8s/hash.ts). */

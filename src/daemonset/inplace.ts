@@ -1,7 +1,9 @@
 // In-place update for rollingUpdateType InPlaceIfPossible (kruise pkg/util/inplaceupdate, daemonset
 // inPlaceUpdatePods / refreshUpdateStates), pure: which pods can be updated in place, the patches that do it,
 // and the InPlaceUpdateReady refresh that ends it.
-import type { ControllerRevision, Pod, PodTemplateSpec } from '../k8s/types.ts';
+import { setDefaultsPodTemplate } from '../api/defaults.ts';
+import { defaultImagePullPolicy } from '../api/image.ts';
+import type { ControllerRevision, Pod, PodCondition, PodTemplateSpec } from '../k8s/types.ts';
 import { canonicalJson } from '../k8s/hash.ts';
 import { cloneJson } from '../k8s/json.ts';
 import { formatTime, getPodCondition, hasReadinessGate } from '../k8s/pod.ts';
@@ -19,8 +21,8 @@ import type { InPlaceUpdate } from './plan-types.ts';
 export interface InPlaceUpdateState {
   revision: string;
   updateTimestamp: string;
-  /** Per updated container, what it ran before: done when the imageID changed or the container restarted. */
-  lastContainerStatuses: Record<string, { imageID: string; restartCount?: number }>;
+  /** Per updated container, the imageID it ran before (see inPlaceUpdateCompleted). */
+  lastContainerStatuses: Record<string, { imageID: string }>;
   updateImages?: boolean;
 }
 
@@ -51,9 +53,25 @@ function mapDiff(
   return out;
 }
 
+/** A defaulted copy of a template (apps/v1 template defaults, as our webhook applies them; src/api/defaults.ts). */
+function defaultedTemplate(t: PodTemplateSpec): PodTemplateSpec {
+  const out = cloneJson(t);
+  setDefaultsPodTemplate(out as unknown as Record<string, unknown>);
+  return out;
+}
+
+/**
+ * The defaulted template without what an in-place update may change: container images, template labels and
+ * annotations. A container's imagePullPolicy that is the default for its own image goes too: defaulting derives it
+ * from the image (Always for `:latest` or no tag), so `nginx` -> `nginx:1.27` would otherwise change it, where
+ * kruise-manager, comparing undefaulted templates, sees an image change only. The pod keeps its pull policy.
+ */
 function stripForCompare(t: PodTemplateSpec): unknown {
   const spec = cloneJson(t.spec ?? { containers: [] });
-  for (const c of spec.containers ?? []) delete c.image;
+  for (const c of spec.containers ?? []) {
+    if (c.imagePullPolicy === defaultImagePullPolicy(c.image ?? '')) delete c.imagePullPolicy;
+    delete c.image;
+  }
   const meta = { ...(t.metadata ?? {}) };
   delete meta.labels;
   delete meta.annotations;
@@ -64,9 +82,14 @@ function stripForCompare(t: PodTemplateSpec): unknown {
  * CanUpdateInPlace: the change from `from` to `to` touches only container images (same containers, same order)
  * and template labels/annotations. Anything else (env, command, resources, volumes, containers added or removed)
  * needs a recreate. Returns what to change, or undefined.
+ *
+ * Both templates are defaulted first (apps/v1 template defaults): kruise-manager's revisions hold templates
+ * undefaulted, ours defaulted, and a field only one side spells out by default is no change.
  */
 export function inPlaceSpec(from: PodTemplateSpec, to: PodTemplateSpec): InPlaceSpec | undefined {
-  if (canonicalJson(stripForCompare(from)) !== canonicalJson(stripForCompare(to))) return undefined;
+  const a = defaultedTemplate(from);
+  const b = defaultedTemplate(to);
+  if (canonicalJson(stripForCompare(a)) !== canonicalJson(stripForCompare(b))) return undefined;
   const images: InPlaceSpec['images'] = [];
   const fromContainers = from.spec?.containers ?? [];
   for (const [i, c] of (to.spec?.containers ?? []).entries()) {
@@ -79,6 +102,24 @@ export function inPlaceSpec(from: PodTemplateSpec, to: PodTemplateSpec): InPlace
     labels: mapDiff(from.metadata?.labels, to.metadata?.labels),
     annotations: mapDiff(from.metadata?.annotations, to.metadata?.annotations),
   };
+}
+
+/** inPlaceSpec between two revisions, cached per pair of data objects (asked once per pod to update). */
+const specCache = new WeakMap<object, WeakMap<object, InPlaceSpec | null>>();
+function inPlaceSpecBetween(old: ControllerRevision, current: ControllerRevision): InPlaceSpec | undefined {
+  const cacheable = typeof old.data === 'object' && old.data !== null && typeof current.data === 'object';
+  const byOld = cacheable ? specCache.get(old.data as object) : undefined;
+  const hit = byOld?.get(current.data as object);
+  if (hit !== undefined) return hit ?? undefined;
+  const from = templateOfRevision(old);
+  const to = templateOfRevision(current);
+  const spec = from && to ? inPlaceSpec(from, to) : undefined;
+  if (cacheable && current.data !== null) {
+    const m = byOld ?? new WeakMap<object, InPlaceSpec | null>();
+    m.set(current.data as object, spec ?? null);
+    if (!byOld) specCache.set(old.data as object, m);
+  }
+  return spec;
 }
 
 /**
@@ -94,24 +135,27 @@ export function canPodInPlaceUpdate(
   const hash = podRevisionHash(pod);
   const old = oldRevisions.find((r) => revisionHashLabel(r) === hash);
   if (!old) return undefined;
-  const from = templateOfRevision(old);
-  const to = templateOfRevision(current);
-  if (!from || !to) return undefined;
-  return inPlaceSpec(from, to);
+  return inPlaceSpecBetween(old, current);
 }
 
 /**
  * The in-place update of one pod: InPlaceUpdateReady False (reason StartInPlaceUpdate; Ready forced False) on
  * pods/status first, then the pod patch: new images, hash label, template label/annotation changes and the
- * inplace-update-state annotation recording the containers' current imageIDs.
+ * inplace-update-state annotation recording the containers' current imageIDs. When the pod patch is refused
+ * (admission, 5xx, timeout) `revertStatusPatch` puts the condition back as it was (True when it was missing).
  */
 export function planInPlaceUpdate(pod: Pod, spec: InPlaceSpec, toHash: string, now: number): InPlaceUpdate {
   const ts = formatTime(now);
   const lastContainerStatuses: InPlaceUpdateState['lastContainerStatuses'] = {};
   for (const { name } of spec.images) {
     const cs = pod.status?.containerStatuses?.find((s) => s.name === name);
-    lastContainerStatuses[name] = { imageID: cs?.imageID ?? '', restartCount: cs?.restartCount ?? 0 };
+    lastContainerStatuses[name] = { imageID: cs?.imageID ?? '' };
   }
+  const before: PodCondition = getPodCondition(pod, IN_PLACE_UPDATE_READY) ?? {
+    type: IN_PLACE_UPDATE_READY,
+    status: 'True',
+    lastTransitionTime: ts,
+  };
   const state: InPlaceUpdateState = {
     revision: toHash,
     updateTimestamp: ts,
@@ -140,40 +184,64 @@ export function planInPlaceUpdate(pod: Pod, spec: InPlaceSpec, toHash: string, n
       },
       true,
     ),
+    revertStatusPatch: conditionStatusPatch(pod, before),
     patch,
   };
 }
 
-export function getInPlaceUpdateState(pod: Pod): InPlaceUpdateState | undefined {
+/**
+ * The inplace-update-state annotation (current key, else the old one): the state, 'invalid' when it does not parse
+ * (Kruise's Refresh then returns an error and leaves the condition alone), undefined when absent.
+ */
+export function getInPlaceUpdateState(pod: Pod): InPlaceUpdateState | 'invalid' | undefined {
   const a = pod.metadata.annotations;
   const raw = a?.[INPLACE_UPDATE_STATE_ANNOTATION] ?? a?.[INPLACE_UPDATE_STATE_ANNOTATION_OLD];
   if (!raw) return undefined;
   try {
-    return JSON.parse(raw) as InPlaceUpdateState;
+    const state = JSON.parse(raw) as unknown;
+    return state !== null && typeof state === 'object' ? (state as InPlaceUpdateState) : 'invalid';
   } catch {
-    return undefined;
+    return 'invalid';
   }
 }
 
 /**
- * Refresh (every sync, every pod with the InPlaceUpdateReady gate): the condition is set True when it is missing
- * (fresh pods) or when a recorded in-place update has finished: every updated container reports another imageID
- * or a higher restartCount than recorded, and is running. Returns the pods/status patch, or undefined.
+ * Whether the in-place update recorded in `state` has finished (Kruise's defaultCheckContainersInPlaceUpdateCompleted,
+ * https://github.com/openkruise/kruise/blob/master/pkg/util/inplaceupdate/inplace_update_defaults.go): every
+ * updated container reports a status, and one whose imageID is still the recorded one must report the spec's image
+ * (an image without a tag compared as `:latest`). A container restart on the old image is not the update.
+ */
+export function inPlaceUpdateCompleted(pod: Pod, state: InPlaceUpdateState): boolean {
+  const specImages = new Map<string, string>();
+  for (const c of pod.spec.containers ?? []) {
+    const image = c.image ?? '';
+    specImages.set(c.name, image.split(':').length <= 1 ? `${image}:latest` : image);
+  }
+  for (const [name, last] of Object.entries(state.lastContainerStatuses ?? {})) {
+    const cs = pod.status?.containerStatuses?.find((s) => s.name === name);
+    if (!cs) return false;
+    if (cs.imageID === last?.imageID && cs.image !== specImages.get(name)) return false;
+  }
+  return true;
+}
+
+/**
+ * Refresh (every sync, every pod with the InPlaceUpdateReady gate), as Kruise's inplaceupdate Refresh
+ * (https://github.com/openkruise/kruise/blob/master/pkg/util/inplaceupdate/inplace_update.go): the condition is set
+ * True unless an in-place update is in flight, i.e. unless the pod records one (inplace-update-state) that has not
+ * finished (inPlaceUpdateCompleted). So a pod left False by an update whose pod patch was refused after the
+ * condition was written (no state recorded, or only an earlier, finished one) gets True back at the next sync.
+ * Returns the pods/status patch, or undefined.
  */
 export function inPlaceRefreshPatch(pod: Pod, now: number): unknown {
   if (pod.metadata.deletionTimestamp || !hasReadinessGate(pod, IN_PLACE_UPDATE_READY)) return undefined;
-  const cond = getPodCondition(pod, IN_PLACE_UPDATE_READY);
-  const setTrue = () =>
-    conditionStatusPatch(pod, { type: IN_PLACE_UPDATE_READY, status: 'True', lastTransitionTime: formatTime(now) });
-  if (!cond) return setTrue();
-  if (cond.status === 'True') return undefined;
+  if (getPodCondition(pod, IN_PLACE_UPDATE_READY)?.status === 'True') return undefined;
   const state = getInPlaceUpdateState(pod);
-  if (!state || state.revision !== podRevisionHash(pod)) return undefined;
-  for (const [name, last] of Object.entries(state.lastContainerStatuses ?? {})) {
-    const cs = pod.status?.containerStatuses?.find((s) => s.name === name);
-    if (!cs || !cs.state || !('running' in cs.state)) return undefined;
-    const restarted = (cs.restartCount ?? 0) > (last.restartCount ?? Number.MAX_SAFE_INTEGER);
-    if (cs.imageID === last.imageID && !restarted) return undefined;
-  }
-  return setTrue();
+  if (state === 'invalid') return undefined;
+  if (state && !inPlaceUpdateCompleted(pod, state)) return undefined;
+  return conditionStatusPatch(pod, {
+    type: IN_PLACE_UPDATE_READY,
+    status: 'True',
+    lastTransitionTime: formatTime(now),
+  });
 }

@@ -76,6 +76,11 @@ export interface InPlaceUpdate {
    * then `patch` on the pod (images, hash label, template metadata, inplace-update-state annotation).
    */
   statusPatch: unknown;
+  /**
+   * pods/status: InPlaceUpdateReady as it was before `statusPatch`, written (best effort) when `patch` fails, so a
+   * refused update does not leave the pod NotReady (the next sync's refresh would set it True otherwise).
+   */
+  revertStatusPatch: unknown;
   patch: unknown;
 }
 
@@ -109,7 +114,9 @@ export type PlanStage =
 
 /**
  * The rest of a sync that stopped after manage (stage Managed), computed on the same state: rolling update,
- * history cleanup and the complete status. Upstream re-checks expectations after manage and goes on when they are
+ * history cleanup and the complete status. The rolling update leaves out every node manage creates, deletes or
+ * patches a pod on: its plan for them would read the pods manage is replacing (e.g. surge a second new pod next to
+ * the one manage creates for a failed pod); the next sync sees manage's result and goes on there. Upstream re-checks expectations after manage and goes on when they are
  * satisfied; that happens when every create and delete of manage failed (quota, admission), since failed requests
  * are "observed" at once. The shell then executes this part (and writes `status` instead of Plan.status);
  * otherwise it ignores it.
@@ -165,10 +172,14 @@ export interface Plan {
 export type ImagePreDownloadMode = 'pods' | 'imagepulljob' | 'off';
 
 /**
- * --kruise-pod-ready-gate: which new pods get the KruisePodReady readiness gate. Kruise gives it to every pod of an
- * Advanced DaemonSet ('always'); each gate then costs a status write per pod (the condition set True), which
- * doubles the requests of creating pods. Nothing in a DaemonSet sets it False except
- * lifecycle.preDelete.markPodNotReady, so by default ('when-needed') only DaemonSets with that field get it.
+ * --kruise-pod-ready-gate: which new pods get the KruisePodReady readiness gate. 'always' (the default), as Kruise's
+ * pod webhook gives it to every pod a Kruise workload owns
+ * (https://github.com/openkruise/kruise/blob/master/pkg/webhook/pod/mutating/pod_readiness.go): other Kruise
+ * features hold a pod NotReady through it (lifecycle.preDelete.markPodNotReady, ContainerRecreateRequest's
+ * unreadyGracePeriodSeconds), also on pods created before they were turned on. Each gate costs one status write per
+ * pod created (the condition set True). 'when-needed' saves that write on very large clusters by giving the gate
+ * only to pods of DaemonSets with lifecycle.preDelete.markPodNotReady; pods created without it can never be made
+ * NotReady by those features.
  */
 export type KruisePodReadyGateMode = 'always' | 'when-needed';
 
@@ -180,7 +191,7 @@ export interface PlanOptions {
    * ('imagepulljob'), or not ('off', the default here).
    */
   imagePreDownload?: ImagePreDownloadMode;
-  /** --kruise-pod-ready-gate (default 'when-needed'). */
+  /** --kruise-pod-ready-gate (default 'always'). */
   kruisePodReadyGate?: KruisePodReadyGateMode;
 }
 

@@ -60,24 +60,31 @@ describe('planDaemonSet stages', () => {
     assert.deepEqual([p.creates.length, p.deletes.length], [1, 0]);
   });
 
-  test('KruisePodReady True planned for created pods lacking the condition', () => {
-    // The gate comes with markPodNotReady (or --kruise-pod-ready-gate always): without it, no status write at all.
-    const plain = new FakeCluster(newDaemonSet(), addNodes(2));
-    plain.sync();
-    assert.deepEqual(plain.sync().podPatches, [], 'no gate, nothing to set');
-    const ds = newDaemonSet({ lifecycle: { preDelete: { markPodNotReady: true, labelsHandler: { x: 'y' } } } });
-    const c = new FakeCluster(ds, addNodes(2));
-    c.sync();
-    const p = c.sync();
-    assert.deepEqual(
-      p.podPatches.map((x) => [x.reason, x.subresource]),
-      [
-        ['KruisePodReady', 'status'],
-        ['KruisePodReady', 'status'],
-      ],
-    );
-    assert.equal(c.sync().podPatches.length, 0, 'once set, never again');
-  });
+  // Every pod gets the gate by default (--kruise-pod-ready-gate always, as Kruise); with when-needed only pods of
+  // DaemonSets with markPodNotReady do, and the others need no status write at all.
+  const hookedDs = () =>
+    newDaemonSet({ lifecycle: { preDelete: { markPodNotReady: true, labelsHandler: { x: 'y' } } } });
+  for (const row of [
+    { name: 'plain DaemonSet, default', ds: newDaemonSet, options: undefined, patches: 2 },
+    {
+      name: 'plain DaemonSet, when-needed',
+      ds: newDaemonSet,
+      options: { kruisePodReadyGate: 'when-needed' },
+      patches: 0,
+    },
+    { name: 'markPodNotReady, when-needed', ds: hookedDs, options: { kruisePodReadyGate: 'when-needed' }, patches: 2 },
+  ] as const) {
+    test(`KruisePodReady True planned for created pods lacking the condition: ${row.name}`, () => {
+      const c = new FakeCluster(row.ds(), addNodes(2), row.options);
+      c.sync();
+      const p = c.sync();
+      assert.deepEqual(
+        p.podPatches.map((x) => [x.reason, x.subresource]),
+        Array.from({ length: row.patches }, () => ['KruisePodReady', 'status']),
+      );
+      assert.equal(c.sync().podPatches.length, 0, 'once set, never again');
+    });
+  }
 
   test('requeue after the soonest availability', () => {
     const ds = newDaemonSet({ minReadySeconds: 30 });
@@ -180,6 +187,25 @@ describe('partition (issue #5.1)', () => {
         ['n2', 'n3', 'n1'],
       ],
     ];
+    const emptySelector = (partition: number) =>
+      newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { partition, selector: {} } });
+    rows.push(
+      // An empty selector selects every node (Kruise: labels.Everything()), so it reads as no selector at all.
+      [
+        'partition 0 + selector {}: every node',
+        emptySelector(0),
+        { n1: 'v1', n2: 'v2', n3: 'v1' },
+        [],
+        ['n2', 'n3', 'n1'],
+      ],
+      [
+        'partition 1 + selector {}: as partition 1 alone',
+        emptySelector(1),
+        { n1: 'v2', n2: 'v1', n3: 'v1' },
+        [],
+        ['n1', 'n3'],
+      ],
+    );
     for (const [name, d, spec, canary, want] of rows) {
       const map = pods(d, spec);
       for (const n of Object.keys(spec)) if (!map.has(n)) map.set(n, []);
@@ -227,6 +253,176 @@ describe('rollingUpdate.selector (issue #5.2)', () => {
     }
     assert.equal(c.pods.filter((p) => c.hashOf(p) !== hash).length, 2, 'partition keeps 2 old');
   });
+});
+
+describe('rollingUpdate.selector {} selects every node', () => {
+  // Kruise reads an empty LabelSelector as "everything" (metav1.LabelSelectorAsSelector -> labels.Everything()).
+  const rows: { name: string; rollingUpdate: Record<string, unknown>; wantNew: number; progressing: string }[] = [
+    {
+      name: 'selector {} alone',
+      rollingUpdate: { maxUnavailable: 2, selector: {} },
+      wantNew: 5,
+      progressing: 'False/RolloutComplete',
+    },
+    {
+      name: 'selector {} + partition 2',
+      rollingUpdate: { maxUnavailable: 2, selector: {}, partition: 2 },
+      wantNew: 3,
+      progressing: 'False/PartitionReached',
+    },
+    {
+      name: 'selector {} + surge',
+      rollingUpdate: { maxUnavailable: 0, maxSurge: 1, selector: {} },
+      wantNew: 5,
+      progressing: 'False/RolloutComplete',
+    },
+  ];
+  for (const row of rows) {
+    test(row.name, () => {
+      const ds = newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: row.rollingUpdate });
+      const c = new FakeCluster(ds, addNodes(5));
+      c.sync();
+      c.markReady();
+      c.sync();
+      c.setImage('v2');
+      for (let i = 0; i < 12; i++) {
+        c.sync();
+        c.markReady();
+      }
+      const hash = c.lastPlan?.hash;
+      assert.equal(c.live().filter((p) => c.hashOf(p) === hash).length, row.wantNew, 'pods of the new revision');
+      assert.equal(c.live().length, 5, 'one pod per node');
+      const p = c.ds.status?.conditions?.find((x) => x.type === 'Progressing');
+      assert.equal(`${p?.status}/${p?.reason}`, row.progressing);
+    });
+  }
+});
+
+describe('selector + partition: the Progressing message and an event say when the partition holds every selected node', () => {
+  const reason = 'PartitionHoldsSelectedNodes';
+  const rows: {
+    name: string;
+    nodes: number;
+    /** Node indices labelled canary. */
+    canary: number[];
+    rollingUpdate: Record<string, unknown>;
+    /** Raise the partition to this after the rollout settled (same template). */
+    thenPartition?: number;
+    /** Nodes on the new revision at the end. */
+    wantNew: number;
+    /** Expected hold text in the Progressing message and the one event; undefined: neither. */
+    hold?: string;
+    progressing: string;
+  }[] = [
+    {
+      name: 'partition 5 >= 3 selected of 10: nothing moves, said with the numbers',
+      nodes: 10,
+      canary: [2, 5, 7],
+      rollingUpdate: { partition: 5 },
+      wantNew: 0,
+      hold: 'partition 5 keeps all 3 nodes selected by rollingUpdate.selector on the old revision; Kruise counts the partition across all 10 nodes',
+      progressing: 'False/PartitionReached',
+    },
+    {
+      name: 'partition 3 = 3 selected',
+      nodes: 6,
+      canary: [1, 3, 4],
+      rollingUpdate: { partition: 3 },
+      wantNew: 0,
+      hold: 'partition 3 keeps all 3 nodes selected by rollingUpdate.selector on the old revision; Kruise counts the partition across all 6 nodes',
+      progressing: 'False/PartitionReached',
+    },
+    {
+      name: 'one selected node held',
+      nodes: 4,
+      canary: [0],
+      rollingUpdate: { partition: 1 },
+      wantNew: 0,
+      hold: 'partition 1 keeps the 1 node selected by rollingUpdate.selector on the old revision; Kruise counts the partition across all 4 nodes',
+      progressing: 'False/PartitionReached',
+    },
+    {
+      name: 'partition 2 < 3 selected: one node updated, no hold',
+      nodes: 10,
+      canary: [2, 5, 7],
+      rollingUpdate: { partition: 2 },
+      wantNew: 1,
+      progressing: 'False/PartitionReached',
+    },
+    {
+      name: 'partition raised over the selected nodes after 2 of 3 were updated: the one left is held',
+      nodes: 6,
+      canary: [1, 3, 4],
+      rollingUpdate: { partition: 1 },
+      thenPartition: 3,
+      wantNew: 2,
+      hold: 'partition 3 keeps the 1 of 3 nodes selected by rollingUpdate.selector that are not updated yet on the old revision; Kruise counts the partition across all 6 nodes',
+      progressing: 'False/PartitionReached',
+    },
+    {
+      name: 'no selector: a plain partition is not reported',
+      nodes: 4,
+      canary: [],
+      rollingUpdate: { partition: 4, noSelector: true },
+      wantNew: 0,
+      progressing: 'False/PartitionReached',
+    },
+    {
+      name: 'paused: the pause is the reason, not the partition',
+      nodes: 4,
+      canary: [0],
+      rollingUpdate: { partition: 2, paused: true },
+      wantNew: 0,
+      progressing: 'False/Paused',
+    },
+  ];
+  for (const row of rows) {
+    test(row.name, () => {
+      const nodes = Array.from({ length: row.nodes }, (_, i) =>
+        newNode(`node-${i}`, row.canary.includes(i) ? { canary: 'true' } : {}),
+      );
+      const { noSelector, ...ru } = row.rollingUpdate;
+      const ds = newDaemonSet({
+        strategy: 'RollingUpdate',
+        rollingUpdate: {
+          maxUnavailable: 1,
+          ...ru,
+          ...(noSelector ? {} : { selector: { matchLabels: { canary: 'true' } } }),
+        },
+      });
+      const c = new FakeCluster(ds, nodes);
+      const events: string[] = [];
+      const run = (n: number) => {
+        for (let i = 0; i < n; i++) {
+          const plans = syncOnce(c).plans;
+          for (const p of plans)
+            for (const e of p.events) if (e.reason === reason) events.push(`${e.type}: ${e.message}`);
+          c.markReady();
+        }
+      };
+      run(2);
+      c.setImage('v2');
+      run(10);
+      if (row.thenPartition !== undefined) {
+        const to = row.thenPartition;
+        c.updateSpec((d) => {
+          d.spec.updateStrategy!.rollingUpdate!.partition = to;
+        });
+        run(5);
+      }
+      const hash = c.lastPlan?.hash;
+      assert.equal(c.live().filter((p) => c.hashOf(p) === hash).length, row.wantNew, 'pods of the new revision');
+      const p = c.ds.status?.conditions?.find((x) => x.type === 'Progressing');
+      assert.equal(`${p?.status}/${p?.reason}`, row.progressing);
+      if (row.hold) {
+        assert.ok(p?.message?.endsWith(`; ${row.hold}`), `Progressing message says it: ${p?.message}`);
+        assert.deepEqual(events, [`Normal: ${row.hold}`], 'one Normal event, not one per sync');
+      } else {
+        assert.ok(!p?.message?.includes('keeps'), `no hold in the message: ${p?.message}`);
+        assert.deepEqual(events, [], 'no event');
+      }
+    });
+  }
 });
 
 describe('paused (issue #5.3)', () => {
@@ -304,4 +500,83 @@ describe('afterManage (creates rejected, e.g. by a quota)', () => {
     assert.equal(p.afterManage?.deletes.length, 1, 'maxUnavailable 2 minus the empty node');
     assert.equal(p.afterManage?.status.observedGeneration, 1);
   });
+});
+
+describe('afterManage leaves out the nodes manage acts on', () => {
+  // afterManage is planned on the snapshot before manage; the executor runs it after manage's requests once the
+  // expectations are satisfied. Rows: what each node holds, the strategy, and the creates and deletes per node of
+  // manage and afterManage together (what the executor would send).
+  type Row = {
+    name: string;
+    rollingUpdate: Record<string, unknown>;
+    pods: { node: string; hash: 'cur' | 'old'; ready?: boolean; phase?: 'Failed' }[];
+    wantManage: { creates: string[]; deletes: string[] };
+    wantAfter: { creates: string[]; deletes: string[] };
+  };
+  const rows: Row[] = [
+    {
+      name: 'surge: the failed old pod is replaced by manage alone, no second (surge) pod on its node',
+      rollingUpdate: { maxSurge: 1, maxUnavailable: 0 },
+      pods: [
+        { node: 'node-0', hash: 'old', ready: false, phase: 'Failed' },
+        { node: 'node-1', hash: 'old', ready: true },
+        { node: 'node-2', hash: 'old', ready: true },
+        { node: 'node-3', hash: 'cur', ready: true },
+      ],
+      wantManage: { creates: ['node-0'], deletes: ['node-0'] },
+      wantAfter: { creates: ['node-2'], deletes: [] },
+    },
+    {
+      name: 'no surge: the failed old pod is deleted once, not again as an unavailable old pod',
+      rollingUpdate: { maxUnavailable: 1 },
+      pods: [
+        { node: 'node-0', hash: 'old', ready: false, phase: 'Failed' },
+        { node: 'node-1', hash: 'old', ready: true },
+        { node: 'node-2', hash: 'old', ready: true },
+      ],
+      wantManage: { creates: ['node-3'], deletes: ['node-0'] },
+      wantAfter: { creates: [], deletes: [] },
+    },
+    {
+      name: 'an excess pod deleted by manage: the rolling update leaves that node alone',
+      rollingUpdate: { maxUnavailable: 2 },
+      pods: [
+        { node: 'node-0', hash: 'old', ready: true },
+        { node: 'node-0', hash: 'old', ready: true },
+        { node: 'node-1', hash: 'old', ready: true },
+        { node: 'node-2', hash: 'cur', ready: true },
+        { node: 'node-3', hash: 'cur', ready: true },
+      ],
+      wantManage: { creates: [], deletes: ['node-0'] },
+      wantAfter: { creates: [], deletes: ['node-1'] },
+    },
+  ];
+  for (const row of rows) {
+    test(row.name, () => {
+      const ds = newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: row.rollingUpdate });
+      const cur = plan(ds, []).hash;
+      const pods = row.pods.map((p, i) =>
+        newPod(ds, p.node, {
+          name: `p${i}-${p.node}`,
+          hash: p.hash === 'cur' ? cur : 'old',
+          ...(p.ready !== undefined ? { ready: p.ready } : {}),
+          ...(p.phase ? { phase: p.phase } : {}),
+          created: T0 + i,
+        }),
+      );
+      const p = plan(ds, addNodes(4), pods);
+      assert.equal(p.stage, 'Managed');
+      const nodesOf = (s: { creates: { nodeName: string }[]; deletes: { nodeName?: string }[] }) => ({
+        creates: s.creates.map((c) => c.nodeName).sort(),
+        deletes: s.deletes.map((d) => d.nodeName ?? '').sort(),
+      });
+      assert.deepEqual(nodesOf(p), row.wantManage, 'manage');
+      assert.ok(p.afterManage, 'afterManage planned');
+      assert.deepEqual(nodesOf(p.afterManage), row.wantAfter, 'afterManage');
+      const creates = [...p.creates, ...p.afterManage.creates].map((c) => c.nodeName);
+      assert.equal(new Set(creates).size, creates.length, `at most one create per node: ${creates}`);
+      const deletes = [...p.deletes, ...p.afterManage.deletes].map((d) => d.podName);
+      assert.equal(new Set(deletes).size, deletes.length, `each pod deleted once: ${deletes}`);
+    });
+  }
 });

@@ -4,6 +4,7 @@
 import type { Pod } from '../k8s/types.ts';
 import { isEmptyLabelSelector, labelSelectorErrors } from '../k8s/labels.ts';
 import { CONTROLLER_REVISION_HASH_LABEL } from './constants.ts';
+import { gcFailedPodsBackoff } from './backoff.ts';
 import { minDelay, newSyncContext, type SyncContext } from './context.ts';
 import { cleanupHistory, constructHistory, type HistoryResult } from './history.ts';
 import { manage, syncNodes } from './manage.ts';
@@ -11,7 +12,12 @@ import { canPodInPlaceUpdate, inPlaceRefreshPatch, planInPlaceUpdate } from './i
 import { kruisePodReadyPatch } from './pods.ts';
 import { planImagePreDownload, planImagePullJobs } from './predownload.ts';
 import type { AfterManage, DaemonSetSnapshot, Plan, PodDelete, PodPatch } from './plan-types.ts';
-import { calculateStatus } from './status.ts';
+import {
+  calculateStatus,
+  CONDITION_PROGRESSING,
+  PARTITION_HOLDS_SELECTED_NODES,
+  selectorPartitionHoldMessage,
+} from './status.ts';
 import { burstReplicas, isDaemonSetPaused, isInPlaceIfPossible, isRollingUpdate } from './strategy.ts';
 import { rollingUpdate } from './update.ts';
 
@@ -32,16 +38,18 @@ function emptyPlan(snapshot: DaemonSetSnapshot, stage: Plan['stage']): Plan {
 
 /**
  * Readiness-gate upkeep for every pod: KruisePodReady True when the gate has no condition yet (pod-readiness
- * controller); InPlaceUpdateReady True when missing or when an in-place update has finished (refreshUpdateStates).
+ * controller); InPlaceUpdateReady True unless an in-place update is in flight (refreshUpdateStates), only when
+ * `refreshInPlace`: on a cache older than our own writes (expectations pending) a pod between its InPlaceUpdateReady
+ * False and its image patch looks like a refused update, so, as in Kruise, the refresh waits for the cache.
  */
-function readinessPatches(pods: readonly Pod[], now: number): PodPatch[] {
+function readinessPatches(pods: readonly Pod[], now: number, refreshInPlace: boolean): PodPatch[] {
   const out: PodPatch[] = [];
   for (const pod of pods) {
     const podName = pod.metadata.name ?? '';
     const ready = kruisePodReadyPatch(pod, now);
     if (ready)
       out.push({ podName, subresource: 'status', patchType: 'strategic', patch: ready, reason: 'KruisePodReady' });
-    const inPlace = inPlaceRefreshPatch(pod, now);
+    const inPlace = refreshInPlace ? inPlaceRefreshPatch(pod, now) : undefined;
     if (inPlace) {
       out.push({
         podName,
@@ -77,7 +85,8 @@ function finishWithStatus(
  * 5. manage + syncNodes; if that creates, deletes or marks PreparingDelete -> status without observedGeneration,
  *    stop (stage Managed): the rolling update runs on the next sync, when the cache has caught up. Steps 6-8 are
  *    still computed on the same state into `afterManage`, for the shell to run if every create and delete of
- *    the plan failed (expectations satisfied again at once, as upstream's re-check finds after a quota error).
+ *    the plan failed (expectations satisfied again at once, as upstream's re-check finds after a quota error),
+ *    leaving out the nodes manage acts on.
  * 6. rollingUpdate unless OnDelete or paused (surge creates, deletes within maxUnavailable), through syncNodes;
  *    under InPlaceIfPossible the pods to replace are updated in place where the change allows it.
  * 7. cleanupHistory; 8. status with observedGeneration = generation (stage Complete).
@@ -138,7 +147,7 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot): Plan {
     });
   }
   const ctx = newSyncContext(ds, snapshot.nodes, pods, history.hash, now, snapshot.options);
-  plan.podPatches.push(...readinessPatches(pods, now));
+  plan.podPatches.push(...readinessPatches(pods, now, snapshot.expectationsSatisfied !== false));
 
   // 4. Expectations gate.
   if (snapshot.expectationsSatisfied === false) return finishWithStatus(plan, ctx, false, history.collisionCount);
@@ -153,8 +162,15 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot): Plan {
     plan.imagePullJobs = planImagePullJobs(ctx, history.current, history.old);
   }
 
-  // 5. manage.
-  const m = manage(ctx, plan.failedPodsBackoff);
+  // 5. manage, on the backoff without the entries no sync reads again (old generations, gone nodes, expired).
+  const backoff = gcFailedPodsBackoff(
+    plan.failedPodsBackoff,
+    ds.metadata.uid ?? '',
+    ds.status?.observedGeneration ?? 0,
+    (name) => ctx.nodeByName.has(name),
+    now,
+  );
+  const m = manage(ctx, backoff);
   plan.failedPodsBackoff = m.backoff;
   plan.events.push(...m.events);
   plan.requeueAfterMs = minDelay(plan.requeueAfterMs, m.requeueAfterMs);
@@ -164,7 +180,11 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot): Plan {
   plan.podPatches.push(...managed.podPatches);
   if (managed.creates.length > 0 || managed.deletes.length > 0 || managed.podPatches.length > 0) {
     plan.stage = 'Managed';
-    plan.afterManage = finishSync(ctx, history, pods);
+    // afterManage is planned on the state before manage: a node manage acts on is left to the next sync, which
+    // sees manage's result (else a node whose failed old pod manage replaces would also get a surge pod).
+    const managedNodes = new Set(m.nodesNeedingDaemonPods);
+    for (const d of m.podsToDelete) if (d.nodeName !== undefined) managedNodes.add(d.nodeName);
+    plan.afterManage = finishSync(ctx, history, pods, managedNodes);
     return finishWithStatus(plan, ctx, false, history.collisionCount);
   }
 
@@ -183,8 +203,16 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot): Plan {
   return plan;
 }
 
-/** Steps 6-8 of a sync: rolling update (with in-place), cleanupHistory, status with observedGeneration. */
-function finishSync(ctx: SyncContext, history: HistoryResult, pods: readonly Pod[]): AfterManage {
+/**
+ * Steps 6-8 of a sync: rolling update (with in-place), cleanupHistory, status with observedGeneration. The rolling
+ * update leaves out `skipNodes` (the nodes manage creates, deletes or patches pods on, for afterManage).
+ */
+function finishSync(
+  ctx: SyncContext,
+  history: HistoryResult,
+  pods: readonly Pod[],
+  skipNodes: ReadonlySet<string> = new Set(),
+): AfterManage {
   const { ds, now } = ctx;
   // 8. Status (computed from the state before this plan, as upstream's status pass reads the cache).
   const s = calculateStatus(ctx, true, history.collisionCount);
@@ -199,13 +227,22 @@ function finishSync(ctx: SyncContext, history: HistoryResult, pods: readonly Pod
     statusChanged: s.changed,
     ...(s.requeueAfterMs !== undefined ? { requeueAfterMs: s.requeueAfterMs } : {}),
   };
+  // The partition holds every node rollingUpdate.selector picks: say so once, when the Progressing message stored
+  // does not say it yet (the status written by this sync will), rather than at every sync.
+  const hold = selectorPartitionHoldMessage(ctx);
+  const progressing = ds.status?.conditions?.find((c) => c.type === CONDITION_PROGRESSING);
+  if (hold && !progressing?.message?.includes(hold)) {
+    out.events.push({ type: 'Normal', reason: PARTITION_HOLDS_SELECTED_NODES, message: hold });
+  }
   // 6. Rolling update.
   if (isRollingUpdate(ds) && !isDaemonSetPaused(ds)) {
     const ru = rollingUpdate(ctx);
     if (ru.error) {
       out.events.push({ type: 'Warning', reason: 'InvalidRollingUpdate', message: ru.error });
     } else {
-      let toDelete = ru.podsToDelete;
+      const skip = (nodeName: string | undefined) => nodeName !== undefined && skipNodes.has(nodeName);
+      let toDelete = skipNodes.size === 0 ? ru.podsToDelete : ru.podsToDelete.filter((d) => !skip(d.nodeName));
+      const nodesToCreate = skipNodes.size === 0 ? ru.nodesToCreate : ru.nodesToCreate.filter((n) => !skip(n));
       if (isInPlaceIfPossible(ds) && toDelete.length > 0) {
         // inPlaceUpdatePods: update in place what can be, up to burstReplicas; delete the rest.
         const burst = burstReplicas(ds, ctx.desired);
@@ -219,7 +256,7 @@ function finishSync(ctx: SyncContext, history: HistoryResult, pods: readonly Pod
         }
         toDelete = rest;
       }
-      const synced = syncNodes(ctx, toDelete, ru.nodesToCreate);
+      const synced = syncNodes(ctx, toDelete, nodesToCreate);
       out.creates.push(...synced.creates);
       out.deletes.push(...synced.deletes);
       out.podPatches.push(...synced.podPatches);

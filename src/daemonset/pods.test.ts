@@ -65,30 +65,39 @@ describe('newPod', () => {
     assert.equal(keys.filter((k) => k === 'node.kubernetes.io/not-ready').length, 1);
     assert.equal(pod.spec.tolerations?.[0]?.tolerationSeconds, undefined);
   });
-  test('KruisePodReady gate: kept once from the template; added with markPodNotReady or --kruise-pod-ready-gate always', () => {
-    assert.deepEqual(pod.spec.readinessGates, [{ conditionType: 'KruisePodReady' }]);
-    assert.deepEqual(newPod(ds, 'n', 'h', { kruisePodReadyGate: 'always' }).spec.readinessGates, [
-      { conditionType: 'KruisePodReady' },
-    ]);
-    const plain = newDaemonSet();
-    assert.deepEqual(newPod(plain, 'n', 'h').spec.readinessGates, [], 'nothing would ever set it False');
-    assert.deepEqual(newPod(plain, 'n', 'h', { kruisePodReadyGate: 'always' }).spec.readinessGates, [
-      { conditionType: 'KruisePodReady' },
-    ]);
-    const hooked = newDaemonSet({ lifecycle: { preDelete: { markPodNotReady: true, labelsHandler: { x: 'y' } } } });
-    assert.deepEqual(newPod(hooked, 'n', 'h').spec.readinessGates, [{ conditionType: 'KruisePodReady' }]);
+  // --kruise-pod-ready-gate: 'always' (the default) gives every pod the gate, as Kruise's pod webhook
+  // (https://github.com/openkruise/kruise/blob/master/pkg/webhook/pod/mutating/pod_readiness.go); 'when-needed'
+  // only pods of DaemonSets with markPodNotReady. A gate in the template is kept once either way.
+  const hooked = newDaemonSet({ lifecycle: { preDelete: { markPodNotReady: true, labelsHandler: { x: 'y' } } } });
+  const inPlace = newDaemonSet({
+    strategy: 'RollingUpdate',
+    rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible' },
   });
-  test('InPlaceUpdateReady gate only for InPlaceIfPossible', () => {
-    const inPlace = newDaemonSet({
-      strategy: 'RollingUpdate',
-      rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible' },
+  const gateRows: {
+    name: string;
+    ds: ReturnType<typeof newDaemonSet>;
+    mode?: 'always' | 'when-needed';
+    want: string[];
+  }[] = [
+    { name: 'plain DaemonSet, default: the gate', ds: newDaemonSet(), want: ['KruisePodReady'] },
+    { name: 'plain DaemonSet, always', ds: newDaemonSet(), mode: 'always', want: ['KruisePodReady'] },
+    { name: 'plain DaemonSet, when-needed: none', ds: newDaemonSet(), mode: 'when-needed', want: [] },
+    { name: 'markPodNotReady, default', ds: hooked, want: ['KruisePodReady'] },
+    { name: 'markPodNotReady, when-needed', ds: hooked, mode: 'when-needed', want: ['KruisePodReady'] },
+    { name: 'gate in the template, default: once', ds, want: ['KruisePodReady'] },
+    { name: 'gate in the template, when-needed: kept', ds, mode: 'when-needed', want: ['KruisePodReady'] },
+    { name: 'InPlaceIfPossible, default: both', ds: inPlace, want: ['KruisePodReady', 'InPlaceUpdateReady'] },
+    { name: 'InPlaceIfPossible, when-needed', ds: inPlace, mode: 'when-needed', want: ['InPlaceUpdateReady'] },
+  ];
+  for (const row of gateRows) {
+    test(`readiness gates: ${row.name}`, () => {
+      const opts = row.mode ? { kruisePodReadyGate: row.mode } : {};
+      assert.deepEqual(
+        (newPod(row.ds, 'n', 'h', opts).spec.readinessGates ?? []).map((g) => g.conditionType),
+        row.want,
+      );
     });
-    assert.deepEqual(newPod(inPlace, 'n', 'h').spec.readinessGates, [{ conditionType: 'InPlaceUpdateReady' }]);
-    assert.deepEqual(newPod(inPlace, 'n', 'h', { kruisePodReadyGate: 'always' }).spec.readinessGates, [
-      { conditionType: 'KruisePodReady' },
-      { conditionType: 'InPlaceUpdateReady' },
-    ]);
-  });
+  }
   test('template is not modified', () => {
     assert.equal(ds.spec.template.spec.tolerations?.length, 1);
     assert.equal(

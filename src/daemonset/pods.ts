@@ -28,12 +28,12 @@ export interface NewPodOptions {
    * false sets spec.nodeName and schedulerName kubernetes.io/daemonset-controller instead.
    */
   assignPodsByScheduler?: boolean;
-  /** --kruise-pod-ready-gate (plan-types.ts); default 'when-needed'. */
+  /** --kruise-pod-ready-gate (plan-types.ts); default 'always'. */
   kruisePodReadyGate?: KruisePodReadyGateMode;
 }
 
 /** Whether new pods of `ds` get the KruisePodReady readiness gate (see KruisePodReadyGateMode). */
-export function needsKruisePodReadyGate(ds: DaemonSet, mode: KruisePodReadyGateMode = 'when-needed'): boolean {
+export function needsKruisePodReadyGate(ds: DaemonSet, mode: KruisePodReadyGateMode = 'always'): boolean {
   return mode === 'always' || ds.spec.lifecycle?.preDelete?.markPodNotReady === true;
 }
 

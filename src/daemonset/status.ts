@@ -7,7 +7,7 @@ import { canonicalJson } from '../k8s/hash.ts';
 import { IN_PLACE_UPDATE_READY } from './constants.ts';
 import { memo, minDelay, type SyncContext } from './context.ts';
 import { isPodUpdated } from './pods.ts';
-import { nodesToUpdate } from './update.ts';
+import { nodesToUpdate, nodesToUpdateResult } from './update.ts';
 import { isDaemonSetPaused, isRollingUpdate } from './strategy.ts';
 
 /**
@@ -25,6 +25,9 @@ import { isDaemonSetPaused, isRollingUpdate } from './strategy.ts';
  *   why it stopped: `RolloutComplete`, `Paused` (rollingUpdate.paused), `PartitionReached` (every node the
  *   partition/selector allows is updated and available; the rest stays old on purpose), `OnDelete` (old pods are
  *   replaced only when deleted). E.g. `kubectl wait --for=condition=Progressing=False` waits for a canary step.
+ *   When rollingUpdate.selector is set and the partition (counted within the selected nodes) keeps every selected
+ *   node still to update on the old revision, the message says so with the numbers (selectorPartitionHoldMessage),
+ *   and the sync that first finds it records event PARTITION_HOLDS_SELECTED_NODES.
  * - `Available`: True when every eligible node has an available pod (numberAvailable >= desiredNumberScheduled),
  *   of any revision. Reason `AllNodesAvailable` / `NodesUnavailable`.
  *
@@ -33,6 +36,30 @@ import { isDaemonSetPaused, isRollingUpdate } from './strategy.ts';
 export const CONDITION_ROLLOUT_COMPLETE = 'RolloutComplete';
 export const CONDITION_PROGRESSING = 'Progressing';
 export const CONDITION_AVAILABLE = 'Available';
+
+/**
+ * Event reason (Normal): the partition keeps every node selected by rollingUpdate.selector on the old revision.
+ * Kruise has no such event; it counts the partition over all nodes, so the same spec moves nodes there.
+ */
+export const PARTITION_HOLDS_SELECTED_NODES = 'PartitionHoldsSelectedNodes';
+
+const nodeCount = (n: number) => `${n} node${n === 1 ? '' : 's'}`;
+
+/**
+ * E.g. "partition 5 keeps all 3 nodes selected by rollingUpdate.selector on the old revision; Kruise counts the
+ * partition across all 10 nodes". Undefined unless the rolling update runs (RollingUpdate, not paused) and the
+ * partition holds every selected node still to update (SelectorPartitionHold, update.ts).
+ */
+export function selectorPartitionHoldMessage(ctx: SyncContext): string | undefined {
+  if (!isRollingUpdate(ctx.ds) || isDaemonSetPaused(ctx.ds)) return undefined;
+  const hold = nodesToUpdateResult(ctx).hold;
+  if (!hold) return undefined;
+  const which =
+    hold.held === hold.selected
+      ? `${hold.held === 1 ? 'the 1 node' : `all ${hold.held} nodes`} selected by rollingUpdate.selector`
+      : `the ${hold.held} of ${nodeCount(hold.selected)} selected by rollingUpdate.selector that are not updated yet`;
+  return `partition ${hold.partition} keeps ${which} on the old revision; Kruise counts the partition across all ${nodeCount(hold.all)}`;
+}
 
 /**
  * isDaemonPodAvailable (Kruise): available as podutil, and not in the middle of an in-place update
@@ -176,7 +203,10 @@ export function computeConditions(
   const pending = observed ? pendingNodes(ctx) : 1;
   let progressingReason: string;
   let progressingMessage: string;
-  const counts = `${counters.updatedNumberScheduled} of ${d} nodes updated, ${counters.numberAvailable} of ${d} available`;
+  const hold = observed ? selectorPartitionHoldMessage(ctx) : undefined;
+  const counts =
+    `${counters.updatedNumberScheduled} of ${d} nodes updated, ${counters.numberAvailable} of ${d} available` +
+    (hold ? `; ${hold}` : '');
   if (pending > 0) {
     progressingReason = 'Updating';
     progressingMessage = observed ? counts : 'Waiting for the spec update to be observed';
@@ -191,7 +221,9 @@ export function computeConditions(
     progressingMessage = `${counts}; rolling update paused`;
   } else {
     progressingReason = 'PartitionReached';
-    progressingMessage = `${counts}; the remaining nodes are kept at their revision by partition/selector`;
+    progressingMessage = hold
+      ? counts
+      : `${counts}; the remaining nodes are kept at their revision by partition/selector`;
   }
 
   return [

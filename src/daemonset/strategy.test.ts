@@ -8,6 +8,7 @@ import { getNodesNeedingPods } from './manage.ts';
 import {
   burstReplicas,
   isDaemonSetCreationProgressively,
+  nodeSelectedForUpdate,
   nodeShouldUpdateBySelector,
   partitionCount,
 } from './strategy.ts';
@@ -104,6 +105,42 @@ describe('NodeShouldUpdateBySelector (§6.1 item 11)', () => {
     test(name, () => {
       assert.equal(nodeShouldUpdateBySelector(canary, d), onCanary, 'canary node');
       assert.equal(nodeShouldUpdateBySelector(plain, d), onPlain, 'stable node');
+    });
+  }
+});
+
+describe('nodeSelectedForUpdate: which nodes rollingUpdate.selector lets the rolling update touch', () => {
+  // As Kruise's filterDaemonPodsNodeToUpdate: metav1.LabelSelectorAsSelector of `{}` is labels.Everything().
+  const ds = (selector?: Record<string, unknown>) =>
+    newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: selector ? { selector } : {} });
+  const canary = newNode('n1', { nodeType: 'canary' });
+  const plain = newNode('n2', { nodeType: 'stable' });
+  const rows: { name: string; ds: DaemonSet; onCanary: boolean; onPlain: boolean }[] = [
+    { name: 'no selector: every node', ds: ds(), onCanary: true, onPlain: true },
+    { name: 'empty selector {}: every node', ds: ds({}), onCanary: true, onPlain: true },
+    {
+      name: 'matchLabels {} and matchExpressions []: every node',
+      ds: ds({ matchLabels: {}, matchExpressions: [] }),
+      onCanary: true,
+      onPlain: true,
+    },
+    {
+      name: 'matchLabels: the matching nodes',
+      ds: ds({ matchLabels: { nodeType: 'canary' } }),
+      onCanary: true,
+      onPlain: false,
+    },
+    {
+      name: 'matchExpressions NotIn',
+      ds: ds({ matchExpressions: [{ key: 'nodeType', operator: 'NotIn', values: ['canary'] }] }),
+      onCanary: false,
+      onPlain: true,
+    },
+  ];
+  for (const row of rows) {
+    test(row.name, () => {
+      assert.equal(nodeSelectedForUpdate(canary, row.ds), row.onCanary, 'canary node');
+      assert.equal(nodeSelectedForUpdate(plain, row.ds), row.onPlain, 'stable node');
     });
   }
 });

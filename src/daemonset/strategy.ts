@@ -110,12 +110,25 @@ export function isDaemonSetCreationProgressively(ds: DaemonSet): boolean {
 
 /**
  * NodeShouldUpdateBySelector: RollingUpdate with a non-empty rollingUpdate.selector matching the node's labels.
- * (Does not check nodeShouldRunDaemonPod.)
+ * (Does not check nodeShouldRunDaemonPod.) Kruise uses it only to tell whether a node's label change matters
+ * (shouldIgnoreNodeUpdate); which nodes the rolling update may touch is nodeSelectedForUpdate.
  */
 export function nodeShouldUpdateBySelector(node: Node, ds: DaemonSet): boolean {
   if (!isRollingUpdate(ds)) return false;
   const sel = ds.spec.updateStrategy?.rollingUpdate?.selector;
   if (!sel || isEmptyLabelSelector(sel)) return false;
+  return labelSelectorMatches(sel, node.metadata.labels);
+}
+
+/**
+ * Whether rollingUpdate.selector lets the rolling update touch `node`, as Kruise's filterDaemonPodsNodeToUpdate
+ * reads it (https://github.com/openkruise/kruise/blob/master/pkg/controller/daemonset/daemonset_update.go): no
+ * selector -> every node; else metav1.LabelSelectorAsSelector(selector).Matches(node labels), where an empty
+ * selector `{}` is labels.Everything() and so selects every node.
+ */
+export function nodeSelectedForUpdate(node: Node, ds: DaemonSet): boolean {
+  const sel = ds.spec.updateStrategy?.rollingUpdate?.selector;
+  if (!hasUpdateSelector(ds) || !sel || isEmptyLabelSelector(sel)) return true;
   return labelSelectorMatches(sel, node.metadata.labels);
 }
 

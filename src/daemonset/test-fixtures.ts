@@ -8,7 +8,7 @@ import { formatTime, isPodReady } from '../k8s/pod.ts';
 import type { BackoffState } from './backoff.ts';
 import { CONTROLLER_REVISION_HASH_LABEL } from './constants.ts';
 import { planDaemonSet } from './plan.ts';
-import type { DaemonSetSnapshot, Plan } from './plan-types.ts';
+import type { DaemonSetSnapshot, Plan, PlanOptions } from './plan-types.ts';
 
 export const T0 = Date.parse('2024-01-01T00:00:00Z');
 
@@ -201,9 +201,12 @@ export class FakeCluster {
   lastPlan?: Plan;
   private seq = 0;
 
-  constructor(ds: DaemonSet, nodes: Node[]) {
+  options?: PlanOptions;
+
+  constructor(ds: DaemonSet, nodes: Node[], options?: PlanOptions) {
     this.ds = ds;
     this.nodes = nodes;
+    this.options = options;
   }
 
   plan(expectationsSatisfied = true): Plan {
@@ -215,6 +218,7 @@ export class FakeCluster {
       now: this.now,
       failedPodsBackoff: this.backoff,
       expectationsSatisfied,
+      ...(this.options ? { options: this.options } : {}),
     });
   }
 

@@ -8,7 +8,7 @@ import { labelSelectorErrors } from '../k8s/labels.ts';
 import { cmp, memo, type SyncContext } from './context.ts';
 import { findUpdatedPodsOnNode, isPodNilOrPreDeleting, isPodPreDeleting, type NodeToDaemonPods } from './pods.ts';
 import type { PodDelete } from './plan-types.ts';
-import { hasUpdateSelector, nodeShouldUpdateBySelector, partitionCount, rollingUpdateBudget } from './strategy.ts';
+import { hasUpdateSelector, nodeSelectedForUpdate, partitionCount, rollingUpdateBudget } from './strategy.ts';
 
 /**
  * updatedDesiredNodeCounts (map part): the existing nodes that take part in the rolling update, in name order:
@@ -25,10 +25,38 @@ export function desiredNodeNames(ctx: SyncContext): string[] {
 }
 
 /**
+ * The partition is at least the number of nodes selected by rollingUpdate.selector, so it keeps every selected node
+ * not updated yet on the old revision (it counts within the selected nodes, see filterDaemonPodsNodeToUpdate).
+ * Reported in the Progressing condition and an event, since Kruise, counting the partition over all nodes, may
+ * update some of them.
+ */
+export interface SelectorPartitionHold {
+  partition: number;
+  /** Selected nodes not updated yet, all kept on the old revision by the partition. */
+  held: number;
+  /** Nodes selected by rollingUpdate.selector. */
+  selected: number;
+  /** Nodes taking part in the rolling update: what Kruise counts the partition over. */
+  all: number;
+}
+
+export interface NodesToUpdate {
+  /** filterDaemonPodsNodeToUpdate: the nodes the rolling update may touch, in processing order. */
+  nodes: string[];
+  /** Set when a rollingUpdate.selector is given and the partition, at least the selected count, holds them all. */
+  hold?: SelectorPartitionHold;
+}
+
+/**
  * filterDaemonPodsNodeToUpdate for this sync, computed once: the rolling update, image pre-download and the
  * Progressing condition all need it. ctx.nodes is in name order already, so nothing is sorted again.
  */
 export function nodesToUpdate(ctx: SyncContext): string[] {
+  return nodesToUpdateResult(ctx).nodes;
+}
+
+/** nodesToUpdate with what the partition holds back within rollingUpdate.selector (see SelectorPartitionHold). */
+export function nodesToUpdateResult(ctx: SyncContext): NodesToUpdate {
   return memo(ctx, 'nodesToUpdate', () =>
     nodesToUpdateInOrder(
       ctx.ds,
@@ -53,6 +81,7 @@ export function nodesToUpdate(ctx: SyncContext): string[] {
  * "multi-dimensional gray-scale": filter by selector, then partition within that subset, then maxUnavailable caps
  * concurrency). Kruise counts the partition over all nodes, so there a partition at least the number of
  * unselected nodes updates nothing; here `partition: 1` with three canaries updates two of them.
+ * An empty selector `{}` selects every node, as Kruise (labels.Everything()).
  */
 export function filterDaemonPodsNodeToUpdate(
   ds: DaemonSet,
@@ -62,7 +91,7 @@ export function filterDaemonPodsNodeToUpdate(
   partition: number,
 ): string[] {
   const all = [...nodeToDaemonPods.keys()].filter((n) => nodeByName.has(n)).sort(cmp);
-  return nodesToUpdateInOrder(ds, hash, nodeToDaemonPods, nodeByName, partition, all);
+  return nodesToUpdateInOrder(ds, hash, nodeToDaemonPods, nodeByName, partition, all).nodes;
 }
 
 /** filterDaemonPodsNodeToUpdate on `all`: the names of existing nodes in nodeToDaemonPods, in ascending order. */
@@ -73,9 +102,9 @@ function nodesToUpdateInOrder(
   nodeByName: ReadonlyMap<string, Node>,
   partition: number,
   all: readonly string[],
-): string[] {
+): NodesToUpdate {
   const hasSelector = hasUpdateSelector(ds);
-  const inSubset = (name: string) => !hasSelector || nodeShouldUpdateBySelector(nodeByName.get(name) as Node, ds);
+  const inSubset = (name: string) => !hasSelector || nodeSelectedForUpdate(nodeByName.get(name) as Node, ds);
   // Nodes outside the selector that are updated or updating already: in the list (they hold new pods, or get one
   // from manage whatever we do), but not counted by the partition.
   const outside: string[] = [];
@@ -91,7 +120,11 @@ function nodesToUpdateInOrder(
   }
   const subset = [...updated, ...updating, ...toUpdate];
   const maxUpdate = Math.max(0, subset.length - partition);
-  return [...outside, ...subset.slice(0, maxUpdate)];
+  const out: NodesToUpdate = { nodes: [...outside, ...subset.slice(0, maxUpdate)] };
+  if (hasSelector && toUpdate.length > 0 && maxUpdate === 0) {
+    out.hold = { partition, held: toUpdate.length, selected: subset.length, all: all.length };
+  }
+  return out;
 }
 
 export interface RollingUpdateResult {

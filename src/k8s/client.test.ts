@@ -14,6 +14,7 @@ import {
   resources,
   TokenBucket,
   TransportError,
+  WriteRefusedError,
   type RequestObservation,
   type WatchEvent,
 } from './client.ts';
@@ -176,6 +177,28 @@ describe('KubeClient against the fake apiserver', () => {
     assert.equal(server.requests.at(-1)?.query.get('limit'), null, 'last request is the unpaged fallback');
   });
 
+  test('listAll sends resourceVersion on the first page only, and no limit with pageSize 0', async () => {
+    for (const n of ['p1', 'p2', 'p3']) server.upsert('core/v1/pods', pod(n, { app: 'x' }));
+    server.requests.length = 0;
+    const paged = await client.listAll<Pod>(resources.pods, { namespace: 'ns', pageSize: 2, resourceVersion: '0' });
+    const pages = server.requests.filter((r) => r.path === '/api/v1/namespaces/ns/pods');
+    assert.ok(pages.length >= 2, 'more than one page');
+    assert.equal(pages[0]?.query.get('resourceVersion'), '0');
+    for (const p of pages.slice(1)) {
+      assert.ok(p.query.get('continue'));
+      assert.equal(p.query.get('resourceVersion'), null, 'continue pages carry no resourceVersion');
+    }
+    assert.equal(paged.paginated, true);
+
+    server.requests.length = 0;
+    const whole = await client.listAll<Pod>(resources.pods, { namespace: 'ns', pageSize: 0, resourceVersion: '7' });
+    assert.equal(server.requests.length, 1);
+    assert.equal(server.requests[0]?.query.get('limit'), null);
+    assert.equal(server.requests[0]?.query.get('resourceVersion'), '7');
+    assert.equal(whole.paginated, false);
+    assert.equal(whole.items.length, paged.items.length);
+  });
+
   test('429 with Retry-After is retried', async () => {
     let refused = 0;
     server.hook = (r, res) => {
@@ -240,6 +263,69 @@ describe('KubeClient against the fake apiserver', () => {
     await Promise.all([1, 2, 3].map(() => slow.list(resources.nodes)));
     assert.ok(performance.now() - start >= 90, 'three requests at 20 qps / burst 1 take ≥ 100 ms');
     slow.close();
+  });
+
+  test('withScope: beforeWrite refuses writes before they are sent; reads pass; nested scopes combine', async () => {
+    const fences: { inner?: string; outer?: string } = {};
+    const scoped = client.withScope({ beforeWrite: () => fences.outer }).withScope({ beforeWrite: () => fences.inner });
+    const before = server.requests.length;
+    await scoped.create(resources.pods, pod('fenced-ok'));
+    fences.inner = 'lease lost';
+    await assert.rejects(scoped.create(resources.pods, pod('fenced-no')), (err: unknown) => {
+      assert.ok(err instanceof WriteRefusedError);
+      assert.match(err.message, /^create \/api\/v1\/namespaces\/ns\/pods: not sent: lease lost$/);
+      return true;
+    });
+    await assert.rejects(scoped.delete(resources.pods, { namespace: 'ns', name: 'fenced-ok' }), WriteRefusedError);
+    await assert.rejects(
+      scoped.patch(resources.pods, { namespace: 'ns', name: 'fenced-ok' }, {}, { type: 'merge' }),
+      WriteRefusedError,
+    );
+    assert.equal(
+      (await scoped.get<Pod>(resources.pods, { namespace: 'ns', name: 'fenced-ok' })).metadata.name,
+      'fenced-ok',
+    );
+    fences.inner = undefined;
+    fences.outer = 'outer says no';
+    await assert.rejects(scoped.create(resources.pods, pod('fenced-outer')), /not sent: outer says no/);
+    const sent = server.requests.slice(before).map((r) => `${r.method} ${r.path}`);
+    assert.deepEqual(sent, ['POST /api/v1/namespaces/ns/pods', 'GET /api/v1/namespaces/ns/pods/fenced-ok']);
+    // The unscoped client is untouched by its views.
+    await client.delete(resources.pods, { namespace: 'ns', name: 'fenced-ok' });
+  });
+
+  test('withScope: the fence is checked after the rate limiter, right before the send', async () => {
+    const slow = new KubeClient(server.restConfig(), { qps: 10, burst: 1 });
+    const fences: { inner?: string } = {};
+    const scoped = slow.withScope({ beforeWrite: () => fences.inner });
+    const before = server.requests.length;
+    await slow.list(resources.nodes); // takes the one burst token: the next request waits ~100 ms
+    const queued = scoped.create(resources.pods, pod('queued-write'));
+    fences.inner = 'renew deadline passed while queued';
+    await assert.rejects(queued, /not sent: renew deadline passed while queued/);
+    assert.deepEqual(
+      server.requests.slice(before).map((r) => r.method),
+      ['GET'],
+      'the queued write never reached the server',
+    );
+    slow.close();
+  });
+
+  test("withScope: the scope's signal aborts requests and watches of the view, not of the client", async () => {
+    const ac = new AbortController();
+    const scoped = client.withScope({ signal: ac.signal });
+    server.hook = (r) => r.path.endsWith('/pods/hang'); // never answered
+    const pending = scoped.get(resources.pods, { namespace: 'ns', name: 'hang' });
+    const watching = scoped.watch(resources.pods, { namespace: 'ns' }, () => {});
+    await waitFor(() => server.requests.some((r) => r.path.endsWith('/pods/hang')));
+    ac.abort(new Error('leadership ended'));
+    await assert.rejects(pending, /leadership ended/);
+    await assert.rejects(watching, /leadership ended/);
+    server.hook = undefined;
+    await assert.rejects(scoped.create(resources.pods, pod('after-abort')), /leadership ended/);
+    const created = await client.create<Pod>(resources.pods, pod('unscoped-after-abort'));
+    assert.equal(created.metadata.name, 'unscoped-after-abort', 'the client itself is not aborted');
+    await client.delete(resources.pods, { namespace: 'ns', name: 'unscoped-after-abort' });
   });
 });
 

@@ -206,6 +206,21 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * A write that a client scope's `beforeWrite` refused before it was sent (nothing reached the apiserver): the
+ * controller's leadership fence after the Lease was lost or could not be renewed in time.
+ */
+export class WriteRefusedError extends Error {
+  constructor(
+    readonly verb: string,
+    readonly path: string,
+    reason: string,
+  ) {
+    super(`${verb} ${path}: not sent: ${reason}`);
+    this.name = 'WriteRefusedError';
+  }
+}
+
 /** The request never got an HTTP answer: connection refused or reset, DNS, TLS, timeout. */
 export class TransportError extends Error {
   readonly errno: string | undefined;
@@ -301,6 +316,17 @@ export interface WatchEvent<T = KubeObject> {
 
 interface RequestOptions {
   signal?: AbortSignal;
+}
+
+/** What every request of a scoped client view carries (KubeClient.withScope). */
+export interface RequestScope {
+  /** Aborts every request and watch of the view (combined with a call's own signal). */
+  signal?: AbortSignal;
+  /**
+   * Runs right before a write (POST, PUT, PATCH, DELETE) is sent, after client-side throttling and in the same
+   * tick as the send, on every attempt; a returned string refuses the write with WriteRefusedError.
+   */
+  beforeWrite?: () => string | undefined;
 }
 
 export interface ListOptions extends RequestOptions {
@@ -438,6 +464,7 @@ export class KubeClient {
   private readonly pending: Promise<Transport>;
   private config: RestConfig | undefined;
   private readonly serverUrl: string;
+  private scope: RequestScope = {};
 
   /**
    * `config` may be a promise (credentials are resolved asynchronously from a kubeconfig), so
@@ -479,6 +506,25 @@ export class KubeClient {
     this.transport?.agent.destroy();
   }
 
+  /**
+   * A view of this client that shares its connections, credentials and rate limiter, and whose requests all carry
+   * `scope` (nested scopes combine). The controller's writes go through one scoped to its leadership: aborted when
+   * leadership ends, and fenced by the Lease before each write. The view delegates to this client through its
+   * prototype, so state that arrives later (the transport, refreshed credentials) is seen by both.
+   */
+  withScope(scope: RequestScope): KubeClient {
+    const outer = this.scope;
+    const view = Object.create(this) as KubeClient;
+    view.scope = {
+      signal: anySignal(outer.signal, scope.signal),
+      beforeWrite:
+        outer.beforeWrite && scope.beforeWrite
+          ? () => outer.beforeWrite!() ?? scope.beforeWrite!()
+          : (outer.beforeWrite ?? scope.beforeWrite),
+    };
+    return view;
+  }
+
   // --- verbs -----------------------------------------------------------------------------------
 
   async get<T = KubeObject>(
@@ -505,14 +551,17 @@ export class KubeClient {
   }
 
   /**
-   * All pages of a list, as client-go's pager: `pageSize` items at a time, one consistent
-   * snapshot. If the continue token expires mid-way (410), it falls back to one unpaged list,
-   * as client-go's ListPager does (FullListIfExpired).
+   * All pages of a list, as client-go's pager (k8s.io/client-go/tools/pager): `pageSize` items at
+   * a time (0: one unpaged request), one consistent snapshot. The continue pages carry no
+   * resourceVersion (the apiserver refuses both together: "specifying resource version is not
+   * allowed when using continue"). If the continue token expires mid-way (410), it falls back to
+   * one unpaged list at the requested resourceVersion, as the pager's FullListIfExpired.
+   * `paginated` says whether the server split the answer into pages (client-go's paginatedResult).
    */
   async listAll<T = KubeObject>(
     type: ResourceType,
     opts: Omit<ListOptions, 'limit' | 'continue'> & { pageSize?: number } = {},
-  ): Promise<KubeList<T>> {
+  ): Promise<KubeList<T> & { paginated: boolean }> {
     const { pageSize = 500, ...rest } = opts;
     const items: T[] = [];
     let cont: string | undefined;
@@ -520,9 +569,14 @@ export class KubeClient {
     for (;;) {
       let page: KubeList<T>;
       try {
-        page = await this.list<T>(type, { ...rest, limit: pageSize, continue: cont });
+        page = await this.list<T>(
+          type,
+          cont
+            ? { ...rest, resourceVersion: undefined, resourceVersionMatch: undefined, limit: pageSize, continue: cont }
+            : { ...rest, limit: pageSize > 0 ? pageSize : undefined },
+        );
       } catch (err) {
-        if (cont && isGone(err)) return this.list<T>(type, rest);
+        if (cont && isGone(err)) return { ...(await this.list<T>(type, rest)), paginated: true };
         throw err;
       }
       first ??= page;
@@ -534,6 +588,7 @@ export class KubeClient {
           kind: page.kind,
           metadata: { resourceVersion: page.metadata?.resourceVersion ?? first.metadata?.resourceVersion },
           items,
+          paginated: page !== first,
         };
       }
     }
@@ -626,11 +681,11 @@ export class KubeClient {
       allowWatchBookmarks: opts.allowWatchBookmarks ? 'true' : undefined,
       timeoutSeconds: opts.timeoutSeconds,
     };
-    await this.throttle(opts.signal);
+    const signal = anySignal(this.scope.signal, opts.signal);
+    await this.throttle(signal);
     const t = await this.getTransport();
     const url = buildUrl(t.base, path, query);
     const started = performance.now();
-    const signal = opts.signal;
     signal?.throwIfAborted();
 
     return new Promise<void>((resolve, reject) => {
@@ -715,14 +770,20 @@ export class KubeClient {
     query: Record<string, string | number | undefined>,
     body: unknown,
     contentType: string | undefined,
-    signal: AbortSignal | undefined,
+    callSignal: AbortSignal | undefined,
   ): Promise<T> {
     const payload = body === undefined ? undefined : goJson(body);
+    const signal = anySignal(this.scope.signal, callSignal);
     let authRetried = false;
     let resetRetried = false;
     for (let attempt = 0; ; attempt++) {
       await this.throttle(signal);
       const t = await this.getTransport();
+      signal?.throwIfAborted();
+      // Checked here, after any wait, in the same tick as the send: a write that waited in the rate limiter or
+      // for a Retry-After must not go out on a belief that has since expired.
+      const refused = method === 'GET' ? undefined : this.scope.beforeWrite?.();
+      if (refused !== undefined) throw new WriteRefusedError(verb, path, refused);
       const url = buildUrl(t.base, path, query);
       const started = performance.now();
       const timeout = AbortSignal.timeout(this.requestTimeoutMs);
@@ -824,6 +885,10 @@ export class KubeClient {
     }
     return t;
   }
+}
+
+function anySignal(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal | undefined {
+  return a && b ? AbortSignal.any([a, b]) : (a ?? b);
 }
 
 function buildTransport(config: RestConfig, maxSockets: number): Transport {

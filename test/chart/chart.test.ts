@@ -144,6 +144,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
       assert.equal(flag(objects, 'webhook-timeout-seconds'), '10');
       assert.equal(flag(objects, 'log-level'), 'info');
       assert.equal(flag(objects, 'feature-gates'), undefined, 'no --feature-gates unless set');
+      assert.equal(flag(objects, 'kruise-pod-ready-gate'), 'always', 'KruisePodReady gate on every pod, as Kruise');
       assert.equal(flag(objects, 'webhook-host'), undefined, 'in cluster the Service is used, never a host URL');
       const env = container(objects).env as { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
       assert.equal(env.find((e) => e.name === 'POD_NAMESPACE')?.valueFrom?.fieldRef?.fieldPath, 'metadata.namespace');

@@ -137,6 +137,13 @@ export class FakeApiServer {
     this.rv++;
   }
 
+  /** The objects of a collection, in one namespace or all. */
+  objects(collection: string, namespace?: string): KubeObject[] {
+    return [...this.collection(collection).values()].filter(
+      (o) => namespace === undefined || o.metadata.namespace === namespace,
+    );
+  }
+
   get(collection: string, namespace: string | undefined, name: string): KubeObject | undefined {
     return this.collections.get(collection)?.get(keyOf(namespace, name));
   }
@@ -270,6 +277,16 @@ export class FakeApiServer {
         if (!existing) return status(res, 404, 'NotFound', `${name} not found`);
         if (r.contentType === 'application/json-patch+json') {
           return status(res, 415, 'UnsupportedMediaType', 'json patch is not implemented by the fake');
+        }
+        // A resourceVersion in the patch is a precondition, as the real apiserver treats it.
+        const patchRV = (r.body as { metadata?: { resourceVersion?: string } } | undefined)?.metadata?.resourceVersion;
+        if (patchRV && patchRV !== existing.metadata.resourceVersion) {
+          return status(
+            res,
+            409,
+            'Conflict',
+            'the object has been modified; please apply your changes to the latest version',
+          );
         }
         const merged = mergePatch(structuredClone(existing), r.body) as KubeObject;
         return json(res, 200, this.upsert(collection, merged));
