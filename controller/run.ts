@@ -46,9 +46,15 @@ export function startController(opts: ControllerRunOptions, signal: AbortSignal)
     onRequest: observeRestClientRequest,
   });
   const log = opts.logger;
-  const elector = opts.leaderElect
+  // Leader election gets a client of its own, as controller-runtime's manager builds one for its resource lock: a
+  // renewal must never wait behind a burst of pod writes in the shared client-side rate limiter, or the leader
+  // loses its Lease in the middle of the rollout it is driving. It makes one request every retryPeriod.
+  const leaseClient = opts.leaderElect
+    ? KubeClient.fromKubeConfig(kc, { qps: 5, burst: 10, onRequest: observeRestClientRequest })
+    : undefined;
+  const elector = leaseClient
     ? new LeaderElector({
-        client,
+        client: leaseClient,
         namespace: opts.leaderElectionNamespace ?? currentNamespace(kc),
         name: opts.leaderElectionId,
         leaseDurationMs: opts.leaseDurationMs,
@@ -99,6 +105,7 @@ export function startController(opts: ControllerRunOptions, signal: AbortSignal)
     await recorder.flush();
     await Promise.allSettled(informers);
     client.close();
+    leaseClient?.close();
     return { lostLeadership: false };
   })();
 

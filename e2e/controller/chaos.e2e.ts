@@ -293,6 +293,8 @@ describeOnPrivateCluster('chaos: kills and apiserver restarts during rollouts', 
       for (const [i, fig] of figures.entries()) {
         assert.deepEqual(fig.violations, [], `${['hooked', 'surge'][i]}: the sampler saw no violation (seed ${seed})`);
         assert.ok(fig.samples > NODES, `${['hooked', 'surge'][i]}: the sampler sampled the rollouts`);
+        // Status never went back (observedGeneration, conditions): checked on every status version seen.
+        assert.ok(fig.statusSamples > 10, `${['hooked', 'surge'][i]}: the sampler followed the status`);
       }
       assert.ok(
         figures[0]!.maxUnavailableSeen > 0,

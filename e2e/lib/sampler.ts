@@ -56,10 +56,11 @@ class ResumableWatch<T extends KubeObject> {
   private rv = '';
   private stopped = false;
   private current: { destroy(): void } | undefined;
-  /** Lists after the first, each a window whose states were not seen: [last event, list]. */
+  /** Lists after the first, each a window whose states were not seen: [watch lost, list]. */
   readonly gaps: { from: number; to: number }[] = [];
   reconnects = 0;
-  private lastEventAt = Date.now();
+  /** When the last open watch ended (every event before was delivered); undefined while one is open. */
+  private lostAt: number | undefined;
   private listed!: Promise<void>;
 
   constructor(
@@ -123,14 +124,16 @@ class ResumableWatch<T extends KubeObject> {
         await this.watchOnce();
       } catch (err) {
         if (this.stopped) return;
+        this.lostAt ??= Date.now();
         if (err instanceof GoneError) {
-          const from = this.lastEventAt;
+          const from = this.lostAt;
           await this.list();
           this.gaps.push({ from, to: Date.now() });
           continue;
         }
         await new Promise((r) => setTimeout(r, 100));
       }
+      this.lostAt ??= Date.now();
       this.reconnects++;
     }
   }
@@ -169,9 +172,10 @@ class ResumableWatch<T extends KubeObject> {
               reject(ev.object.code === 410 ? new GoneError('410') : new Error(`watch error ${JSON.stringify(ev)}`));
               return;
             }
+            // Resumed: the first event (or bookmark) after a reconnect; a 410 comes as an ERROR event instead.
+            this.lostAt = undefined;
             if (ev.object.metadata?.resourceVersion) this.rv = ev.object.metadata.resourceVersion;
             if (ev.type === 'BOOKMARK') continue;
-            this.lastEventAt = Date.now();
             this.handlers.onEvent(ev.type as 'ADDED' | 'MODIFIED' | 'DELETED', ev.object);
           }
         });
@@ -194,6 +198,10 @@ export interface NodeJson extends KubeObject {
   status?: { conditions?: { type: string; status: string }[] };
 }
 
+interface DaemonSetJson extends KubeObject {
+  status?: { observedGeneration?: number; conditions?: { type: string; lastTransitionTime?: string }[] };
+}
+
 export interface SamplerOptions {
   namespace: string;
   /** The DaemonSet; its pods carry `app=<name>` (adsManifest). */
@@ -212,7 +220,7 @@ export interface SamplerOptions {
 
 export interface Violation {
   at: string;
-  kind: 'unavailable' | 'pods-per-node' | 'pre-delete';
+  kind: 'unavailable' | 'pods-per-node' | 'pre-delete' | 'status-backwards';
   node?: string;
   detail: string;
 }
@@ -226,6 +234,8 @@ export interface SamplerFigures {
   /** Terminating pods included (reported, not limited: upstream does not count them, see below). */
   maxPodsPerNodeWithTerminatingSeen: number;
   preDeleteHeldSeen: number;
+  /** DaemonSet status versions seen (each checked: observedGeneration and conditions never go back). */
+  statusSamples: number;
   violations: Violation[];
   /** Re-lists after 410 Gone: windows whose states were not seen. */
   gaps: number;
@@ -278,6 +288,9 @@ export class Sampler {
   private readonly nodes = new Map<string, NodeJson>();
   private readonly podWatch: ResumableWatch<PodJson & KubeObject>;
   private readonly nodeWatch: ResumableWatch<NodeJson>;
+  private readonly dsWatch: ResumableWatch<DaemonSetJson>;
+  /** The newest status seen: observedGeneration and each condition's lastTransitionTime. */
+  private lastStatus: { observedGeneration: number; transitions: Map<string, number> } | undefined;
   private armed = false;
   private primed = false;
   private readonly listeners: ((type: string, pod: PodJson) => void)[] = [];
@@ -297,6 +310,7 @@ export class Sampler {
       maxPodsPerNode: o.maxPodsPerNode,
       maxPodsPerNodeWithTerminatingSeen: 0,
       preDeleteHeldSeen: 0,
+      statusSamples: 0,
       violations: [],
       gaps: 0,
       gapMs: 0,
@@ -333,12 +347,21 @@ export class Sampler {
         this.check();
       },
     });
+    this.dsWatch = new ResumableWatch<DaemonSetJson>(
+      target,
+      `/apis/apps.kruise.io/v1alpha1/namespaces/${o.namespace}/daemonsets`,
+      '',
+      {
+        onList: (items) => items.forEach((ds) => this.onDaemonSet(ds)),
+        onEvent: (type, ds) => type !== 'DELETED' && this.onDaemonSet(ds),
+      },
+    );
   }
 
-  /** Starts both watches and waits until each has listed; the hook rule is checked from now on, the limits once armed. */
+  /** Starts the watches and waits until each has listed; the hook and status rules are checked from now on, the limits once armed. */
   static async start(o: SamplerOptions): Promise<Sampler> {
     const s = new Sampler(o);
-    await Promise.all([s.nodeWatch.start(), s.podWatch.start()]);
+    await Promise.all([s.nodeWatch.start(), s.podWatch.start(), s.dsWatch.start()]);
     s.primed = true;
     s.check();
     return s;
@@ -362,6 +385,7 @@ export class Sampler {
   stop(): SamplerFigures {
     this.podWatch.stop();
     this.nodeWatch.stop();
+    this.dsWatch.stop();
     return this.snapshot();
   }
 
@@ -383,9 +407,46 @@ export class Sampler {
     return (
       `samples=${f.samples} maxUnavailable=${f.maxUnavailableSeen}/${f.maxUnavailable} ` +
       `maxPodsPerNode=${f.maxPodsPerNodeSeen}/${f.maxPodsPerNode} (with terminating ${f.maxPodsPerNodeWithTerminatingSeen}) ` +
-      `preDeleteHeld=${f.preDeleteHeldSeen} violations=${f.violations.length} gaps=${f.gaps} (${f.gapMs}ms) ` +
+      `preDeleteHeld=${f.preDeleteHeldSeen} statusSamples=${f.statusSamples} violations=${f.violations.length} gaps=${f.gaps} (${f.gapMs}ms) ` +
       `reconnects=${f.reconnects} nodesNotReady=${f.nodesNotReady.length}`
     );
+  }
+
+  /**
+   * The DaemonSet's status never goes back: observedGeneration never decreases and no condition's
+   * lastTransitionTime moves to an earlier time (an older status written over a newer one would do either).
+   */
+  private onDaemonSet(ds: DaemonSetJson): void {
+    if (ds.metadata.name !== this.o.name || !ds.status) return;
+    this.figures.statusSamples++;
+    const observedGeneration = ds.status.observedGeneration ?? 0;
+    const transitions = new Map(
+      (ds.status.conditions ?? []).map((c) => [c.type, Date.parse(c.lastTransitionTime ?? '') || 0] as const),
+    );
+    const last = this.lastStatus;
+    if (last) {
+      if (observedGeneration < last.observedGeneration) {
+        this.violate({
+          kind: 'status-backwards',
+          detail: `observedGeneration ${observedGeneration} after ${last.observedGeneration} (resourceVersion ${ds.metadata.resourceVersion})`,
+        });
+      }
+      for (const [type, at] of transitions) {
+        const before = last.transitions.get(type) ?? 0;
+        if (at < before) {
+          this.violate({
+            kind: 'status-backwards',
+            detail: `condition ${type} lastTransitionTime ${new Date(at).toISOString()} after ${new Date(before).toISOString()}`,
+          });
+        }
+      }
+    }
+    const merged = new Map(last?.transitions);
+    for (const [type, at] of transitions) merged.set(type, Math.max(at, merged.get(type) ?? 0));
+    this.lastStatus = {
+      observedGeneration: Math.max(observedGeneration, last?.observedGeneration ?? 0),
+      transitions: merged,
+    };
   }
 
   private held(p: PodJson): boolean {
