@@ -6,6 +6,7 @@ import { raceMedians, SETTLE_MS, type ClusterBenchResult, type ControllerKind, t
 import { fmt, fmtRatio, ratio } from './lib/stats.ts';
 import { scenarioText, type PlanningSample } from './planning.ts';
 import type { WebhookRun } from './webhook.ts';
+import type { WebhookMemoryResult } from './webhook-memory.ts';
 
 export interface Machine {
   cores: number;
@@ -24,6 +25,7 @@ export interface BenchResults {
   params: Record<string, unknown>;
   cluster?: ClusterBenchResult;
   webhook?: WebhookRun[];
+  webhookMemory?: WebhookMemoryResult;
   planning?: PlanningSample[];
   /** Parts that failed, with the reason. */
   errors?: string[];
@@ -190,6 +192,47 @@ function webhookTable(runs: WebhookRun[]): string[] {
   ];
 }
 
+function webhookMemoryTable(w: WebhookMemoryResult): string[] {
+  const answers = Object.entries(w.statuses)
+    .map(([code, n]) => `${n} × ${code}`)
+    .join(', ');
+  return [
+    `### 4b. Webhook under hostile load: our manager's memory with the caches of ${w.nodes} nodes, ${w.concurrency} clients sending maximum-size reviews for ${w.durationSeconds} s (${w.heapFlags.join(' ') || 'no heap flag'}, as under the chart's 512Mi limit)`,
+    '',
+    row([
+      'review, MiB',
+      'RSS idle, MiB',
+      'peak RSS, MiB',
+      'answers',
+      'errors',
+      'p50, ms',
+      'p99, ms',
+      '/healthz max, ms',
+      'target',
+    ]),
+    row(['---:', '---:', '---:', '---', '---:', '---:', '---:', '---:', '---']),
+    row([
+      fmt(w.bodyBytes / 1048576),
+      fmt(w.idleRssMiB),
+      fmt(w.peakRssMiB),
+      answers,
+      w.errors,
+      fmt(w.p50Ms),
+      fmt(w.p99Ms),
+      fmt(w.healthzMaxMs),
+      'peak ≤ 256 MiB at 1,000 nodes',
+    ]),
+    ...(w.managerExited
+      ? [
+          '',
+          `**The manager exited ${fmt(w.managerExited.afterSeconds)} s into the load** (code ${w.managerExited.code}): ${w.managerExited.lastLog}`,
+        ]
+      : []),
+    '',
+    'Each review is a DaemonSet of as many minimal containers as fit under the body limit: the most defaulting work per byte. 200 answers carry the refusal of its oversized patch; 429 answers are the concurrency limit.',
+  ];
+}
+
 function planningTable(samples: PlanningSample[]): string[] {
   return [
     '### 5. Planning: one full `planDaemonSet` for one DaemonSet, in process',
@@ -230,6 +273,7 @@ export function renderMarkdown(r: BenchResults): string {
     out.push(...newNodeTable(r.cluster), '');
   }
   if (r.webhook) out.push(...webhookTable(r.webhook), '');
+  if (r.webhookMemory) out.push(...webhookMemoryTable(r.webhookMemory), '');
   if (r.planning) out.push(...planningTable(r.planning), '');
   return out.join('\n');
 }

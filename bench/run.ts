@@ -1,4 +1,4 @@
-// `npm run bench [-- flags]`: runs the five benchmarks (planning, webhook, rollout race, ceiling,
+// `npm run bench [-- flags]`: runs the six benchmarks (planning, webhook, webhook memory, rollout race, ceiling,
 // new-node latency), writes results.md and results.json and prints the table. --help lists flags.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +11,7 @@ import { say } from './lib/stats.ts';
 import { runPlanningBenchInChild } from './planning.ts';
 import { machineFacts, renderMarkdown, type BenchResults } from './report.ts';
 import { runWebhookBench } from './webhook.ts';
+import { runWebhookMemoryBench } from './webhook-memory.ts';
 
 const HELP = `npm run bench -- [flags]
 
@@ -26,16 +27,18 @@ const HELP = `npm run bench -- [flags]
   --webhook-seconds N     duration of each webhook load run (default 10)
   --webhook-rate N        fixed-rate run, requests/s (default 1000)
   --webhook-connections N connections of the max-throughput run (default 50)
+  --webhook-memory-nodes N fake nodes of the webhook-memory part (default 1000)
+  --webhook-memory-seconds N  duration of its load (default 30)
   --planning-sizes LIST   node counts of the planning benchmark (default 1000,5000,10000)
   --planning-ms N         time per planning measurement (default 1000)
-  --only LIST             some of planning,webhook,cluster (default all three)
+  --only LIST             some of planning,webhook,webhook-memory,cluster (default all four)
   --out DIR               where results.md and results.json go (default bench/results)
   --note TEXT             a line printed under the machine facts (e.g. "machine shared with ...")
   --keep                  keep the scratch directory (manager logs, audit log)
   --cpu-prof DIR          our manager and webhook server write V8 CPU profiles into DIR
   --help`;
 
-const PARTS = ['planning', 'webhook', 'cluster'] as const;
+const PARTS = ['planning', 'webhook', 'webhook-memory', 'cluster'] as const;
 
 function int(name: string, value: string | undefined, fallback: number, min = 1): number {
   if (value === undefined) return fallback;
@@ -59,6 +62,8 @@ async function main(): Promise<number> {
       'webhook-seconds': { type: 'string' },
       'webhook-rate': { type: 'string' },
       'webhook-connections': { type: 'string' },
+      'webhook-memory-nodes': { type: 'string' },
+      'webhook-memory-seconds': { type: 'string' },
       'planning-sizes': { type: 'string' },
       'planning-ms': { type: 'string' },
       only: { type: 'string' },
@@ -93,6 +98,8 @@ async function main(): Promise<number> {
     webhookSeconds: int('webhook-seconds', v['webhook-seconds'], 10),
     webhookRate: int('webhook-rate', v['webhook-rate'], 1000),
     webhookConnections: int('webhook-connections', v['webhook-connections'], 50),
+    webhookMemoryNodes: int('webhook-memory-nodes', v['webhook-memory-nodes'], 1000),
+    webhookMemorySeconds: int('webhook-memory-seconds', v['webhook-memory-seconds'], 30),
     planningSizes: (v['planning-sizes'] ?? '1000,5000,10000').split(',').map((s) => int('planning-sizes', s, 0)),
     planningMs: int('planning-ms', v['planning-ms'], 1000),
     only,
@@ -127,6 +134,18 @@ async function main(): Promise<number> {
           durationSeconds: params.webhookSeconds,
           fixedRate: params.webhookRate,
           maxConnections: params.webhookConnections,
+        });
+      });
+    if (only.includes('webhook-memory'))
+      await part('webhook-memory', async () => {
+        say('checking control-plane binaries (a cold build takes many minutes)');
+        await ensureBinaries();
+        results.webhookMemory = await runWebhookMemoryBench({
+          dir: work,
+          nodes: params.webhookMemoryNodes,
+          concurrency: 8,
+          durationSeconds: params.webhookMemorySeconds,
+          managerCommand: programs.manager,
         });
       });
     if (only.includes('cluster'))

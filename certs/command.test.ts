@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UserError } from '../src/cli/command.ts';
@@ -48,6 +48,26 @@ describe('advanced-daemonset certs', () => {
       write(),
       (e: unknown) => e instanceof UserError && /already exist; use --force/.test(e.message),
     );
+  });
+
+  test('--force overwrites files that were readable by others and leaves keys at 0600, certificates at 0644', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'ads-certs-force-'));
+    const run = (...extra: string[]) => certsCommand.run(['--out', out, '--host', '127.0.0.1', ...extra]);
+    const quiet = console.log;
+    console.log = () => {};
+    try {
+      assert.equal(await run(), 0);
+      for (const f of ['ca.crt', 'ca.key', 'tls.crt', 'tls.key']) chmodSync(join(out, f), 0o666);
+      const before = readFileSync(join(out, 'tls.key'), 'utf8');
+      assert.equal(await run('--force'), 0);
+      assert.notEqual(readFileSync(join(out, 'tls.key'), 'utf8'), before, 'overwritten');
+    } finally {
+      console.log = quiet;
+    }
+    const modes = Object.fromEntries(
+      ['ca.crt', 'ca.key', 'tls.crt', 'tls.key'].map((f) => [f, statSync(join(out, f)).mode & 0o777]),
+    );
+    assert.deepEqual(modes, { 'ca.crt': 0o644, 'ca.key': 0o600, 'tls.crt': 0o644, 'tls.key': 0o600 });
   });
 
   const refused: [string[], RegExp][] = [

@@ -1,9 +1,10 @@
 // `advanced-daemonset certs`: a private CA and a serving certificate for running the webhook on
 // your machine or for certificates.mode=external (kubectl create secret tls ... --cert --key).
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { intFlag, parseCommandArgs, UserError, type Command } from '../src/cli/command.ts';
+import { writeFileWithMode } from './pki.ts';
 import { newServingCertificate } from './webhook-config.ts';
 
 const usage = `Usage: advanced-daemonset certs --out DIR --host HOST [--host HOST ...] [flags]
@@ -71,10 +72,10 @@ export const certsCommand: Command = {
     const { ca, leaf } = await newServingCertificate(hosts, { validityDays: days, caValidityDays: caDays });
     try {
       mkdirSync(out, { recursive: true });
-      writeFileSync(join(out, 'ca.crt'), ca.certPem, { mode: 0o644 });
-      writeFileSync(join(out, 'ca.key'), ca.keyPem, { mode: 0o600 });
-      writeFileSync(join(out, 'tls.crt'), leaf.certPem, { mode: 0o644 });
-      writeFileSync(join(out, 'tls.key'), leaf.keyPem, { mode: 0o600 });
+      writeFileWithMode(join(out, 'ca.crt'), ca.certPem, 0o644);
+      writeFileWithMode(join(out, 'ca.key'), ca.keyPem, 0o600);
+      writeFileWithMode(join(out, 'tls.crt'), leaf.certPem, 0o644);
+      writeFileWithMode(join(out, 'tls.key'), leaf.keyPem, 0o600);
     } catch (err) {
       throw new UserError(`certs: cannot write to ${out}: ${(err as Error).message}`);
     }

@@ -2,6 +2,7 @@
 // WebCrypto (no openssl needed). ECDSA P-256 keys: fast to generate and accepted everywhere we
 // use them (kube-apiserver serving/client certs, service-account signing, webhook serving).
 import { webcrypto } from 'node:crypto';
+import { chmodSync, writeFileSync } from 'node:fs';
 import * as x509 from '@peculiar/x509';
 
 type CryptoKey = webcrypto.CryptoKey;
@@ -132,4 +133,14 @@ export async function createKeyPair(): Promise<{ publicPem: string; privatePem: 
 /** Expiry of the first certificate in a PEM bundle. */
 export function certificateNotAfter(certPem: string): Date {
   return new x509.X509Certificate(certPem).notAfter;
+}
+
+/**
+ * Writes `data` to `file` and leaves it at `mode`. writeFileSync's mode applies only when it creates the file (and
+ * is reduced by the umask): an existing file, say a key that was 0644, would keep its permissions when
+ * overwritten. The file is created at mode, so a new key is never readable by others, not even for a moment.
+ */
+export function writeFileWithMode(file: string, data: string | Uint8Array, mode: number): void {
+  writeFileSync(file, data, { mode });
+  chmodSync(file, mode);
 }

@@ -11,6 +11,7 @@ import type { ImagePreDownloadMode, KruisePodReadyGateMode } from '../src/daemon
 import { enableProcessMetrics, registry } from './runtime/metrics.ts';
 import { startMetricsServer, startProbeServer, type RunningServer } from './runtime/probes.ts';
 import { startManagedWebhook, type ManagedWebhook } from './webhook-host.ts';
+import { limitFlags } from '../webhook/command.ts';
 
 const controllerFlags = `  --kubeconfig FILE                  kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)
   --workers N                        concurrent DaemonSet reconciles (default 3)
@@ -24,6 +25,11 @@ const controllerFlags = `  --kubeconfig FILE                  kubeconfig (defaul
   --retry-period D                   (default 2s)
   --health-port N                    /healthz and /readyz (default 8081; 0 picks a free port)
   --metrics-port N                   /metrics (default 8080; 0 picks a free port)
+  --health-probe-bind-address ADDR   HOST:PORT for /healthz and /readyz instead of --health-port on all
+                                     addresses, e.g. 127.0.0.1:8081, [::1]:8081 or :8081 (as
+                                     controller-runtime's flag)
+  --metrics-bind-address ADDR        HOST:PORT for /metrics instead of --metrics-port on all addresses,
+                                     e.g. 127.0.0.1:8080 to keep metrics off the pod network
   --log-level LEVEL                  trace|debug|info|warn|error (default info)
   --feature-gates GATES              Name=true|false,... of Kruise's DaemonSet gates (unknown names are
                                      refused); PreDownloadImageForDaemonSetUpdate=true turns image
@@ -47,6 +53,10 @@ const webhookFlags = `  --cert-dir DIR                     tls.crt and tls.key (
   --webhook-configuration-name NAME  base name of the webhook configurations (default advanced-daemonset)
   --webhook-timeout-seconds N        timeoutSeconds of the registered configurations (default 10)
   --webhook-drain D                  keep serving this long after SIGTERM (default 5s)
+  --webhook-max-in-flight N          admission requests handled at once; more get 429 with Retry-After
+                                     (default 4 per core, at least 4)
+  --webhook-max-connections N        open webhook connections at most (default 512)
+  --webhook-connection-timeout D     close a webhook connection idle this long (default 125s)
   --cert-mode MODE                   in a cluster: self-signed (keep a CA and serving certificate in
                                      --cert-secret-name, renew them, patch caBundle into the webhook
                                      configurations), or cert-manager|external (serve the tls.crt and
@@ -69,6 +79,8 @@ export const controllerOptions = {
   'retry-period': { type: 'string' },
   'health-port': { type: 'string' },
   'metrics-port': { type: 'string' },
+  'health-probe-bind-address': { type: 'string' },
+  'metrics-bind-address': { type: 'string' },
   'log-level': { type: 'string' },
   'feature-gates': { type: 'string' },
   'image-predownload': { type: 'string' },
@@ -82,12 +94,42 @@ export const webhookOptions = {
   'webhook-configuration-name': { type: 'string' },
   'webhook-timeout-seconds': { type: 'string' },
   'webhook-drain': { type: 'string' },
+  'webhook-max-in-flight': { type: 'string' },
+  'webhook-max-connections': { type: 'string' },
+  'webhook-connection-timeout': { type: 'string' },
   'cert-mode': { type: 'string' },
   'cert-secret-name': { type: 'string' },
   'webhook-service-name': { type: 'string' },
 } as const;
 
 type Values = Partial<Record<keyof typeof controllerOptions | keyof typeof webhookOptions, string>>;
+
+export interface BindAddress {
+  host: string;
+  port: number;
+}
+
+/**
+ * Where a server listens: `--<name>-bind-address HOST:PORT` (controller-runtime's flags; an empty host, as in
+ * ":8080", is every address), else every address on `--<name>-port` (the older flag, kept). Both at once is
+ * refused, since one would silently win.
+ */
+export function bindAddressFlag(
+  flag: string,
+  address: string | undefined,
+  portFlag: string,
+  port: string | undefined,
+  defaultPort: number,
+): BindAddress {
+  if (address === undefined) return { host: '0.0.0.0', port: intFlag(portFlag, port, defaultPort) };
+  if (port !== undefined) throw new UserError(`--${flag} and --${portFlag} cannot both be set`, 2);
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(address);
+  const portNumber = Number(m?.[3]);
+  if (!m || portNumber > 65535)
+    throw new UserError(`--${flag} must be HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080 or :8080), got "${address}"`, 2);
+  const host = m[1] ?? m[2] ?? '';
+  return { host: host === '' ? '0.0.0.0' : host, port: portNumber };
+}
 
 function logger(level = 'info'): Logger {
   const levels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
@@ -170,6 +212,20 @@ async function runProcess(v: Values, withWebhook: boolean): Promise<number> {
   const gates = featureGates(v['feature-gates']);
   const opts = controllerRunOptions(v, log, gates);
   const mode = withWebhook ? certMode(v) : undefined;
+  const healthAddress = bindAddressFlag(
+    'health-probe-bind-address',
+    v['health-probe-bind-address'],
+    'health-port',
+    v['health-port'],
+    8081,
+  );
+  const metricsAddress = bindAddressFlag(
+    'metrics-bind-address',
+    v['metrics-bind-address'],
+    'metrics-port',
+    v['metrics-port'],
+    8080,
+  );
   log.info({ featureGates: gates }, 'feature gates');
   enableProcessMetrics();
   const stop = new AbortController();
@@ -188,6 +244,7 @@ async function runProcess(v: Values, withWebhook: boolean): Promise<number> {
           configurationName: v['webhook-configuration-name'] ?? 'advanced-daemonset',
           timeoutSeconds: intFlag('webhook-timeout-seconds', v['webhook-timeout-seconds'], 10),
           drainMs: durationFlag('webhook-drain', v['webhook-drain'], 5_000),
+          limits: limitFlags(v, 'webhook-'),
           certMode: mode!,
           certSecretName: v['cert-secret-name'] ?? 'advanced-daemonset-webhook-certs',
           serviceName: v['webhook-service-name'] ?? 'advanced-daemonset-webhook',
@@ -199,13 +256,14 @@ async function runProcess(v: Values, withWebhook: boolean): Promise<number> {
       );
     }
     const health = await startProbeServer({
-      port: intFlag('health-port', v['health-port'], 8081),
+      host: healthAddress.host,
+      port: healthAddress.port,
       healthz: () => true,
       // Followers are ready too: they serve webhooks and keep warm caches.
       readyz: () => !draining && controller!.synced() && (webhook?.ready() ?? true),
     });
     servers.push(health);
-    servers.push(await startMetricsServer(registry, intFlag('metrics-port', v['metrics-port'], 8080)));
+    servers.push(await startMetricsServer(registry, metricsAddress.port, metricsAddress.host));
     log.info(
       { healthPort: health.port, metricsPort: servers[1]!.port, webhookPort: webhook?.port },
       withWebhook ? 'manager started' : 'controller started',

@@ -16,6 +16,7 @@ import type { CertMode } from '../certs/modes.ts';
 import { planWebhookStartup, readServingFiles } from '../certs/startup.ts';
 import { ensureLocalServingCertificate, ensureWebhookConfigurations } from '../certs/webhook-config.ts';
 import { isAbortError, type KubeClient } from '../src/k8s/client.ts';
+import type { WebhookLimits } from '../webhook/limits.ts';
 import { startWebhookServer, type WebhookServer } from '../webhook/server.ts';
 import { registry } from './runtime/metrics.ts';
 
@@ -27,6 +28,8 @@ export interface ManagedWebhookOptions {
   configurationName: string;
   timeoutSeconds: number;
   drainMs: number;
+  /** Overrides of the webhook server's limits (webhook/limits.ts). */
+  limits?: Partial<WebhookLimits>;
   /** In a cluster: self-signed keeps its own certificate in a Secret; other modes read certDir. */
   certMode: CertMode;
   certSecretName: string;
@@ -66,9 +69,15 @@ export async function startManagedWebhook(opts: ManagedWebhookOptions, signal: A
       registry,
       logger: log,
       drainDelayMs: opts.drainMs,
+      ...(opts.limits ? { limits: opts.limits } : {}),
     });
     if (stopping) await s.stop();
-    else server = s;
+    else {
+      server = s;
+      // The port is known only now (0 picks a free one); in self-signed mode without a certificate this comes
+      // after the bootstrap, later than 'manager started'.
+      log.info({ webhookPort: s.port }, 'webhook serving');
+    }
     return s;
   };
   const managed = (bootstrapped: Promise<void>): ManagedWebhook => {

@@ -1,4 +1,4 @@
-// `npm run bench` at a tiny size (issue #7), so the benchmarks cannot rot: 20 nodes, one round,
+// `npm run bench` at a tiny size (bench/README.md), so the benchmarks cannot rot: 20 nodes, one round,
 // in a private cluster of its own (beside the harness's), short webhook runs and small plans.
 // It checks that every one of the five measurements produced numbers, never how good they are.
 import { describe, test } from 'node:test';

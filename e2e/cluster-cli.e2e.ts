@@ -1,4 +1,4 @@
-// `bin/advanced-daemonset cluster up|status|down` as a user runs it (issue #2): a second, small
+// `bin/advanced-daemonset cluster up|status|down` as a user runs it (docs/testing.md): a second, small
 // cluster in its own directory, beside the one the harness runs the other tests on.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';

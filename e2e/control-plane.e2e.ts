@@ -1,4 +1,4 @@
-// Proves the local control plane itself (issue #2): the native DaemonSet controller, the
+// Proves the local control plane itself (docs/testing.md): the native DaemonSet controller, the
 // scheduler, garbage collection and our kwok stages behave as a real cluster would.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -143,3 +143,100 @@ describe('handlers', () => {
     assert.match(response.status.message, /spec: Forbidden: updates to daemonset spec for fields other than/);
   });
 });
+
+describe('hostile objects: a 400 naming the field, never an exception', () => {
+  const parse = (ds: unknown) => JSON.parse(JSON.stringify(ds));
+  const rows: { name: string; text: (ds: any) => string; field: string; message: RegExp }[] = [
+    {
+      name: 'matchExpressions that is not an array',
+      text: (ds) => JSON.stringify({ ...ds, spec: { ...ds.spec, selector: { matchExpressions: { key: 'a' } } } }),
+      field: 'spec.selector.matchExpressions',
+      message: /spec\.selector\.matchExpressions in body must be of type array: "object"/,
+    },
+    {
+      name: 'a null element in containers',
+      text: (ds) => JSON.stringify(ds).replace('"containers":[', '"containers":[null,'),
+      field: 'spec.template.spec.containers[0]',
+      message: /must be of type object: "null"/,
+    },
+    {
+      name: 'a string where the pod spec is expected',
+      text: (ds) => JSON.stringify({ ...ds, spec: { ...ds.spec, template: { spec: 'x' } } }),
+      field: 'spec.template.spec',
+      message: /spec\.template\.spec in body must be of type object: "string"/,
+    },
+    {
+      name: 'a template nested 5,000 levels deep',
+      text: (ds) =>
+        JSON.stringify(ds).replace(
+          '"containers":[',
+          `"extra":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)},"containers":[`,
+        ),
+      field: `spec.template.spec.extra.${Array(96).fill('a').join('.')}`,
+      message: /must not be nested more than 100 levels deep/,
+    },
+  ];
+  for (const handler of [mutateDaemonSet, validateDaemonSetAdmission])
+    for (const row of rows)
+      test(`${row.name} (${handler === mutateDaemonSet ? 'mutate' : 'validate'})`, () => {
+        const object = JSON.parse(row.text(parse(daemonSetManifest())));
+        const out = handleAdmissionReview(admissionReview(object), handler);
+        assert.equal(out.cause, undefined);
+        assert.equal(out.verdict, 'denied');
+        const status = (out.body as any).response.status;
+        assert.equal(status.code, 400);
+        assert.equal(status.reason, 'BadRequest');
+        assert.match(status.message, row.message);
+        assert.match(status.message, /^DaemonSet\.apps\.kruise\.io "x" is invalid: /);
+        assert.equal(status.details.causes[0].field, row.field);
+      });
+
+  test('an UPDATE whose stored object is nested too deep is refused, naming oldObject', () => {
+    const old = JSON.parse(
+      JSON.stringify(daemonSetManifest()).replace(
+        '"containers":[',
+        `"x":${'['.repeat(500)}${']'.repeat(500)},"containers":[`,
+      ),
+    );
+    const out = handleAdmissionReview(
+      admissionReview(daemonSetManifest(), { operation: 'UPDATE', oldObject: old }),
+      validateDaemonSetAdmission,
+    );
+    const status = (out.body as any).response.status;
+    assert.equal(status.code, 400);
+    assert.match(status.details.causes[0].field, /^oldObject\.spec\.template\.spec\.x\[0\]\[0\]/);
+  });
+
+  test('request.kind of the wrong types, or with a throwing toString, is a 400 errored review', () => {
+    const review: any = admissionReview(daemonSetManifest());
+    review.request.kind = { group: { toString: 1 }, version: 'v1alpha1', kind: 'DaemonSet' };
+    review.request.name = { toString: 1 };
+    const out = handleAdmissionReview(review, validateDaemonSetAdmission);
+    assert.equal(out.cause, undefined);
+    assert.equal((out.body as any).response.status.code, 400);
+    assert.equal(out.key, 'ns/x');
+  });
+
+  test('a deep or huge kind in the envelope is named by its type in the 400', () => {
+    const out = handleAdmissionReview(
+      JSON.parse(`{"apiVersion":"admission.k8s.io/v1","kind":${'['.repeat(100_000)}${']'.repeat(100_000)}}`),
+      mutateDaemonSet,
+    );
+    assert.equal(out.httpStatus, 400);
+    assert.equal(out.message, 'expected kind AdmissionReview, got array');
+  });
+
+  test('__proto__ keys are plain data: defaulting is unchanged by them and the patch keeps them', () => {
+    const text = JSON.stringify(daemonSetManifest()).replace(
+      '"image":"nginx:1.27"',
+      '"image":"nginx:1.27","__proto__":{"imagePullPolicy":"Never","resources":{"limits":{"cpu":"1"}}}',
+    );
+    const plain = handleAdmissionReview(admissionReview(daemonSetManifest()), mutateDaemonSet);
+    const hostile = handleAdmissionReview(admissionReview(JSON.parse(text)), mutateDaemonSet);
+    const patchOf = (out: any) => JSON.parse(Buffer.from(out.body.response.patch, 'base64').toString());
+    assert.deepEqual(patchOf(hostile), patchOf(plain));
+    assert.ok(!JSON.stringify(patchOf(hostile)).includes('__proto__'));
+    const validated = handleAdmissionReview(admissionReview(JSON.parse(text)), validateDaemonSetAdmission);
+    assert.equal(validated.cause, undefined);
+  });
+});

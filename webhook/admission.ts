@@ -2,8 +2,10 @@
 // the Fastify layer (app.ts) only parses, times and logs around these.
 import { API_GROUP, KIND, VERSION } from '../src/api/constants.ts';
 import { defaultingPatch, isObject, type JsonObject } from '../src/api/defaults.ts';
-import { invalidStatus, type Status } from '../src/api/field.ts';
-import { validateDaemonSet, validateDaemonSetUpdate } from '../src/api/validation.ts';
+import { invalidStatus, type FieldError, type Status } from '../src/api/field.ts';
+import { jsonTypeName, nestingError } from '../src/api/shape.ts';
+import { shapeErrors, validateDaemonSet, validateDaemonSetUpdate } from '../src/api/validation.ts';
+import { formatBytes, jsonSizeWithin, MAX_PATCH_BYTES } from './limits.ts';
 
 export const ADMISSION_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
 export type AdmissionReviewVersion = (typeof ADMISSION_VERSIONS)[number];
@@ -62,6 +64,12 @@ export interface AdmissionOutcome {
 
 export type AdmissionHandler = (request: AdmissionRequest) => AdmissionResponse;
 
+/** A value of the body in a message: a string quoted (at most 100 characters), anything else by its type. */
+function shown(v: unknown): string {
+  if (typeof v !== 'string') return v === undefined ? 'null' : jsonTypeName(v);
+  return JSON.stringify(v.length > 100 ? `${v.slice(0, 100)}...` : v);
+}
+
 /** A body that is not an AdmissionReview at all: the apiserver gets a plain 400. */
 function badRequest(message: string): AdmissionOutcome {
   return { httpStatus: 400, body: { message }, verdict: 'errored', message };
@@ -77,10 +85,20 @@ export function erroredResponse(uid: string, code: number, message: string): Adm
   };
 }
 
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+/** A string of the body in a message, at most 100 characters of it. */
+const cut = (s: string): string => (s.length > 100 ? `${s.slice(0, 100)}...` : s);
+
+/** The object's name, from the object or the request; only strings (the body is untrusted). */
+function objectName(req: AdmissionRequest): string {
+  const meta = isObject(req.object) && isObject(req.object.metadata) ? req.object.metadata : undefined;
+  return str(meta?.name) || str(req.name);
+}
+
 function objectKey(req: AdmissionRequest): string {
   const meta = isObject(req.object) && isObject(req.object.metadata) ? req.object.metadata : undefined;
-  const name = (typeof meta?.name === 'string' && meta.name) || req.name || '';
-  const namespace = (typeof meta?.namespace === 'string' && meta.namespace) || req.namespace || '';
+  const name = objectName(req);
+  const namespace = str(meta?.namespace) || str(req.namespace);
   return namespace ? `${namespace}/${name}` : name;
 }
 
@@ -90,9 +108,11 @@ function objectKey(req: AdmissionRequest): string {
  */
 function checkRequest(req: AdmissionRequest): AdmissionResponse | undefined {
   const { group, version, kind } = req.kind;
+  if (typeof group !== 'string' || typeof version !== 'string' || typeof kind !== 'string')
+    return erroredResponse(req.uid, 400, 'request.kind is not a group, version and kind of strings');
   if (group !== API_GROUP || kind !== KIND)
-    return erroredResponse(req.uid, 400, `unsupported kind: ${group}/${version}, Kind=${kind}`);
-  if (version !== VERSION) return erroredResponse(req.uid, 400, `unsupported version: ${version}`);
+    return erroredResponse(req.uid, 400, `unsupported kind: ${cut(group)}/${cut(version)}, Kind=${cut(kind)}`);
+  if (version !== VERSION) return erroredResponse(req.uid, 400, `unsupported version: ${cut(version)}`);
   if (req.operation === 'CREATE' || req.operation === 'UPDATE') {
     if (!isObject(req.object)) return erroredResponse(req.uid, 400, 'request.object is not a JSON object');
     if (req.operation === 'UPDATE' && !isObject(req.oldObject))
@@ -105,14 +125,40 @@ function checkRequest(req: AdmissionRequest): AdmissionResponse | undefined {
 const admitsAsIs = (req: AdmissionRequest) =>
   (req.operation !== 'CREATE' && req.operation !== 'UPDATE') || Boolean(req.subResource);
 
+/**
+ * A review the object cannot be read for: nested too deep, or fields of the wrong JSON type (shapeErrors). Denied
+ * with code 400 BadRequest, as Kruise denies a body its typed decoder refuses, but with the field paths and
+ * causes of an Invalid status. The old object (already stored) is only measured: its shape is not the user's to
+ * fix in this request, and it is only ever compared, never walked alone.
+ */
+function shapeResponse(req: AdmissionRequest): AdmissionResponse | undefined {
+  let errors: FieldError[] = shapeErrors(req.object as JsonObject);
+  if (errors.length === 0 && req.operation === 'UPDATE') {
+    const oldTooDeep = nestingError(req.oldObject, 'oldObject');
+    if (oldTooDeep) errors = [oldTooDeep];
+  }
+  if (errors.length === 0) return undefined;
+  const status = invalidStatus(API_GROUP, KIND, objectName(req), errors);
+  return { uid: req.uid, allowed: false, status: { ...status, reason: 'BadRequest', code: 400 } };
+}
+
 /** The mutating webhook: Kruise defaults and, for a new or changed template, apps/v1 template defaults. */
 export const mutateDaemonSet: AdmissionHandler = (req) => {
   const error = checkRequest(req);
   if (error) return error;
   if (admitsAsIs(req)) return { uid: req.uid, allowed: true };
+  const malformed = shapeResponse(req);
+  if (malformed) return malformed;
   const old = req.operation === 'UPDATE' ? (req.oldObject as JsonObject) : undefined;
   const patch = defaultingPatch(req.object as JsonObject, old);
   if (patch.length === 0) return { uid: req.uid, allowed: true };
+  // Measured op by op before the one big JSON.stringify, which a hostile object could make tens of MiB.
+  if (jsonSizeWithin(patch, MAX_PATCH_BYTES) === undefined)
+    return erroredResponse(
+      req.uid,
+      400,
+      `the defaulting patch of this DaemonSet (${patch.length} operations) would be larger than the webhook's limit of ${formatBytes(MAX_PATCH_BYTES)}; set the defaulted fields in the manifest, or use fewer containers, ports or volumes`,
+    );
   return {
     uid: req.uid,
     allowed: true,
@@ -126,13 +172,13 @@ export const validateDaemonSetAdmission: AdmissionHandler = (req) => {
   const error = checkRequest(req);
   if (error) return error;
   if (admitsAsIs(req)) return { uid: req.uid, allowed: true };
+  const malformed = shapeResponse(req);
+  if (malformed) return malformed;
   const obj = req.object as JsonObject;
   const errors =
     req.operation === 'UPDATE' ? validateDaemonSetUpdate(obj, req.oldObject as JsonObject) : validateDaemonSet(obj);
   if (errors.length === 0) return { uid: req.uid, allowed: true };
-  const meta = isObject(obj.metadata) ? obj.metadata : {};
-  const name = (typeof meta.name === 'string' && meta.name) || req.name || '';
-  return { uid: req.uid, allowed: false, status: invalidStatus(API_GROUP, KIND, name, errors) };
+  return { uid: req.uid, allowed: false, status: invalidStatus(API_GROUP, KIND, objectName(req), errors) };
 };
 
 function verdictOf(res: AdmissionResponse): Verdict {
@@ -151,10 +197,9 @@ export function handleAdmissionReview(
 ): AdmissionOutcome & { cause?: unknown } {
   if (!isObject(body)) return badRequest('request body is not a JSON object');
   const apiVersion = body.apiVersion;
-  if (body.kind !== 'AdmissionReview')
-    return badRequest(`expected kind AdmissionReview, got ${JSON.stringify(body.kind ?? null)}`);
+  if (body.kind !== 'AdmissionReview') return badRequest(`expected kind AdmissionReview, got ${shown(body.kind)}`);
   if (!ADMISSION_VERSIONS.includes(apiVersion as AdmissionReviewVersion))
-    return badRequest(`unsupported AdmissionReview apiVersion ${JSON.stringify(apiVersion ?? null)}`);
+    return badRequest(`unsupported AdmissionReview apiVersion ${shown(apiVersion)}`);
   const req = body.request;
   if (!isObject(req) || typeof req.uid !== 'string' || req.uid === '')
     return badRequest('AdmissionReview has no request or no request.uid');

@@ -6,7 +6,9 @@ import fastJsonPatch from 'fast-json-patch';
 import { pino } from 'pino';
 import { MUTATE_PATH, VALIDATE_PATH } from '../src/api/constants.ts';
 import { defaultDaemonSet } from '../src/api/defaults.ts';
-import { BODY_LIMIT, buildWebhookApp, KEEP_ALIVE_TIMEOUT_MS } from './app.ts';
+import { PassThrough } from 'node:stream';
+import { BODY_LIMIT, buildWebhookApp, KEEP_ALIVE_TIMEOUT_MS, RETRY_AFTER_SECONDS } from './app.ts';
+import { MAX_PATCH_BYTES } from './limits.ts';
 import { webhookMetrics } from './metrics.ts';
 import { admissionReview, daemonSetManifest } from './review-fixtures.ts';
 
@@ -132,7 +134,27 @@ describe('webhook app', () => {
     const res = await post(MUTATE_PATH, admissionReview(ds));
     assert.equal(res.statusCode, 413);
     assert.ok(!res.body.includes('    at '), 'no stack trace');
+    // A metav1.Status, so the apiserver's client shows this message rather than a generic one.
+    const status = res.json();
+    assert.equal(status.kind, 'Status');
+    assert.equal(status.code, 413);
+    assert.equal(status.reason, 'RequestEntityTooLarge');
+    assert.match(status.message, /request body of \d+ bytes is larger than the webhook's limit of 3\.5 MiB/);
   });
+
+  test('the body limit is two etcd-sized objects (2 x 1.5 MiB) plus an envelope: 3.5 MiB', () => {
+    assert.equal(BODY_LIMIT, 3.5 * 1024 * 1024);
+  });
+
+  test('a body just over the limit sent without a content-length (chunked) → 413 too', async () => {
+    const body = new PassThrough();
+    const pending = app.inject({ method: 'POST', url: MUTATE_PATH, headers: { 'content-type': 'application/json' }, payload: body });
+    const chunk = 'x'.repeat(256 * 1024);
+    for (let sent = 0; sent <= BODY_LIMIT; sent += chunk.length) body.write(chunk);
+    body.end();
+    const res = await pending;
+    assert.equal(res.statusCode, 413);
+  }); // prettier-ignore
 
   test('a body just under the limit is served', async () => {
     const ds: any = daemonSetManifest();
@@ -141,6 +163,67 @@ describe('webhook app', () => {
     assert.equal(res.statusCode, 200);
     assert.equal(res.json().response.allowed, true);
   });
+
+  const manyContainers = (n: number) => {
+    const ds: any = daemonSetManifest();
+    ds.spec.template.spec.containers = Array.from({ length: n }, (_, i) => ({ name: `c${i}`, image: 'x' }));
+    return ds;
+  };
+
+  test(`a defaulting patch beyond ${MAX_PATCH_BYTES} bytes → refused review (allowed false, code 400, uid), no patch`, async () => {
+    const res = await post(MUTATE_PATH, admissionReview(manyContainers(5_000), { uid: 'huge' }));
+    assert.equal(res.statusCode, 200);
+    assert.ok(res.body.length < 4096, `answer of ${res.body.length} bytes`);
+    const response = res.json().response;
+    assert.equal(response.uid, 'huge');
+    assert.equal(response.allowed, false);
+    assert.equal(response.patch, undefined);
+    assert.equal(response.status.code, 400);
+    assert.match(response.status.message, /defaulting patch .* larger than the webhook's limit of 1 MiB/);
+  }); // prettier-ignore
+
+  test('a large patch under the limit is still served whole', async () => {
+    const ds = manyContainers(1_500);
+    const res = await post(MUTATE_PATH, admissionReview(ds));
+    const response = res.json().response;
+    assert.equal(response.allowed, true);
+    const patch = Buffer.from(response.patch, 'base64');
+    assert.ok(patch.length > 256 * 1024 && patch.length <= MAX_PATCH_BYTES, `patch of ${patch.length} bytes`);
+    assert.deepEqual(fastJsonPatch.applyPatch(structuredClone(ds), JSON.parse(patch.toString())).newDocument, defaultDaemonSet(ds));
+  }); // prettier-ignore
+
+  test('beyond maxInFlight admission requests: 429 with Retry-After at once, as a Status; freed slots are reused', async () => {
+    const fresh = webhookMetrics();
+    const own = buildWebhookApp({ logger: pino({ level: 'silent' }), metrics: fresh, limits: { maxInFlight: 2 } });
+    try {
+      const body = JSON.stringify(admissionReview(daemonSetManifest(), { uid: 'slow' }));
+      // Two requests whose bodies are still arriving hold both slots.
+      const streams = [new PassThrough(), new PassThrough()];
+      const held = streams.map((payload) =>
+        own.inject({ method: 'POST', url: MUTATE_PATH, headers: { 'content-type': 'application/json' }, payload }),
+      );
+      for (const s of streams) s.write(body.slice(0, 10));
+      await new Promise((r) => setTimeout(r, 50));
+      const refused = await own.inject({ method: 'POST', url: VALIDATE_PATH, headers: { 'content-type': 'application/json' }, payload: body });
+      assert.equal(refused.statusCode, 429);
+      assert.equal(refused.headers['retry-after'], String(RETRY_AFTER_SECONDS));
+      const status = refused.json();
+      assert.equal(status.kind, 'Status');
+      assert.equal(status.reason, 'TooManyRequests');
+      assert.deepEqual(status.details, { retryAfterSeconds: RETRY_AFTER_SECONDS });
+      assert.match(status.message, /too many requests: 2 admission requests are in progress/);
+      // Health of other paths is not counted: a 404 is still a 404.
+      assert.equal((await own.inject({ method: 'GET', url: '/nope' })).statusCode, 404);
+      for (const s of streams) s.end(body.slice(10));
+      for (const r of await Promise.all(held)) assert.equal(r.json().response.uid, 'slow');
+      const again = await own.inject({ method: 'POST', url: VALIDATE_PATH, headers: { 'content-type': 'application/json' }, payload: body });
+      assert.equal(again.statusCode, 200, 'slots freed once the responses closed');
+      const text = await fresh.registry.metrics();
+      assert.match(text, /controller_runtime_webhook_requests_total\{webhook="validate-apps-kruise-io-daemonset",code="429",verdict="errored"\} 1/);
+    } finally {
+      await own.close();
+    }
+  }); // prettier-ignore
 
   test('unknown path → 404; GET on a webhook path → 404', async () => {
     assert.equal((await post('/mutate-something-else', admissionReview({}))).statusCode, 404);

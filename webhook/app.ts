@@ -1,8 +1,8 @@
 // The Fastify app of the admission webhook, built without listening so tests can use `app.inject`.
-// Pitfalls handled here (ecosystem-aesthetics-perf.md §1.2, §2.4): any content type is parsed as JSON (the
-// apiserver always sends JSON; a 415 would only confuse), 7 MiB body limit (413 beyond, the apiserver's own
-// request limit is 3 MiB per object, doubled by oldObject), `?timeout=` ignored, keep-alive longer than the
-// apiserver's 90 s idle timeout, no stack trace ever sent.
+// Pitfalls handled here: any content type is parsed as JSON (the apiserver always sends JSON; a 415 would only
+// confuse), `?timeout=` ignored, no stack trace ever sent.
+// Limits (limits.ts): bodies beyond BODY_LIMIT get 413; beyond maxInFlight admission requests at once, 429
+// with Retry-After before the body is read; the connection timeouts; TLS_POLICY (tls.ts) on HTTPS.
 import type { ServerOptions as HttpsServerOptions } from 'node:https';
 import { fastify, LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -14,19 +14,24 @@ import {
   type AdmissionHandler,
   type Verdict,
 } from './admission.ts';
+import { BODY_LIMIT, formatBytes, webhookLimits, type WebhookLimits } from './limits.ts';
 import { webhookMetrics, type WebhookMetrics } from './metrics.ts';
+import { TLS_POLICY } from './tls.ts';
 
-export const BODY_LIMIT = 7 * 1024 * 1024;
+export { BODY_LIMIT };
 /** Longer than the apiserver's idle-connection timeout (90 s), so the server never closes a connection the
  * apiserver is about to reuse. */
-export const KEEP_ALIVE_TIMEOUT_MS = 120_000;
+export const KEEP_ALIVE_TIMEOUT_MS = webhookLimits().keepAliveTimeoutMs;
+/** Seconds a client is asked to wait after a 429; client-go (the apiserver's webhook client) honours it. */
+export const RETRY_AFTER_SECONDS = 1;
 
 export interface WebhookAppOptions {
   logger: Logger;
   metrics?: WebhookMetrics;
-  /** TLS key/cert: an HTTPS server. Omitted: plain HTTP (tests, inject). */
+  /** TLS key/cert: an HTTPS server under TLS_POLICY. Omitted: plain HTTP (tests, inject). */
   https?: HttpsServerOptions;
-  bodyLimit?: number;
+  /** Overrides of the defaults of limits.ts. */
+  limits?: Partial<WebhookLimits>;
 }
 
 const WEBHOOKS: Record<string, { name: string; handler: AdmissionHandler }> = {
@@ -44,18 +49,35 @@ const timings = new WeakMap<FastifyRequest, Timing>();
 export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
   const log = opts.logger;
   const metrics = opts.metrics ?? webhookMetrics();
-  const bodyLimit = opts.bodyLimit ?? BODY_LIMIT;
+  const limits = webhookLimits(opts.limits);
+  const { bodyLimit } = limits;
   const app = fastify({
     loggerInstance: log,
     // One log line per admission (with key and uid) comes from the handler; Fastify's own would double it.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit,
-    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-    // Slowloris guard, as cert-manager's ReadHeaderTimeout.
-    requestTimeout: 60_000,
+    // server.timeout: a socket idle this long is closed, including one that completed the TLS handshake and
+    // never sent a byte (headersTimeout and requestTimeout only start with the first byte of a request).
+    connectionTimeout: limits.connectionTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // Slowloris guard, as cert-manager's ReadHeaderTimeout (headersTimeout below).
+    requestTimeout: limits.requestTimeoutMs,
     return503OnClosing: true,
-    ...(opts.https ? { https: opts.https } : {}),
+    ...(opts.https
+      ? {
+          https: {
+            ...opts.https,
+            ...TLS_POLICY,
+            handshakeTimeout: limits.handshakeTimeoutMs,
+            headersTimeout: limits.headersTimeoutMs,
+            // How often Node checks the header and request timeouts (default 30 s): at most one timeout late.
+            connectionsCheckingInterval: Math.min(30_000, limits.headersTimeoutMs),
+          },
+        }
+      : {}),
   }) as unknown as FastifyInstance;
+  // Beyond this many open connections Node closes new ones at once: idle connections cannot pile up memory.
+  app.server.maxConnections = limits.maxConnections;
 
   // Every body is JSON, whatever the content type says; errors become 400 through the error handler.
   app.removeAllContentTypeParsers();
@@ -69,11 +91,37 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     }
   });
 
-  app.addHook('onRequest', async (req) => {
+  // Admission requests from their headers until their response is closed (sent, or the client went away).
+  let inFlight = 0;
+  let refused = 0;
+  let lastRefusalLog = -Infinity;
+  app.addHook('onRequest', async (req, reply) => {
     const path = req.url.split('?')[0] ?? '';
     const webhook = WEBHOOKS[path]?.name;
     timings.set(req, { start: process.hrtime.bigint(), ...(webhook ? { webhook } : {}) });
-    if (webhook) metrics.inFlight.inc({ webhook });
+    if (!webhook) return;
+    metrics.inFlight.inc({ webhook });
+    if (inFlight >= limits.maxInFlight) {
+      // Refused before the body is read: an overload costs no buffering. The apiserver's client (client-go)
+      // retries a 429 that has a Retry-After, within the webhook's timeoutSeconds.
+      const message = `too many requests: ${limits.maxInFlight} admission requests are in progress; retry later`;
+      // One line per 10 s at most: an overload must not also flood the log (the metric counts each 429).
+      refused++;
+      if (Date.now() - lastRefusalLog >= 10_000) {
+        req.log.warn({ webhook, refused, maxInFlight: limits.maxInFlight }, 'admission requests refused: too many');
+        lastRefusalLog = Date.now();
+        refused = 0;
+      }
+      // Node reads and drops an unread body to keep the connection; one larger than the limit (or of unknown
+      // length) is not worth reading: the connection is closed instead.
+      if (!(Number(req.headers['content-length']) <= bodyLimit)) void reply.header('connection', 'close');
+      return reply
+        .code(429)
+        .header('retry-after', String(RETRY_AFTER_SECONDS))
+        .send(failureStatus(429, 'TooManyRequests', message, { retryAfterSeconds: RETRY_AFTER_SECONDS }));
+    }
+    inFlight++;
+    reply.raw.once('close', () => inFlight--);
   });
 
   app.addHook('onResponse', async (req, reply) => {
@@ -88,6 +136,19 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
+    if (status === 413) {
+      const length = req.headers['content-length'];
+      const message = `request body${length ? ` of ${length} bytes` : ''} is larger than the webhook's limit of ${formatBytes(bodyLimit)}`;
+      req.log.warn(
+        { url: req.url, status, contentLength: length, bodyLimit },
+        'admission request refused: body too large',
+      );
+      // The rest of the body is not read; closing the connection spares the reading and frees it.
+      return void reply
+        .code(413)
+        .header('connection', 'close')
+        .send(failureStatus(413, 'RequestEntityTooLarge', message));
+    }
     if (status >= 500) req.log.error({ err, url: req.url }, 'webhook request failed');
     else req.log.warn({ url: req.url, status, reason: err.message }, 'bad webhook request');
     const message = status >= 500 ? 'internal error' : err.message;
@@ -118,6 +179,23 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     });
   }
   return app;
+}
+
+/**
+ * A metav1.Status body: client-go, the apiserver's webhook client, shows its message (for a body that is not a
+ * Status it shows only a generic text for the code), so the user reads which limit was hit.
+ */
+function failureStatus(code: number, reason: string, message: string, details?: { retryAfterSeconds: number }) {
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason,
+    code,
+    ...(details ? { details } : {}),
+  };
 }
 
 function httpError(statusCode: number, message: string): Error & { statusCode: number } {

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -83,4 +84,40 @@ describe('advanced-daemonset webhook', { timeout: 60_000 }, () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  test('limit flags: listed in --help; 0 refused; --connection-timeout closes a silent TLS connection', async () => {
+    const help = spawnSync(BIN, ['webhook', '--help'], { encoding: 'utf8' });
+    for (const flag of ['--max-in-flight', '--max-connections', '--connection-timeout']) assert.match(help.stdout, new RegExp(flag));
+    const dir = mkdtempSync(join(tmpdir(), 'ads-webhook-cmd-'));
+    try {
+      const { caBundle } = await ensureLocalServingCertificate(dir, ['127.0.0.1']);
+      const zero = spawnSync(BIN, ['webhook', '--cert-dir', dir, '--max-in-flight', '0'], { encoding: 'utf8' });
+      assert.equal(zero.status, 2);
+      assert.match(zero.stderr, /--max-in-flight must be greater than 0/);
+      const [port, health] = [await freePort(), await freePort()];
+      const child = spawn(
+        BIN,
+        ['webhook', '--cert-dir', dir, '--host', '127.0.0.1', '--port', String(port), '--health-port', String(health), '--metrics-port', String(await freePort()), '--drain', '0s', '--connection-timeout', '1s'],
+        { stdio: ['ignore', 'ignore', 'ignore'] },
+      );
+      try {
+        const deadline = Date.now() + 30_000;
+        while ((await status(`http://127.0.0.1:${health}/readyz`)) !== 200) {
+          assert.ok(Date.now() < deadline, 'webhook did not become ready');
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        const started = Date.now();
+        const closedAfter = await new Promise<number>((resolve, reject) => {
+          const s = tlsConnect({ host: '127.0.0.1', port, ca: caBundle }, () => {});
+          s.on('error', reject);
+          s.on('close', () => resolve(Date.now() - started));
+        });
+        assert.ok(closedAfter >= 900 && closedAfter < 5_000, `closed after ${closedAfter} ms`);
+      } finally {
+        child.kill('SIGTERM');
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }); // prettier-ignore
 });

@@ -4,9 +4,12 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { durationFlag, intFlag, parseCommandArgs, UserError, type Command } from '../src/cli/command.ts';
+import { defaultWebhookLimits, type WebhookLimits } from './limits.ts';
 import { startWebhookServer } from './server.ts';
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
+
+const limits = defaultWebhookLimits();
 
 const usage = `Usage: advanced-daemonset webhook --cert-dir DIR [flags]
 
@@ -21,6 +24,11 @@ Flags:
   --health-port N       plain HTTP /healthz and /readyz (default 8081)
   --metrics-port N      plain HTTP /metrics (default 8080)
   --drain D             keep serving this long after SIGTERM before closing (default 5s)
+  --max-in-flight N     admission requests handled at once; more get 429 with Retry-After
+                        (default ${limits.maxInFlight}: 4 per core)
+  --max-connections N   open connections at most; more are closed as they arrive (default ${limits.maxConnections})
+  --connection-timeout D
+                        close a connection idle this long, handshaken or not (default ${limits.connectionTimeoutMs / 1000}s)
   --log-level LEVEL     trace|debug|info|warn|error|fatal (default info)
   -h, --help            show this help
 `;
@@ -37,6 +45,9 @@ export const webhookCommand: Command = {
       'health-port': { type: 'string' },
       'metrics-port': { type: 'string' },
       drain: { type: 'string' },
+      'max-in-flight': { type: 'string' },
+      'max-connections': { type: 'string' },
+      'connection-timeout': { type: 'string' },
       'log-level': { type: 'string' },
     });
     if (!parsed) return 0;
@@ -50,6 +61,7 @@ export const webhookCommand: Command = {
       throw new UserError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${level}"`, 2);
     const logger = pino({ level });
 
+    const serverLimits = limitFlags(v);
     let server;
     try {
       server = await startWebhookServer({
@@ -59,6 +71,7 @@ export const webhookCommand: Command = {
         healthPort: intFlag('health-port', v['health-port'], 8081),
         metricsPort: intFlag('metrics-port', v['metrics-port'], 8080),
         drainDelayMs: durationFlag('drain', v.drain, 5_000),
+        limits: serverLimits,
         logger,
       });
     } catch (err) {
@@ -83,3 +96,31 @@ export const webhookCommand: Command = {
     return 0;
   },
 };
+
+/**
+ * The limit flags (`--max-in-flight`, `--max-connections`, `--connection-timeout`; the manager's have the
+ * `webhook-` prefix) as WebhookLimits.
+ */
+export function limitFlags(v: Partial<Record<string, string | boolean>>, prefix = ''): Partial<WebhookLimits> {
+  const d = defaultWebhookLimits();
+  const name = (flag: string) => `${prefix}${flag}`;
+  const str = (flag: string) => {
+    const value = v[name(flag)];
+    return typeof value === 'string' ? value : undefined;
+  };
+  const int = (flag: string, fallback: number) => positive(name(flag), intFlag(name(flag), str(flag), fallback));
+  return {
+    maxInFlight: int('max-in-flight', d.maxInFlight),
+    maxConnections: int('max-connections', d.maxConnections),
+    connectionTimeoutMs: positive(
+      name('connection-timeout'),
+      durationFlag(name('connection-timeout'), str('connection-timeout'), d.connectionTimeoutMs),
+    ),
+  };
+}
+
+/** 0 would mean "no limit" to Node for some of these and "refuse everything" for others: neither is wanted. */
+function positive(name: string, n: number): number {
+  if (n <= 0) throw new UserError(`--${name} must be greater than 0`, 2);
+  return n;
+}

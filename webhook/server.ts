@@ -1,14 +1,15 @@
 // The running webhook: HTTPS admission server, plain-HTTP health and metrics servers, certificate reload and
 // graceful shutdown. On stop() readiness goes false at once, the server keeps answering for the drain delay
 // (the apiserver keeps using open connections to a terminating pod, kubernetes#127335), then closes.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Server as HttpsServer } from 'node:https';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { buildWebhookApp } from './app.ts';
+import { webhookLimits, type WebhookLimits } from './limits.ts';
 import { webhookMetrics } from './metrics.ts';
-import { loadKeyPair, watchKeyPair } from './tls.ts';
+import { loadKeyPair, secureContextOptions, watchKeyPair } from './tls.ts';
 
 export interface WebhookServerOptions {
   /** Directory holding tls.crt and tls.key. */
@@ -27,6 +28,8 @@ export interface WebhookServerOptions {
   drainDelayMs?: number;
   /** Poll interval of the certificate files, on top of fs.watch (default 10 s). */
   certPollIntervalMs?: number;
+  /** Overrides of the defaults of limits.ts (body size, concurrency, connections, timeouts). */
+  limits?: Partial<WebhookLimits>;
 }
 
 export interface WebhookServer {
@@ -39,6 +42,8 @@ export interface WebhookServer {
   ready(): boolean;
   /** Re-reads the certificate files now; true when a new pair was loaded. */
   reloadCertificates(): Promise<boolean>;
+  /** Open connections of the HTTPS server. */
+  connections(): Promise<number>;
   /** Readiness false, drain, close. Idempotent; resolves when everything is closed. */
   stop(): Promise<void>;
 }
@@ -48,9 +53,15 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   const host = opts.host ?? '0.0.0.0';
   const pair = await loadKeyPair(opts.certDir);
   const metrics = webhookMetrics(opts.registry);
-  const app = buildWebhookApp({ logger: log, metrics, https: { cert: pair.cert, key: pair.key } });
-  await app.listen({ port: opts.port ?? 9876, host });
+  const app = buildWebhookApp({
+    logger: log,
+    metrics,
+    https: { cert: pair.cert, key: pair.key },
+    ...(opts.limits ? { limits: opts.limits } : {}),
+  });
   const httpsServer = app.server as unknown as HttpsServer;
+  const connections = trackConnections(httpsServer);
+  await app.listen({ port: opts.port ?? 9876, host });
   const port = (httpsServer.address() as AddressInfo).port;
 
   const certs = watchKeyPair({
@@ -58,7 +69,8 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
     logger: log,
     current: pair,
     ...(opts.certPollIntervalMs !== undefined ? { pollIntervalMs: opts.certPollIntervalMs } : {}),
-    onChange: (next) => httpsServer.setSecureContext({ cert: next.cert, key: next.key }),
+    // With the TLS policy again: setSecureContext takes the options it is given, not the server's.
+    onChange: (next) => httpsServer.setSecureContext(secureContextOptions(next)),
   });
 
   let draining = false;
@@ -66,7 +78,18 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
 
   const extra: Server[] = [];
   const listenPlain = async (p: number, handler: Parameters<typeof createServer>[1]): Promise<number> => {
-    const server = createServer(handler);
+    // The same idle and size bounds as the HTTPS server: probes and scrapes are small and quick.
+    const limits = webhookLimits(opts.limits);
+    const server = createServer(
+      {
+        headersTimeout: limits.headersTimeoutMs,
+        requestTimeout: limits.requestTimeoutMs,
+        keepAliveTimeout: limits.keepAliveTimeoutMs,
+      },
+      handler,
+    );
+    server.timeout = limits.connectionTimeoutMs;
+    server.maxConnections = limits.maxConnections;
     extra.push(server);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -115,7 +138,11 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
       log.info({ drainDelayMs }, 'webhook draining');
       await new Promise((r) => setTimeout(r, drainDelayMs));
       certs.close();
-      await app.close();
+      const closed = app.close();
+      // server.close() waits for every connection; one that never sent a request (or is between two) would
+      // hold it until its idle timeout. Those go now; one still answering goes once its response is sent.
+      connections.closeWhenIdle();
+      await closed;
       await Promise.all(extra.map((s) => new Promise((r) => s.close(r))));
       log.info('webhook server stopped');
     })();
@@ -129,6 +156,42 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
     registry: metrics.registry,
     ready,
     reloadCertificates: () => certs.check(),
+    connections: () =>
+      new Promise<number>((resolve, reject) =>
+        httpsServer.getConnections((err, count) => (err ? reject(err) : resolve(count))),
+      ),
     stop,
+  };
+}
+
+/**
+ * The server's sockets and which of them are answering a request, so that stop() can close the idle ones at
+ * once and each busy one as soon as its response is sent (Node's closeIdleConnections() misses connections
+ * that completed the TLS handshake and never sent a request).
+ */
+function trackConnections(server: HttpsServer): { closeWhenIdle(): void } {
+  const sockets = new Set<Socket>();
+  const busy = new Map<Socket, number>();
+  let closing = false;
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    // The raw TCP socket under the TLS one: the one 'connection' reported.
+    const socket = ((req.socket as unknown as { _parent?: Socket })._parent ?? req.socket) as Socket;
+    busy.set(socket, (busy.get(socket) ?? 0) + 1);
+    res.once('close', () => {
+      const n = (busy.get(socket) ?? 1) - 1;
+      if (n > 0) return void busy.set(socket, n);
+      busy.delete(socket);
+      if (closing) socket.destroy();
+    });
+  });
+  return {
+    closeWhenIdle() {
+      closing = true;
+      for (const socket of sockets) if (!busy.has(socket)) socket.destroy();
+    },
   };
 }

@@ -5,7 +5,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createSecureContext } from 'node:tls';
+import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import type { Logger } from 'pino';
 
 export interface KeyPair {
@@ -13,10 +13,39 @@ export interface KeyPair {
   key: Buffer;
 }
 
+/**
+ * The TLS policy of every HTTPS endpoint the process serves: TLS 1.2 or 1.3; under 1.2 only ECDHE key
+ * exchange with AEAD ciphers (no CBC, no SHA-1 MAC, no static RSA), as Mozilla's "intermediate" profile
+ * (https://wiki.mozilla.org/Security/Server_Side_TLS) and the suites Go's crypto/tls, the apiserver's client,
+ * prefers. TLS 1.3 suites are all AEAD. Passed again on every certificate reload: `setSecureContext` builds
+ * the context from the options it is given alone, so a reload with only cert and key would fall back to
+ * Node's defaults (which accept CBC-SHA1 suites).
+ */
+export const TLS_POLICY = {
+  minVersion: 'TLSv1.2',
+  ciphers: [
+    'TLS_AES_128_GCM_SHA256',
+    'TLS_AES_256_GCM_SHA384',
+    'TLS_CHACHA20_POLY1305_SHA256',
+    'ECDHE-ECDSA-AES128-GCM-SHA256',
+    'ECDHE-RSA-AES128-GCM-SHA256',
+    'ECDHE-ECDSA-AES256-GCM-SHA384',
+    'ECDHE-RSA-AES256-GCM-SHA384',
+    'ECDHE-ECDSA-CHACHA20-POLY1305',
+    'ECDHE-RSA-CHACHA20-POLY1305',
+  ].join(':'),
+  honorCipherOrder: true,
+} as const satisfies SecureContextOptions;
+
+/** Secure-context options for a key pair under TLS_POLICY. */
+export function secureContextOptions(pair: KeyPair): SecureContextOptions {
+  return { ...TLS_POLICY, cert: pair.cert, key: pair.key };
+}
+
 /** Reads and checks the pair (createSecureContext throws when the key does not match the certificate). */
 export async function loadKeyPair(certDir: string): Promise<KeyPair> {
   const [cert, key] = await Promise.all([readFile(join(certDir, 'tls.crt')), readFile(join(certDir, 'tls.key'))]);
-  createSecureContext({ cert, key });
+  createSecureContext(secureContextOptions({ cert, key }));
   return { cert, key };
 }
 

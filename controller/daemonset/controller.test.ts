@@ -1,21 +1,33 @@
-// The controller shell against the in-process fake apiserver, for what the real one cannot show on demand: the
-// moment leadership ends in the middle of a sync. The two-replica takeover with SIGSTOP runs on the real control
-// plane (e2e/controller/leader-fencing.e2e.ts).
+// The controller shell: its event handlers called directly (what each one queues and observes, as upstream's
+// TestUpdateNode), one sync at a time against the in-process fake apiserver counting the creates, deletes and events
+// it sends (upstream's expectSyncDaemonSets), and what the real apiserver cannot show on demand: the moment
+// leadership ends in the middle of a sync. The two-replica takeover with SIGSTOP runs on the real control plane
+// (e2e/controller/leader-fencing.e2e.ts).
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import { KubeClient } from '../../src/k8s/client.ts';
-import type { KubeObject } from '../../src/k8s/types.ts';
+import type { ControllerRevision, KubeObject, Node, Pod } from '../../src/k8s/types.ts';
 import type { DaemonSet } from '../../src/api/types.ts';
-import { addNodes, newDaemonSet } from '../../src/daemonset/test-fixtures.ts';
+import {
+  FAILED_CREATE_REASON,
+  FAILED_DAEMON_POD_REASON,
+  SUCCESSFUL_CREATE_REASON,
+  SUCCESSFUL_DELETE_REASON,
+} from '../../src/daemonset/events.ts';
+import { isImagePullPod as isPullPod } from '../../src/daemonset/predownload.ts';
+import { addNodes, newDaemonSet, newNode, newPod } from '../../src/daemonset/test-fixtures.ts';
 import { EventRecorder } from '../runtime/events.ts';
+import { DeletedFinalStateUnknown } from '../runtime/informer.ts';
 import { FakeApiServer, type RequestRecord } from '../runtime/testing/fake-apiserver.ts';
+import type { ReconcileResult } from '../runtime/workqueue.ts';
 import { DaemonSetController } from './controller.ts';
 
 const logger = pino({ level: process.env.DEBUG_LOG ?? 'silent' });
 const DAEMONSETS = 'apps.kruise.io/v1alpha1/daemonsets';
 const NODES = 'core/v1/nodes';
 const PODS = 'core/v1/pods';
+const EVENTS = 'core/v1/events';
 
 const isWrite = (r: RequestRecord) => r.method !== 'GET';
 
@@ -27,26 +39,37 @@ async function until(what: string, cond: () => boolean, ms = 5000): Promise<void
   }
 }
 
-describe('DaemonSetController: one writer', () => {
-  const server = new FakeApiServer();
-  let client: KubeClient;
-  const stops: AbortController[] = [];
+/**
+ * A fake apiserver for the tests of the calling describe: started before them, its DaemonSets and nodes removed and
+ * `stops` aborted after each (each test starts from its own DaemonSet and nodes), stopped after them all.
+ */
+function withFakeApiServer() {
+  const env = {
+    server: new FakeApiServer(),
+    client: undefined as unknown as KubeClient,
+    stops: [] as AbortController[],
+  };
   before(async () => {
-    await server.start();
-    client = new KubeClient(server.restConfig(), { qps: 0 });
+    await env.server.start();
+    env.client = new KubeClient(env.server.restConfig(), { qps: 0 });
   });
   afterEach(() => {
-    for (const s of stops.splice(0)) s.abort();
-    server.hook = undefined;
-    // Each test starts from its own DaemonSet and nodes.
+    for (const s of env.stops.splice(0)) s.abort();
+    env.server.hook = undefined;
     for (const c of [DAEMONSETS, NODES]) {
-      for (const o of server.objects(c)) server.remove(c, o.metadata.namespace, o.metadata.name!);
+      for (const o of env.server.objects(c)) env.server.remove(c, o.metadata.namespace, o.metadata.name!);
     }
   });
   after(async () => {
-    client.close();
-    await server.stop();
+    env.client.close();
+    await env.server.stop();
   });
+  return env;
+}
+
+describe('DaemonSetController: one writer', { timeout: 60_000 }, () => {
+  const env = withFakeApiServer();
+  const { server, stops } = env;
 
   /** A controller with synced caches whose every write (events too) passes `fence`, as run.ts wires it. */
   async function startController(name: string, nodes: number, fence: () => string | undefined) {
@@ -55,8 +78,8 @@ describe('DaemonSetController: one writer', () => {
     server.upsert(DAEMONSETS, ds as unknown as KubeObject);
     for (const node of addNodes(nodes, {}, 0)) server.upsert(NODES, { ...node, metadata: { ...node.metadata } });
     const controller = new DaemonSetController({
-      client,
-      recorder: new EventRecorder({ client: client.withScope({ beforeWrite: fence }), logger }),
+      client: env.client,
+      recorder: new EventRecorder({ client: env.client.withScope({ beforeWrite: fence }), logger }),
       logger,
       workers: 1,
     });
@@ -140,3 +163,400 @@ describe('DaemonSetController: one writer', () => {
     );
   });
 });
+
+describe('DaemonSetController handlers: what each event queues and observes', () => {
+  // Handlers read only the caches: no request is made (the client points nowhere).
+  const client = new KubeClient({ server: 'http://127.0.0.1:9' }, { qps: 0 });
+  after(() => client.close());
+
+  function newController(...daemonSets: DaemonSet[]) {
+    const controller = new DaemonSetController({
+      client,
+      recorder: new EventRecorder({ client, logger }),
+      logger,
+      workers: 1,
+    });
+    for (const ds of daemonSets) controller.daemonSets.store.set(`${ds.metadata.namespace}/${ds.metadata.name}`, ds);
+    return controller;
+  }
+
+  /** The keys waiting in the queue, taken out of it. */
+  async function queued(controller: DaemonSetController): Promise<string[]> {
+    const keys: string[] = [];
+    while (controller.queue.len() > 0) {
+      const item = await controller.queue.get();
+      if (item.shutdown) break;
+      keys.push(item.key);
+      controller.queue.done(item.key);
+    }
+    return keys.sort();
+  }
+
+  const foo = newDaemonSet({ name: 'foo' });
+  const bar = newDaemonSet({ name: 'bar' });
+  const blue = newDaemonSet({ name: 'blue', templateSpec: { nodeSelector: { color: 'blue' } } });
+  const withRV = <T extends KubeObject>(o: T, resourceVersion: string): T => ({
+    ...o,
+    metadata: { ...o.metadata, resourceVersion },
+  });
+  const orphan = (pod: Pod): Pod => ({ ...pod, metadata: { ...pod.metadata, ownerReferences: [] } });
+  const revision = (owner?: DaemonSet): ControllerRevision => ({
+    apiVersion: 'apps/v1',
+    kind: 'ControllerRevision',
+    metadata: {
+      name: 'rev-1',
+      namespace: 'default',
+      labels: { name: 'simple-daemon', type: 'production' },
+      ...(owner
+        ? {
+            ownerReferences: [
+              {
+                apiVersion: 'apps.kruise.io/v1alpha1',
+                kind: 'DaemonSet',
+                name: owner.metadata.name!,
+                uid: owner.metadata.uid!,
+                controller: true,
+              },
+            ],
+          }
+        : {}),
+    },
+    revision: 1,
+  });
+
+  test('addDaemonSet, updateDaemonSet: the DaemonSet is queued', async () => {
+    const c = newController(foo);
+    c.addDaemonSet(foo);
+    assert.deepEqual(await queued(c), ['default/foo']);
+    c.updateDaemonSet(foo, withRV(foo, '7'));
+    assert.deepEqual(await queued(c), ['default/foo']);
+  });
+
+  test('deleteDaemonSet (also a tombstone): queued, and its expectations dropped', async () => {
+    const c = newController(foo);
+    c.expectations.expectCreations('default/foo', 3);
+    assert.notEqual(c.expectations.getExpectations('default/foo'), undefined);
+    c.deleteDaemonSet(new DeletedFinalStateUnknown('default/foo', foo));
+    assert.deepEqual(await queued(c), ['default/foo']);
+    assert.equal(c.expectations.getExpectations('default/foo'), undefined);
+  });
+
+  test('addPod of an owned pod: its creation is observed and the owner queued', async () => {
+    const c = newController(foo, bar);
+    c.expectations.expectCreations('default/foo', 1);
+    assert.equal(c.expectations.satisfiedExpectations('default/foo'), false);
+    c.addPod(newPod(foo, 'node-0'));
+    assert.deepEqual(await queued(c), ['default/foo']);
+    assert.equal(c.expectations.satisfiedExpectations('default/foo'), true);
+  });
+
+  test('addPod of an orphan: every DaemonSet whose selector matches it is queued (to adopt it)', async () => {
+    const other = newDaemonSet({ name: 'other' });
+    other.spec.selector = { matchLabels: { name: 'other' } };
+    const c = newController(foo, bar, other);
+    c.addPod(orphan(newPod(foo, 'node-0')));
+    assert.deepEqual(await queued(c), ['default/bar', 'default/foo']);
+  });
+
+  test('addPod of a pod of a DaemonSet replaced under the same name (UID differs): treated as an orphan', async () => {
+    const c = newController(foo);
+    const stale = newPod({ ...foo, metadata: { ...foo.metadata, uid: 'old-uid' } }, 'node-0');
+    c.expectations.expectCreations('default/foo', 1);
+    c.addPod(stale);
+    assert.deepEqual(await queued(c), ['default/foo']);
+    assert.equal(c.expectations.satisfiedExpectations('default/foo'), false, 'not counted as our create');
+  });
+
+  test('addPod of a pod already terminating: counted as observed deleted', async () => {
+    const c = newController(foo);
+    const pod = newPod(foo, 'node-0', { deleting: true });
+    c.expectations.expectDeletionsOf('default/foo', [`default/${pod.metadata.name}`]);
+    assert.equal(c.expectations.satisfiedExpectations('default/foo'), false);
+    c.addPod(pod);
+    assert.deepEqual(await queued(c), ['default/foo']);
+    assert.equal(c.expectations.satisfiedExpectations('default/foo'), true);
+  });
+
+  test('updatePod: a resync (same resourceVersion) queues nothing; a change queues the owner', async () => {
+    const c = newController(foo);
+    const pod = withRV(newPod(foo, 'node-0'), '5');
+    c.updatePod(pod, pod);
+    assert.deepEqual(await queued(c), []);
+    c.updatePod(pod, withRV(pod, '6'));
+    assert.deepEqual(await queued(c), ['default/foo']);
+  });
+
+  test('updatePod: a pod changing controller queues both; an orphan whose labels changed queues the matching', async () => {
+    const c = newController(foo, bar);
+    const pod = withRV(newPod(foo, 'node-0'), '5');
+    c.updatePod(pod, withRV(newPod(bar, 'node-0', { name: pod.metadata.name }), '6'));
+    assert.deepEqual(await queued(c), ['default/bar', 'default/foo']);
+    const o = withRV(orphan(newPod(foo, 'node-0', { labels: { name: 'elsewhere' } })), '5');
+    const relabelled = withRV(orphan(newPod(foo, 'node-0', { name: o.metadata.name })), '6');
+    c.updatePod(o, relabelled);
+    assert.deepEqual(await queued(c), ['default/bar', 'default/foo']);
+    c.updatePod(relabelled, withRV(relabelled, '7'));
+    assert.deepEqual(await queued(c), [], 'an orphan whose labels did not change is nobody’s news');
+  });
+
+  test('updatePod to terminating, deletePod (also a tombstone): the deletion is observed and the owner queued', async () => {
+    const c = newController(foo);
+    const a = withRV(newPod(foo, 'node-0'), '5');
+    const b = withRV(newPod(foo, 'node-1'), '5');
+    c.expectations.expectDeletionsOf('default/foo', [`default/${a.metadata.name}`, `default/${b.metadata.name}`]);
+    c.updatePod(a, withRV(newPod(foo, 'node-0', { name: a.metadata.name, deleting: true }), '6'));
+    assert.deepEqual(await queued(c), ['default/foo']);
+    assert.equal(c.expectations.satisfiedExpectations('default/foo'), false, 'one deletion still expected');
+    c.deletePod(new DeletedFinalStateUnknown(`default/${b.metadata.name}`, b));
+    assert.deepEqual(await queued(c), ['default/foo']);
+    assert.equal(c.expectations.satisfiedExpectations('default/foo'), true);
+  });
+
+  test('addNode: only the DaemonSets that should run on the node are queued', async () => {
+    const c = newController(foo, blue);
+    c.addNode(newNode('red-node', { color: 'red' }));
+    assert.deepEqual(await queued(c), ['default/foo']);
+    c.addNode(newNode('blue-node', { color: 'blue' }));
+    assert.deepEqual(await queued(c), ['default/blue', 'default/foo']);
+  });
+
+  test('updateNode (TestUpdateNode): a heartbeat queues nothing; a label change queues the DaemonSets it affects', async () => {
+    const c = newController(foo, blue);
+    const node: Node = { ...newNode('n1', { color: 'red' }), status: { conditions: [] } };
+    const heartbeat = (n: Node, at: string): Node => ({
+      ...withRV(n, at),
+      status: { conditions: [{ type: 'Ready', status: 'True', lastHeartbeatTime: at }] },
+    });
+    c.updateNode(heartbeat(node, '1'), heartbeat(node, '2'));
+    assert.deepEqual(await queued(c), []);
+    c.updateNode(heartbeat(node, '2'), heartbeat(newNode('n1', { color: 'blue' }), '3'));
+    assert.deepEqual(await queued(c), ['default/blue']);
+  });
+
+  test('deleteNode: every DaemonSet is queued', async () => {
+    const c = newController(foo, blue);
+    c.deleteNode();
+    assert.deepEqual(await queued(c), ['default/blue', 'default/foo']);
+  });
+
+  test('addHistory, updateHistory, deleteHistory: the owner is queued; an orphan queues the matching', async () => {
+    const c = newController(foo, bar);
+    const owned = revision(foo);
+    c.addHistory(owned);
+    assert.deepEqual(await queued(c), ['default/foo']);
+    c.updateHistory(owned, withRV(owned, '9'));
+    assert.deepEqual(await queued(c), ['default/foo']);
+    c.deleteHistory(new DeletedFinalStateUnknown('default/rev-1', owned));
+    assert.deepEqual(await queued(c), ['default/foo']);
+    c.addHistory(revision());
+    assert.deepEqual(await queued(c), ['default/bar', 'default/foo']);
+  });
+});
+
+// expectSyncDaemonSets: the creates, deletes and events one sync sends.
+describe('DaemonSetController syncs', { timeout: 60_000 }, () => {
+  const env = withFakeApiServer();
+  const { server, stops } = env;
+
+  interface Harness {
+    controller: DaemonSetController;
+    recorder: EventRecorder;
+    key: string;
+    namespace: string;
+  }
+
+  /** A controller with synced caches (no workers: each test runs the syncs itself) and a DaemonSet on `nodes`. */
+  async function setup(ds: DaemonSet, nodes: number): Promise<Harness> {
+    const namespace = ds.metadata.name!;
+    ds.metadata.namespace = namespace;
+    server.upsert(DAEMONSETS, ds as unknown as KubeObject);
+    for (const node of addNodes(nodes, {}, 0)) server.upsert(NODES, node);
+    const recorder = new EventRecorder({ client: env.client, logger });
+    const controller = new DaemonSetController({ client: env.client, recorder, logger, workers: 1 });
+    const informers = new AbortController();
+    stops.push(informers);
+    controller.startInformers(informers.signal);
+    assert.equal(await controller.waitForCacheSync(informers.signal), true);
+    return { controller, recorder, key: `${namespace}/${namespace}`, namespace };
+  }
+
+  /** Daemon pods only: a rollout also creates image pre-download pull pods (imagePreDownload 'pods', the default). */
+  const daemonPods = (h: Harness) => (server.objects(PODS, h.namespace) as Pod[]).filter((p) => !isPullPod(p));
+  /** The nodes of the daemon pods, sorted. */
+  const podNodes = (h: Harness) =>
+    daemonPods(h)
+      .map((p) => podNode(p))
+      .sort();
+
+  /** Waits until the caches show every pod create and delete and the status write the controller expects. */
+  async function settled(h: Harness): Promise<void> {
+    await until('expectations satisfied', () => h.controller.expectations.satisfiedExpectations(h.key));
+    await until('the cache shows our status write', () => {
+      const ds = h.controller.daemonSets.store.get(h.key);
+      return ds !== undefined && h.controller.statusVersions.isSatisfied(ds).satisfied;
+    });
+    await until(
+      'the pod cache caught up',
+      () =>
+        h.controller.pods.store.byIndex('namespace', h.namespace).length === server.objects(PODS, h.namespace).length,
+    );
+  }
+
+  /**
+   * Runs one sync of `h.key` and checks the daemon pod creates and deletes it sent (attempted, as upstream's
+   * fakePodControl counts them; pull pods not counted) and the events it recorded, read from the fake apiserver's request log. Returns the sync's result
+   * or error and the events' reasons.
+   */
+  async function expectSyncDaemonSets(
+    h: Harness,
+    want: { creates: number; deletes: number; events: number },
+  ): Promise<{ result?: ReconcileResult | void; error?: unknown; reasons: string[] }> {
+    const from = server.requests.length;
+    let result: ReconcileResult | void = undefined;
+    let error: unknown;
+    try {
+      result = await h.controller.reconcile(h.key);
+    } catch (err) {
+      error = err;
+    }
+    await h.recorder.flush();
+    const sent = server.requests.slice(from);
+    const podsPath = `/api/v1/namespaces/${h.namespace}/pods`;
+    const eventsPath = `/api/v1/namespaces/${h.namespace}/events`;
+    const creates = sent.filter((r) => r.method === 'POST' && r.path === podsPath && !isPullPod(r.body as Pod)).length;
+    const deletes = sent.filter(
+      (r) => r.method === 'DELETE' && r.path.startsWith(`${podsPath}/`) && !r.path.includes('-predownload-'),
+    ).length;
+    const events = sent.filter((r) => r.path.startsWith(eventsPath) && (r.method === 'POST' || r.method === 'PATCH'));
+    // A repeated event is a PATCH of the first one's count (the recorder's dedup): its reason is the stored one's.
+    const reasons = events.map(
+      (r) =>
+        (r.body as { reason?: string }).reason ??
+        (server.get(EVENTS, h.namespace, r.path.split('/').pop()!) as unknown as { reason: string }).reason,
+    );
+    assert.deepEqual(
+      { creates, deletes, events: events.length },
+      want,
+      `sync of ${h.key}: events ${reasons.join(', ')}; error ${String(error)}`,
+    );
+    return { result, error, reasons };
+  }
+
+  test('a new DaemonSet on 5 nodes: 5 creates, 5 SuccessfulCreate events, then nothing more to do', async () => {
+    const h = await setup(newDaemonSet({ name: 'fresh' }), 5);
+    const { reasons } = await expectSyncDaemonSets(h, { creates: 5, deletes: 0, events: 5 });
+    assert.deepEqual(new Set(reasons), new Set([SUCCESSFUL_CREATE_REASON]));
+    assert.deepEqual(podNodes(h), ['node-0', 'node-1', 'node-2', 'node-3', 'node-4']);
+    await settled(h);
+    await expectSyncDaemonSets(h, { creates: 0, deletes: 0, events: 0 });
+  });
+
+  test('a failed pod is deleted (FailedDaemonPod), and replaced by the next sync', async () => {
+    const h = await setup(newDaemonSet({ name: 'failing' }), 2);
+    await expectSyncDaemonSets(h, { creates: 2, deletes: 0, events: 2 });
+    await settled(h);
+    const victim = daemonPods(h).find((p) => podNode(p) === 'node-1')!;
+    const failed = server.upsert(PODS, { ...victim, status: { ...victim.status, phase: 'Failed' } } as KubeObject);
+    await until(
+      'the cache sees the failure',
+      () =>
+        h.controller.pods.store.get(`${h.namespace}/${victim.metadata.name}`)?.metadata.resourceVersion ===
+        failed.metadata.resourceVersion,
+    );
+    const { reasons } = await expectSyncDaemonSets(h, { creates: 0, deletes: 1, events: 2 });
+    assert.deepEqual(reasons.sort(), [FAILED_DAEMON_POD_REASON, SUCCESSFUL_DELETE_REASON]);
+    await settled(h);
+    // As upstream, the replacement comes with the next sync (the per-node backoff delays deleting a pod that keeps
+    // failing, not creating its replacement).
+    await expectSyncDaemonSets(h, { creates: 1, deletes: 0, events: 1 });
+    assert.deepEqual(podNodes(h), ['node-0', 'node-1']);
+  });
+
+  test('a node removed: its pod, pinned to a node that no longer exists, is deleted', async () => {
+    const h = await setup(newDaemonSet({ name: 'shrinking' }), 3);
+    await expectSyncDaemonSets(h, { creates: 3, deletes: 0, events: 3 });
+    await settled(h);
+    server.remove(NODES, undefined, 'node-2');
+    await until('the cache sees the node gone', () => h.controller.nodes.store.get('node-2') === undefined);
+    const { reasons } = await expectSyncDaemonSets(h, { creates: 0, deletes: 1, events: 1 });
+    assert.deepEqual(reasons, [SUCCESSFUL_DELETE_REASON]);
+    await settled(h);
+    assert.deepEqual(podNodes(h), ['node-0', 'node-1']);
+  });
+
+  test('a rolling update step (maxUnavailable 1): one old pod deleted, then its replacement created', async () => {
+    const h = await setup(newDaemonSet({ name: 'rolling', strategy: 'RollingUpdate' }), 3);
+    await expectSyncDaemonSets(h, { creates: 3, deletes: 0, events: 3 });
+    await settled(h);
+    // The pods run and are ready (no kubelet here), and the template changes.
+    const longAgo = new Date(Date.now() - 60_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    for (const pod of daemonPods(h)) {
+      server.upsert(PODS, {
+        ...pod,
+        spec: { ...pod.spec, nodeName: podNode(pod) },
+        status: {
+          ...pod.status,
+          phase: 'Running',
+          conditions: [
+            ...(pod.status?.conditions ?? []).filter((c) => c.type !== 'Ready'),
+            { type: 'Ready', status: 'True', lastTransitionTime: longAgo },
+          ],
+        },
+      } as KubeObject);
+    }
+    const ds = structuredClone(server.get(DAEMONSETS, h.namespace, h.namespace)) as unknown as DaemonSet;
+    ds.metadata.generation = 2;
+    ds.spec.template.spec!.containers[0]!.image = 'foo/bar:v2';
+    const stored = server.upsert(DAEMONSETS, ds as unknown as KubeObject);
+    await until(
+      'the cache sees the new template and ready pods',
+      () =>
+        h.controller.daemonSets.store.get(h.key)?.metadata.resourceVersion === stored.metadata.resourceVersion &&
+        h.controller.pods.store.byIndex('namespace', h.namespace).every((p) => p.spec?.nodeName),
+    );
+    const { reasons } = await expectSyncDaemonSets(h, { creates: 0, deletes: 1, events: 1 });
+    assert.deepEqual(reasons, [SUCCESSFUL_DELETE_REASON]);
+    await settled(h);
+    await expectSyncDaemonSets(h, { creates: 1, deletes: 0, events: 1 });
+    const images = daemonPods(h)
+      .map((p) => p.spec!.containers[0]!.image)
+      .sort();
+    assert.deepEqual(images, ['foo/bar', 'foo/bar', 'foo/bar:v2']);
+  });
+
+  test('creates refused by a quota (403) stop the slow start at the first failing batch', async () => {
+    const h = await setup(newDaemonSet({ name: 'quota' }), 10);
+    // The first create is admitted, every later one refused: batch 1 (1 pod) succeeds, batch 2 (2 pods) fails,
+    // batches 3 and 4 (4 and 3 pods) are never sent.
+    let admitted = 0;
+    server.hook = (r, res) => {
+      if (r.method !== 'POST' || r.path !== `/api/v1/namespaces/${h.namespace}/pods` || admitted++ < 1) return false;
+      res.writeHead(403, { 'Content-Type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          reason: 'Forbidden',
+          code: 403,
+          message: 'pods "x" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1',
+        }),
+      );
+      return true;
+    };
+    const { error, reasons } = await expectSyncDaemonSets(h, { creates: 3, deletes: 0, events: 3 });
+    assert.ok(error instanceof AggregateError && error.errors.length === 2, String(error));
+    assert.deepEqual(reasons.sort(), [FAILED_CREATE_REASON, FAILED_CREATE_REASON, SUCCESSFUL_CREATE_REASON]);
+    // The 2 refused and the 7 never sent are not waited for: only the one create made is still expected.
+    await settled(h);
+    assert.equal(daemonPods(h).length, 1);
+    // The next sync starts over with a batch of 1.
+    await expectSyncDaemonSets(h, { creates: 1, deletes: 0, events: 1 });
+  });
+});
+
+/** The node a daemon pod is pinned to (its matchFields affinity), bound or not. */
+function podNode(pod: Pod): string | undefined {
+  const terms = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+  return pod.spec?.nodeName ?? terms?.[0]?.matchFields?.[0]?.values?.[0];
+}

@@ -1,7 +1,7 @@
 // A shared index informer, as client-go's tools/cache: a reflector filling an indexed store,
 // and event handlers told about every change. Handlers run synchronously, in order, right after
 // the store changed, so a handler always sees the store at least as new as the event; they
-// should only map the object to keys and enqueue them (architecture.md).
+// should only map the object to keys and enqueue them (docs/architecture.md).
 //
 // Hand-written rather than client-node's makeInformer: that cache has no custom indexes (only
 // name/namespace), no bookmarks, no server-side timeout and no silent-watch detection.

@@ -1,8 +1,9 @@
 // The reflector: keeps a store in step with the apiserver by list-then-watch, as client-go's
-// tools/cache.Reflector. Hand-written because client-node's informer lacks what keeps a cache
-// correct for days (ecosystem-aesthetics-perf.md §1.2–1.4): watch bookmarks, a server-side watch
-// timeout, an inactivity watchdog for silent connections, paged lists, rewatch from the last
-// resourceVersion, and backoff with jitter when the apiserver is down.
+// tools/cache.Reflector (https://github.com/kubernetes/client-go/blob/master/tools/cache/reflector.go).
+// Hand-written because client-node's informer lacks what keeps a cache correct for days: watch
+// bookmarks, a server-side watch timeout, an inactivity watchdog for silent connections (watches
+// that stop without an error: https://github.com/kubernetes-client/javascript/issues/596), paged
+// lists, rewatch from the last resourceVersion, and backoff with jitter when the apiserver is down.
 //
 // The loop:
 //   list (paged) at relistResourceVersion() → store.replace(items, rv)

@@ -1,8 +1,8 @@
 // A keyed, de-duplicating, rate-limited work queue with client-go's workqueue semantics
-// (k8s.io/client-go/util/workqueue: queue.go, delaying_queue.go, rate_limiting_queue.go,
-// default_rate_limiters.go). Hand-written because nothing on npm has them: p-queue and fastq
-// give concurrency, but not "a key is queued at most once", "a key is never processed by two
-// workers at once", nor per-key exponential backoff (see ecosystem-aesthetics-perf.md §1.4).
+// (https://github.com/kubernetes/client-go/tree/master/util/workqueue: queue.go, delaying_queue.go,
+// rate_limiting_queue.go, default_rate_limiters.go). Hand-written because nothing on npm has them:
+// p-queue and fastq give concurrency, but not "a key is queued at most once", "a key is never
+// processed by two workers at once", nor per-key exponential backoff.
 import { TokenBucket } from '../../src/k8s/client.ts';
 import { defaultLogger, type Logger } from './log.ts';
 import {

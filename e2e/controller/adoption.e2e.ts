@@ -1,4 +1,4 @@
-// Issue #4, e2e: ownership. `kubectl delete --cascade=orphan` then re-creating the same DaemonSet
+// e2e: ownership. `kubectl delete --cascade=orphan` then re-creating the same DaemonSet
 // adopts the running pods and revisions without restarting them; a pod whose labels stop matching
 // is released and replaced; deleting the DaemonSet removes its pods through garbage collection.
 import { describe, test } from 'node:test';

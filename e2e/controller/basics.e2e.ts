@@ -1,4 +1,4 @@
-// Issue #4, e2e: with no extra fields an Advanced DaemonSet behaves as a native one: one available
+// e2e: with no extra fields an Advanced DaemonSet behaves as a native one: one available
 // pod per node, built as upstream builds daemon pods; deleted, failed and missing pods replaced;
 // status counters that agree with `kubectl get` and with the pods; `kubectl wait` on a condition.
 import { describe, test } from 'node:test';

@@ -1,4 +1,4 @@
-// Issue #4, e2e: ControllerRevisions. Going back to an earlier template reuses its revision (same
+// e2e: ControllerRevisions. Going back to an earlier template reuses its revision (same
 // name and object, revision number bumped); history is trimmed to revisionHistoryLimit, oldest
 // first, never deleting a revision a live pod still uses.
 import { describe, test } from 'node:test';

@@ -1,4 +1,4 @@
-// Issue #4, e2e: two controllers with Lease leader election. Only the Lease holder reconciles;
+// e2e: two controllers with Lease leader election. Only the Lease holder reconciles;
 // killing it (SIGKILL: no release, as a crashed or partitioned replica) lets the other take over
 // once the lease expires, and the survivor carries on with the work.
 //

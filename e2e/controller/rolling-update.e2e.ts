@@ -1,4 +1,4 @@
-// Issue #4, e2e: update strategies. A streaming pod watch checks the invariants at every state the
+// e2e: update strategies. A streaming pod watch checks the invariants at every state the
 // apiserver went through during the rollout (not at poll instants): the unavailability budget of
 // maxUnavailable, the surge budget and minReadySeconds of maxSurge, and OnDelete.
 import { after, describe, test } from 'node:test';

@@ -1,4 +1,4 @@
-// Issue #4, e2e: which nodes run a daemon pod. The template's nodeSelector and node labels (in,
+// e2e: which nodes run a daemon pod. The template's nodeSelector and node labels (in,
 // out, and a changed selector), taints against the template's tolerations (NoSchedule keeps a
 // running pod and counts it misscheduled, NoExecute removes it) and the automatic daemon
 // tolerations (a cordoned node still runs its daemon pod).

@@ -69,8 +69,9 @@ interface AdmissionReviewJson {
 
 /** POSTs a mutating AdmissionReview to the manager's webhook, verifying TLS for `serverName` against `caPem`. */
 async function admissionOverTls(manager: ManagedProcess, serverName: string, caPem: string) {
-  const started = await eventually('the manager started line', async () =>
-    readLogLines(manager.logFile).find((l) => l.msg === 'manager started'),
+  // Logged once the HTTPS server listens: in self-signed mode that is after the certificate bootstrap.
+  const started = await eventually('the webhook serving line', async () =>
+    readLogLines(manager.logFile).find((l) => l.msg === 'webhook serving'),
   );
   const body = JSON.stringify({
     apiVersion: 'admission.k8s.io/v1',

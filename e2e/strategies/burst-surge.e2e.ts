@@ -1,7 +1,8 @@
-// Issue #5, e2e items 5 and 6 (and kruise-ads-spec §6.2 item 7): burstReplicas caps the pods created per sync,
-// and a percent never rounds a small DaemonSet down to zero work; surging (the deprecated Surging type, and
-// maxSurge with Standard) starts the new pod before the old one goes, within maxSurge (percent rounded up), with
-// at most one new and one old pod per node.
+// e2e of burstReplicas and surge (docs/kruise-rules.md; the surge case after Kruise's e2e test
+// https://github.com/openkruise/kruise/blob/master/test/e2e/apps/v1alpha1/daemonset.go): burstReplicas caps the pods
+// created per sync, and a percent never rounds a small DaemonSet down to zero work; surging (the deprecated Surging
+// type, and maxSurge with Standard) starts the new pod before the old one goes, within maxSurge (percent rounded up),
+// with at most one new and one old pod per node.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { eventually, podReady, type PodJson } from '../lib/kube.ts';
@@ -18,7 +19,7 @@ import {
 } from '../lib/ads.ts';
 import { fixture, type Fixture, layout, rolledOutDaemonSet, RvWatch, waitLayout, waitNewRevision } from './lib.ts';
 
-describe('burstReplicas (item 5)', { timeout: 300_000 }, () => {
+describe('burstReplicas', { timeout: 300_000 }, () => {
   const f = fixture('burst', 4);
   const name = 'burst';
 
@@ -123,7 +124,7 @@ async function surgeRollout(
   return stats;
 }
 
-describe('surging (item 6)', { timeout: 300_000 }, () => {
+describe('surging', { timeout: 300_000 }, () => {
   const f = fixture('surging', 3);
 
   test('deprecated rollingUpdateType Surging, maxSurge 50% of 3 = 2 (rounded up): new pod before old, two nodes at a time, never more than one new and one old pod per node', async () => {
@@ -135,7 +136,7 @@ describe('surging (item 6)', { timeout: 300_000 }, () => {
   });
 });
 
-describe('surge with minReadySeconds 10 (kruise-ads-spec §6.2 item 7)', { timeout: 300_000 }, () => {
+describe("surge with minReadySeconds 10 (as Kruise's e2e test)", { timeout: 300_000 }, () => {
   const f = fixture('surge-mrs', 3);
 
   test('maxSurge 100%, maxUnavailable 0: every node gets a second pod while the old one runs; the old one goes only after the new one was Ready 10s', async () => {

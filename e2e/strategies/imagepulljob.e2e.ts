@@ -1,7 +1,7 @@
-// Issue #5 item 9, the Kruise mode: with Kruise's ImagePullJob CRD in the cluster, `--image-predownload
-// imagepulljob` creates ImagePullJob objects (kruise-daemon would act on them) instead of pull pods. Runs on a
-// private cluster with a manager of its own started with that flag; the CRD is a schemaless stand-in for Kruise's
-// (no kruise-daemon here: what is checked is what we write, and that we clean it up).
+// Image pre-download, the Kruise mode (docs/kruise-rules.md#image-pre-download): with Kruise's ImagePullJob CRD in the
+// cluster, `--image-predownload imagepulljob` creates ImagePullJob objects (kruise-daemon would act on them) instead of
+// pull pods. Runs on a private cluster with a manager of its own started with that flag; the CRD is a schemaless
+// stand-in for Kruise's (no kruise-daemon here: what is checked is what we write, and that we clean it up).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -55,7 +55,7 @@ interface ImagePullJobJson {
 }
 
 describeOnPrivateCluster(
-  'image pre-download with Kruise ImagePullJobs (item 9, --image-predownload imagepulljob)',
+  'image pre-download with Kruise ImagePullJobs (--image-predownload imagepulljob)',
   { timeout: 300_000 },
   (cluster) => {
     const f = fixture('ipj', 4);

@@ -1,6 +1,7 @@
-// Issue #5, e2e items 7 and 8 (and kruise-ads-spec §6.2 items 4-6): InPlaceIfPossible updates images and template
-// metadata in place (same pod, same UID, InPlaceUpdateReady False then True, within maxUnavailable) and
-// recreates for any other change; lifecycle.preDelete holds a hooked pod in PreparingDelete (KruisePodReady False
+// e2e of InPlaceIfPossible and lifecycle.preDelete, after the cases of Kruise's e2e test
+// (https://github.com/openkruise/kruise/blob/master/test/e2e/apps/v1alpha1/daemonset.go): InPlaceIfPossible updates
+// images and template metadata in place (same pod, same UID, InPlaceUpdateReady False then True, within maxUnavailable)
+// and recreates for any other change; lifecycle.preDelete holds a hooked pod in PreparingDelete (KruisePodReady False
 // with markPodNotReady) until its hook label or finalizer is removed.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -49,7 +50,7 @@ const envPatch = (image: string, value: string) => ({
   spec: { template: { spec: { containers: [{ name: 'c', image, env: [{ name: 'MODE', value }] }] } } },
 });
 
-describe('InPlaceIfPossible (item 7, §6.2 items 4 and 5)', { timeout: 300_000 }, () => {
+describe('InPlaceIfPossible', { timeout: 300_000 }, () => {
   const f = fixture('inplace', 4);
   const name = 'inplace';
   let watch: PodWatch | undefined;
@@ -144,7 +145,7 @@ describe('InPlaceIfPossible (item 7, §6.2 items 4 and 5)', { timeout: 300_000 }
   });
 });
 
-describe('lifecycle.preDelete (item 8, §6.2 item 6)', { timeout: 300_000 }, () => {
+describe('lifecycle.preDelete', { timeout: 300_000 }, () => {
   const f = fixture('predelete', 3);
   const name = 'predelete';
   const hook = 'example.io/block-deleting';
@@ -223,60 +224,56 @@ describe('lifecycle.preDelete (item 8, §6.2 item 6)', { timeout: 300_000 }, () 
   });
 });
 
-describe(
-  'lifecycle.preDelete finalizersHandler on a node that no longer qualifies (item 8)',
-  { timeout: 300_000 },
-  () => {
-    const f = fixture('prefin', 2, () => ({ run: 'yes' }));
-    const name = 'prefin';
-    const finalizer = 'example.io/unready-blocker';
+describe('lifecycle.preDelete finalizersHandler on a node that no longer qualifies', { timeout: 300_000 }, () => {
+  const f = fixture('prefin', 2, () => ({ run: 'yes' }));
+  const name = 'prefin';
+  const finalizer = 'example.io/unready-blocker';
 
-    test('the pod of an ineligible node is held in PreparingDelete until the finalizer is removed', async (t) => {
-      t.after(async () => {
-        // Never leave a finalizer behind: it would keep the namespace terminating.
-        for (const p of await adsPods(f.ns, name).catch(() => [])) {
-          await kubectl([
-            'patch',
-            'pod',
-            p.metadata.name,
-            '-n',
-            f.ns,
-            '--type=merge',
-            '-p',
-            '{"metadata":{"finalizers":null}}',
-          ]).catch(() => undefined);
-        }
-      });
-      const { pods: initial } = await rolledOutDaemonSet(f, name, {
-        options: { nodeSelector: { run: 'yes' } },
-        mutate: (m) => {
-          (m.spec as { template: { metadata: Record<string, unknown> } }).template.metadata.finalizers = [finalizer];
-          m.spec.lifecycle = { preDelete: { finalizersHandler: [finalizer] } };
-        },
-      });
-      const [keep, drop] = f.nodes as [string, string];
-      await labelNode(drop, { run: null });
-      const held = await eventually(`the pod on ${drop} in PreparingDelete`, async () => {
-        const p = (await adsPods(f.ns, name)).find((x) => x.spec.nodeName === drop);
-        return p && p.metadata.labels?.[STATE_LABEL] === 'PreparingDelete' && p;
-      });
-      assert.equal(held.metadata.uid, initial.get(drop)!.metadata.uid);
-      await assertUnchanged(f.ns, name, initial, 'finalizer hook held');
-      await kubectl([
-        'patch',
-        'pod',
-        held.metadata.name,
-        '-n',
-        f.ns,
-        '--type=json',
-        '-p',
-        '[{"op":"remove","path":"/metadata/finalizers"}]',
-      ]);
-      const left = await eventually(`the pod on ${drop} gone once released`, async () => {
-        const ps = await adsPods(f.ns, name);
-        return ps.length === 1 && ps[0]!.spec.nodeName === keep && ps;
-      });
-      assert.equal(left[0]!.metadata.uid, initial.get(keep)!.metadata.uid, `the pod on ${keep} untouched`);
+  test('the pod of an ineligible node is held in PreparingDelete until the finalizer is removed', async (t) => {
+    t.after(async () => {
+      // Never leave a finalizer behind: it would keep the namespace terminating.
+      for (const p of await adsPods(f.ns, name).catch(() => [])) {
+        await kubectl([
+          'patch',
+          'pod',
+          p.metadata.name,
+          '-n',
+          f.ns,
+          '--type=merge',
+          '-p',
+          '{"metadata":{"finalizers":null}}',
+        ]).catch(() => undefined);
+      }
     });
-  },
-);
+    const { pods: initial } = await rolledOutDaemonSet(f, name, {
+      options: { nodeSelector: { run: 'yes' } },
+      mutate: (m) => {
+        (m.spec as { template: { metadata: Record<string, unknown> } }).template.metadata.finalizers = [finalizer];
+        m.spec.lifecycle = { preDelete: { finalizersHandler: [finalizer] } };
+      },
+    });
+    const [keep, drop] = f.nodes as [string, string];
+    await labelNode(drop, { run: null });
+    const held = await eventually(`the pod on ${drop} in PreparingDelete`, async () => {
+      const p = (await adsPods(f.ns, name)).find((x) => x.spec.nodeName === drop);
+      return p && p.metadata.labels?.[STATE_LABEL] === 'PreparingDelete' && p;
+    });
+    assert.equal(held.metadata.uid, initial.get(drop)!.metadata.uid);
+    await assertUnchanged(f.ns, name, initial, 'finalizer hook held');
+    await kubectl([
+      'patch',
+      'pod',
+      held.metadata.name,
+      '-n',
+      f.ns,
+      '--type=json',
+      '-p',
+      '[{"op":"remove","path":"/metadata/finalizers"}]',
+    ]);
+    const left = await eventually(`the pod on ${drop} gone once released`, async () => {
+      const ps = await adsPods(f.ns, name);
+      return ps.length === 1 && ps[0]!.spec.nodeName === keep && ps;
+    });
+    assert.equal(left[0]!.metadata.uid, initial.get(keep)!.metadata.uid, `the pod on ${keep} untouched`);
+  });
+});

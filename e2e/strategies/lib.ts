@@ -1,4 +1,4 @@
-// Helpers shared by the rollout-strategy e2e files (issue #5): a per-describe fixture (own namespace, own
+// Helpers shared by the rollout-strategy e2e files (docs/kruise-rules.md): a per-describe fixture (own namespace, own
 // labelled fake nodes), waiting for an exact node -> revision layout, and holding a layout still.
 import { spawn, type ChildProcess } from 'node:child_process';
 import assert from 'node:assert/strict';

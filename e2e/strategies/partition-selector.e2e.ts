@@ -1,6 +1,6 @@
-// Issue #5, e2e items 1 and 2: rollingUpdate.partition (int and percent of the live desired count) and
-// rollingUpdate.selector, alone and combined with partition and maxUnavailable (seed 000's "multi-dimensional"
-// release). Which nodes keep the old revision is asserted exactly, and kept pods are checked by UID.
+// e2e: rollingUpdate.partition (int and percent of the live desired count) and rollingUpdate.selector, alone and
+// combined with partition and maxUnavailable (the "multi-dimensional" release of docs/differences.md). Which nodes keep
+// the old revision is asserted exactly, and kept pods are checked by UID.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { eventually, kubectl, podReady, sleep, type PodJson } from '../lib/kube.ts';
@@ -20,7 +20,7 @@ const partitionPatch = (partition: number | string) => ({
   spec: { updateStrategy: { rollingUpdate: { partition } } },
 });
 
-describe('rollingUpdate.partition (item 1)', { timeout: 300_000 }, () => {
+describe('rollingUpdate.partition', { timeout: 300_000 }, () => {
   const f = fixture('partition', 8);
   const name = 'part';
 
@@ -57,7 +57,7 @@ describe('rollingUpdate.partition (item 1)', { timeout: 300_000 }, () => {
   });
 });
 
-describe('rollingUpdate.selector (item 2)', { timeout: 300_000 }, () => {
+describe('rollingUpdate.selector', { timeout: 300_000 }, () => {
   // Canary nodes 1, 3 and 4: not a prefix or suffix of the name order, so name order alone cannot pass.
   const canary = new Set([1, 3, 4]);
   const f = fixture('selector', 6, (i): Record<string, string> => (canary.has(i) ? { nodeType: 'canary' } : {}));
@@ -91,7 +91,7 @@ describe('rollingUpdate.selector (item 2)', { timeout: 300_000 }, () => {
     assertSamePods(initial, canaried, others, 'nodes outside the selector');
     await assertUnchanged(f.ns, name, canaried, 'canary done: unlabelled nodes stay old');
 
-    // Multi-dimensional (seed 000): a new image; filter by the canary selector (nodes 1, 3, 4), partition 1 within
+    // Multi-dimensional: a new image; filter by the canary selector (nodes 1, 3, 4), partition 1 within
     // those -> 2 updated, in descending name order (nodes 4 and 3); node 1 keeps v2, the rest v1. (Counting the
     // partition over all 6 nodes, as Kruise does, would update all three canaries.)
     await patchAds(f.ns, name, {

@@ -1,4 +1,4 @@
-// Issue #5, e2e items 3 and 4: rollingUpdate.paused (the update stops, pod management does not) and the
+// e2e: rollingUpdate.paused (the update stops, pod management does not) and the
 // progressive-create-pod annotation (the partition also limits how many nodes get a first pod; a percent
 // partition is of the live desired count, so it holds on the very first sync).
 import { describe, test } from 'node:test';
@@ -17,7 +17,7 @@ import {
   waitObserved,
 } from './lib.ts';
 
-describe('rollingUpdate.paused (item 3)', { timeout: 300_000 }, () => {
+describe('rollingUpdate.paused', { timeout: 300_000 }, () => {
   const f = fixture('paused', 3);
   const name = 'paused';
 
@@ -61,7 +61,7 @@ describe('rollingUpdate.paused (item 3)', { timeout: 300_000 }, () => {
   });
 });
 
-describe('progressive creation: daemonset.kruise.io/progressive-create-pod (item 4)', { timeout: 300_000 }, () => {
+describe('progressive creation: daemonset.kruise.io/progressive-create-pod', { timeout: 300_000 }, () => {
   const f = fixture('progressive', 5);
   const name = 'progressive';
 

@@ -1,7 +1,7 @@
-// Issue #5, e2e item 9: image pre-download without kruise-daemon. During a rollout that does not update every
-// node at once, short-lived pull pods pinned to the nodes still running old pods pull the new image, at most
-// `apps.kruise.io/image-predownload-parallelism` at a time; they are deleted when done and none is left (or made)
-// when the rollout updates everything at once.
+// e2e: image pre-download without kruise-daemon (docs/kruise-rules.md#image-pre-download). During a rollout that does
+// not update every node at once, short-lived pull pods pinned to the nodes still running old pods pull the new image,
+// at most `apps.kruise.io/image-predownload-parallelism` at a time; they are deleted when done and none is left (or
+// made) when the rollout updates everything at once.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { eventually, listPods, type PodJson } from '../lib/kube.ts';
@@ -12,7 +12,7 @@ const UID_LABEL = 'apps.kruise.io/image-predownload-daemonset-uid';
 const REVISION_LABEL = 'apps.kruise.io/image-predownload-revision';
 const PULLED_ANNOTATION = 'apps.kruise.io/image-predownloaded';
 
-describe('image pre-download (item 9)', { timeout: 300_000 }, () => {
+describe('image pre-download with pull pods', { timeout: 300_000 }, () => {
   const f = fixture('predownload', 4);
   const name = 'predl';
 

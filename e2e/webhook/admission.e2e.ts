@@ -1,7 +1,8 @@
-// Issue #3, e2e: on a real apiserver with our CRD and webhook configurations registered, `kubectl apply` fills
-// every default, refuses each invalid manifest with the expected message, refuses a selector change, accepts a
-// partition change; `kubectl explain` and the printer columns work; the seeds' example manifests are accepted
-// and defaulted. No pods are needed: every DaemonSet here targets a node group that does not exist.
+// e2e: on a real apiserver with our CRD and webhook configurations registered, `kubectl apply` fills every default,
+// refuses each invalid manifest with the expected message, refuses a selector change, accepts a partition change;
+// `kubectl explain` and the printer columns work; the example manifests of the OpenKruise user manual and of articles
+// on Advanced DaemonSet are accepted and defaulted. No pods are needed: every DaemonSet here targets a node group that
+// does not exist.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse } from 'yaml';
@@ -43,7 +44,7 @@ async function getJson(ns: string, name: string): Promise<Json> {
   return JSON.parse(await kubectl(['get', ADS, name, '-n', ns, '-o', 'json'])) as Json;
 }
 
-/** Deep merge of YAML fragments (the seeds show only the part of the spec they are about). */
+/** Deep merge of YAML fragments (the documented examples show only the part of the spec they are about). */
 function merge(base: Json, over: Json): Json {
   const out: Json = { ...base };
   for (const [k, v] of Object.entries(over)) {
@@ -123,7 +124,7 @@ describe('admission webhook on the real control plane', { timeout: 180_000 }, ()
       { name: 'requests-over-limits', edit: (s) => (s.template.spec.containers[0].resources = { requests: { cpu: '2' }, limits: { cpu: '1' } }), want: 'spec.template.spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1' },
       { name: 'min-ready-negative', edit: (s) => (s.minReadySeconds = -1), want: 'spec.minReadySeconds: Invalid value: -1: must be greater than or equal to 0' },
     ]; // prettier-ignore
-    // The issue's malformed values, for each IntOrString field (Kruise would silently take garbage as 0).
+    // Malformed values, for each IntOrString field (Kruise would silently take garbage as 0; docs/differences.md).
     const fields: [string, string, (s: Json, v: unknown) => void][] = [
       ['maxsurge', `${RU}.maxSurge`, (s, v) => ru(s, { maxSurge: v, maxUnavailable: 0 })],
       ['maxunavailable', `${RU}.maxUnavailable`, (s, v) => ru(s, { maxUnavailable: v })],
@@ -266,33 +267,33 @@ describe('admission webhook on the real control plane', { timeout: 180_000 }, ()
     assert.deepEqual(wideRow?.slice(-2), ['c', 'busybox:1.36']);
   });
 
-  test("the seeds' example manifests (seeds 000 and 002) are accepted and defaulted", async () => {
-    // Spec fragments as printed in /work/shared/seeds: 000 (article) and 002 (OpenKruise docs). Seed 000 writes
-    // `type: Surging` inside rollingUpdate, where its own Go type names the field `rollingUpdateType`; we accept
-    // it as an alias (Kruise's CRD refuses it as an unknown field), so it is applied as printed.
+  test('the documented example manifests (an article and the OpenKruise user manual) are accepted and defaulted', async () => {
+    // Spec fragments as printed in an article on Advanced DaemonSet (`article-*`) and in the OpenKruise user manual
+    // (`docs-*`, https://openkruise.io/docs/user-manuals/advanceddaemonset). The article writes `type: Surging`
+    // inside rollingUpdate, where Kruise's Go type names the field `rollingUpdateType`; we accept it as an alias
+    // (Kruise's CRD refuses it as an unknown field; docs/differences.md), so it is applied as printed.
     const fragments: Record<string, string> = {
-      'seed000-canary':
+      'article-canary':
         'spec:\n  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      selector:\n        matchLabels:\n          nodeType: canary\n',
-      'seed000-partition':
+      'article-partition':
         'spec:\n  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      partition: 100\n',
-      'seed000-gray':
+      'article-gray':
         'spec:\n  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      maxUnavailable: 5\n      partition: 100\n      selector:\n        matchLabels:\n          nodeType: canary\n',
-      'seed000-surging': 'spec:\n  updateStrategy:\n    rollingUpdate:\n      type: Surging\n      maxSurge: 30%\n',
-      'seed000-paused': 'spec:\n  updateStrategy:\n    rollingUpdate:\n      paused: true\n',
-      'seed002-standard':
+      'article-surging': 'spec:\n  updateStrategy:\n    rollingUpdate:\n      type: Surging\n      maxSurge: 30%\n',
+      'article-paused': 'spec:\n  updateStrategy:\n    rollingUpdate:\n      paused: true\n',
+      'docs-standard':
         'spec:\n  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      rollingUpdateType: Standard\n',
-      'seed002-partition':
-        'spec:\n  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      partition: 10\n',
-      'seed002-resources':
+      'docs-partition': 'spec:\n  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      partition: 10\n',
+      'docs-resources':
         'spec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: busybox:1.36\n        resources:\n          requests:\n            cpu: "2"\n            memory: "2Gi"\n          limits:\n            cpu: "4"\n            memory: "4Gi"\n',
-      'seed002-predownload':
+      'docs-predownload':
         'metadata:\n  annotations:\n    apps.kruise.io/image-predownload-parallelism: "10"\n    daemonset.kruise.io/progressive-create-pod: "true"\n',
-      'seed002-predelete-label':
+      'docs-predelete-label':
         'spec:\n  lifecycle:\n    preDelete:\n      labelsHandler:\n        example.io/block-deleting: "true"\n  template:\n    metadata:\n      labels:\n        example.io/block-deleting: "true"\n',
-      'seed002-mark-not-ready':
+      'docs-mark-not-ready':
         'spec:\n  lifecycle:\n    preDelete:\n      markPodNotReady: true\n      finalizersHandler:\n      - example.io/unready-blocker\n',
     };
-    // Seed 000's complete "Usage Example" (name and image adapted to this test's namespace and node group).
+    // The article's complete "Usage Example" (name and image adapted to this test's namespace and node group).
     const usage = parse(
       'apiVersion: apps.kruise.io/v1alpha1\nkind: DaemonSet\nmetadata:\n  name: my-daemon\nspec:\n  selector:\n    matchLabels:\n      app: my-daemon\n  template:\n    metadata:\n      labels:\n        app: my-daemon\n    spec:\n      containers:\n      - name: daemon\n        image: my-image:v2\n  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate:\n      selector:\n        matchLabels:\n          nodeType: canary\n      partition: 80\n      maxUnavailable: 10\n',
     ) as Json; // prettier-ignore
@@ -326,12 +327,12 @@ describe('admission webhook on the real control plane', { timeout: 180_000 }, ()
       partition: 80,
       maxUnavailable: 10,
     });
-    assert.deepEqual(byName.get('seed000-surging')?.spec.updateStrategy.rollingUpdate, {
+    assert.deepEqual(byName.get('article-surging')?.spec.updateStrategy.rollingUpdate, {
       rollingUpdateType: 'Standard',
       maxSurge: '30%',
       maxUnavailable: 0,
     });
-    assert.deepEqual(byName.get('seed000-paused')?.spec.updateStrategy.rollingUpdate, {
+    assert.deepEqual(byName.get('article-paused')?.spec.updateStrategy.rollingUpdate, {
       rollingUpdateType: 'Standard',
       paused: true,
       maxUnavailable: 1,

@@ -1,4 +1,4 @@
-// Issue #3, e2e: our mutating webhook defaults a pod template exactly as the apiserver defaults the template of
+// e2e: our mutating webhook defaults a pod template exactly as the apiserver defaults the template of
 // an apps/v1 DaemonSet. Each template below is sent twice with `kubectl apply --dry-run=server -o json`: as an
 // apps/v1 DaemonSet (the apiserver's own defaulting) and as an apps.kruise.io DaemonSet (our webhook); the two
 // resulting templates must be equal field by field. Two kubectl calls per side in all (a List each).

@@ -1,4 +1,4 @@
-// Names of the API and the label/annotation/condition keys of kruise-ads-spec.md §2.
+// Names of the API and the label/annotation/condition keys (docs/kruise-rules.md#labels-and-annotations).
 
 export const API_GROUP = 'apps.kruise.io';
 export const VERSION = 'v1alpha1';

@@ -1,4 +1,5 @@
-// Table tests of the mutating webhook's defaults: Kruise's SetDefaultsDaemonSet (kruise-ads-spec.md §1.1),
+// Table tests of the mutating webhook's defaults: Kruise's SetDefaultsDaemonSet
+// (https://github.com/openkruise/kruise/blob/master/apis/apps/defaults/v1alpha1.go),
 // the apps/v1 pod-template defaults, and the JSON patch (computed against the raw object, empty when nothing
 // changes).
 import { describe, test } from 'node:test';
@@ -75,7 +76,7 @@ describe('setDefaultsDaemonSet: Kruise defaults exactly', () => {
       },
     },
     {
-      name: "seed 000's `rollingUpdate.type: Surging` is the alias of rollingUpdateType (moved, then defaulted)",
+      name: '`rollingUpdate.type: Surging`, as articles write it, is the alias of rollingUpdateType (moved, then defaulted)',
       spec: { updateStrategy: { rollingUpdate: { type: 'Surging', maxSurge: '30%' } } },
       want: {
         burstReplicas: 250,
@@ -449,3 +450,46 @@ describe('defaultDaemonSet and defaultingPatch', () => {
     assert.equal(out.spec.template.spec.containers[0].imagePullPolicy, 'IfNotPresent');
   });
 });
+
+describe('hostile keys are plain data', () => {
+  test('a __proto__ key in a container is kept and changes no default', () => {
+    const text = JSON.stringify(manifestForProto()).replace(
+      '"image":"nginx:1.27"',
+      '"image":"nginx:1.27","__proto__":{"imagePullPolicy":"Never","terminationMessagePath":"/evil"}',
+    );
+    const out: any = defaultDaemonSet(JSON.parse(text));
+    const c = out.spec.template.spec.containers[0];
+    assert.equal(c.imagePullPolicy, 'IfNotPresent');
+    assert.equal(c.terminationMessagePath, '/dev/termination-log');
+    assert.ok(Object.hasOwn(c, '__proto__'));
+    assert.equal(Object.getPrototypeOf(c), Object.prototype);
+    assert.ok(JSON.stringify(out).includes('"__proto__":{"imagePullPolicy":"Never"'));
+  });
+  test('a __proto__ resource name is left as written; constructor is canonicalized like any name', () => {
+    const text = JSON.stringify(manifestForProto()).replace(
+      '"image":"nginx:1.27"',
+      '"image":"nginx:1.27","resources":{"limits":{"__proto__":"1.0","constructor":"0.5","cpu":"1.0"}}',
+    );
+    const ds = JSON.parse(text);
+    const out: any = defaultDaemonSet(ds);
+    const limits = out.spec.template.spec.containers[0].resources.limits;
+    assert.equal(JSON.stringify(limits), '{"__proto__":"1.0","constructor":"500m","cpu":"1"}');
+    const patch = defaultingPatch(ds);
+    assert.ok(
+      patch.every((op) => !op.path.includes('__proto__')),
+      JSON.stringify(patch),
+    );
+  });
+});
+
+function manifestForProto(): JsonObject {
+  return {
+    apiVersion: 'apps.kruise.io/v1alpha1',
+    kind: 'DaemonSet',
+    metadata: { name: 'x', namespace: 'ns' },
+    spec: {
+      selector: { matchLabels: { app: 'x' } },
+      template: { metadata: { labels: { app: 'x' } }, spec: { containers: [{ name: 'c', image: 'nginx:1.27' }] } },
+    },
+  };
+}

@@ -9,7 +9,9 @@
 //    templates upstream, so not here either.
 //
 // Input objects may not match the schema yet (the apiserver checks it after mutating webhooks), so every
-// accessor tolerates wrong types: a field of the wrong type is left alone for validation to report.
+// accessor tolerates wrong types: a field of the wrong type is left alone for validation to report. Keys are
+// plain data: only own properties are read, fields are written under fixed names, and objects are copied with
+// cloneJson, which keeps a `__proto__` key (JSON.parse makes it an own property) as an own property.
 import fastJsonPatch from 'fast-json-patch';
 import type { Operation } from 'fast-json-patch';
 import { DEFAULT_BURST_REPLICAS, DEFAULT_REVISION_HISTORY_LIMIT } from './constants.ts';
@@ -59,10 +61,10 @@ function setIfZero(obj: JsonObject, key: string, value: unknown): void {
 // Kruise SetDefaultsDaemonSet
 
 /**
- * `rollingUpdate.type` -> `rollingUpdateType`. Not Kruise: articles about Advanced DaemonSet (seed 000) write
- * `type: Surging` inside rollingUpdate, which Kruise's own CRD refuses as an unknown field. We accept it as an
- * alias so such a manifest works as its author meant; when both are set and differ, `type` stays for the
- * validating webhook to refuse.
+ * `rollingUpdate.type` -> `rollingUpdateType`. Not Kruise (docs/differences.md#rollingupdatetype-alias): articles
+ * about Advanced DaemonSet write `type: Surging` inside rollingUpdate, which Kruise's own CRD refuses as an unknown
+ * field. We accept it as an alias so such a manifest works as its author meant; when both are set and differ,
+ * `type` stays for the validating webhook to refuse.
  */
 function moveRollingUpdateTypeAlias(ru: unknown): void {
   if (!isObject(ru) || ru.type === undefined) return;
@@ -112,6 +114,9 @@ export function setDefaultsDaemonSet(ds: JsonObject): void {
 function defaultResourceList(list: unknown, roundUp: boolean): void {
   if (!isObject(list)) return;
   for (const [name, raw] of Object.entries(list)) {
+    // Left as written: `__proto__` is no resource name (validation refuses it), and a patch through a
+    // `__proto__` path is refused by JSON-patch libraries in JavaScript.
+    if (name === '__proto__') continue;
     const q = quantityFromJSON(raw);
     if (typeof q === 'string') continue; // unparseable: left for validation to report
     list[name] = formatQuantity(roundUp ? roundUpToMilli(q) : q);

@@ -147,9 +147,15 @@ export function parseQuantity(input: string): Quantity {
   return { unscaled, exp, format: fmt };
 }
 
+/** Decimal digits of |v| (1 for 0). */
+const digits = (v: bigint): number => (v < 0n ? -v : v).toString().length;
+
 /** Rounds to 10^minExp away from zero when there is a remainder (inf.RoundUp / int64Amount.AsScale). */
 function roundAwayFromZero(unscaled: bigint, exp: number, minExp: number): { unscaled: bigint; exp: number } {
   if (exp >= minExp) return { unscaled, exp };
+  // |value| < 10^minExp: one unit (or zero), without computing 10^(minExp - exp), which may be 10^2000000000.
+  if (minExp - exp > digits(unscaled))
+    return { unscaled: unscaled === 0n ? 0n : unscaled < 0n ? -1n : 1n, exp: minExp };
   const div = 10n ** BigInt(minExp - exp);
   let q = unscaled / div;
   if (unscaled % div !== 0n) q += unscaled < 0n ? -1n : 1n;
@@ -157,6 +163,15 @@ function roundAwayFromZero(unscaled: bigint, exp: number, minExp: number): { uns
 }
 
 function compareParts(a: bigint, ae: number, b: bigint, be: number): number {
+  const sa = a < 0n ? -1 : a > 0n ? 1 : 0;
+  const sb = b < 0n ? -1 : b > 0n ? 1 : 0;
+  if (sa !== sb) return sa < sb ? -1 : 1;
+  if (sa === 0) return 0;
+  // Different orders of magnitude decide without scaling: exponents such as 1e2000000000 (a valid quantity)
+  // would need a power of ten beyond BigInt's size limit.
+  const ma = digits(a) + ae;
+  const mb = digits(b) + be;
+  if (ma !== mb) return (ma < mb ? -1 : 1) * sa;
   const e = Math.min(ae, be);
   const x = a * 10n ** BigInt(ae - e);
   const y = b * 10n ** BigInt(be - e);

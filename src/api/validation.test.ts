@@ -1,5 +1,6 @@
-// Table tests of the validating webhook's rules (kruise-ads-spec.md §3.2–3.3, issue #3 item 4): each case
-// asserts the exact field errors, in the apiserver's text format, of one invalid (or valid) manifest.
+// Table tests of the validating webhook's rules (docs/kruise-rules.md#validation; Kruise's cases in
+// https://github.com/openkruise/kruise/blob/master/pkg/webhook/daemonset/validating/daemonset_validation_test.go):
+// each case asserts the exact field errors, in the apiserver's text format, of one invalid (or valid) manifest.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultDaemonSet, type JsonObject } from './defaults.ts';
@@ -49,7 +50,7 @@ const withRollingUpdate = (fields: JsonObject): JsonObject =>
 
 const messages = (ds: JsonObject) => validateDaemonSet(ds).map(errorString);
 
-describe('validateDaemonSet: Kruise webhook test list (spec §6.1 item 15) and §3.2 rules', () => {
+describe('validateDaemonSet: the Kruise webhook test cases and rules', () => {
   const cases: { name: string; ds: () => JsonObject; want: string[] }[] = [
     { name: 'valid Standard rolling update accepted', ds: () => defaulted(), want: [] },
     {
@@ -265,7 +266,8 @@ describe('validateDaemonSet: malformed IntOrString values are rejected (stricter
   test('a non-integer number is reported once, by the structural schema', () => {
     const ds = defaulted((d) => (d.spec.burstReplicas = 1.5));
     assert.deepEqual(messages(ds), [
-      'spec.burstReplicas: Invalid value: 1.5: spec.burstReplicas in body must be of type integer,string: "number"',
+      // The bad value is the JSON type, as kube-openapi's InvalidType reports it.
+      'spec.burstReplicas: Invalid value: "number": spec.burstReplicas in body must be of type integer,string: "number"',
     ]);
   });
 });
@@ -356,7 +358,7 @@ describe('validateDaemonSet: metadata and structure', () => {
   test('a field of the wrong type is a structural error with kube-openapi text', () => {
     const ds = defaulted((d) => (d.spec.minReadySeconds = 'soon'));
     assert.deepEqual(messages(ds), [
-      'spec.minReadySeconds: Invalid value: "soon": spec.minReadySeconds in body must be of type integer: "string"',
+      'spec.minReadySeconds: Invalid value: "string": spec.minReadySeconds in body must be of type integer: "string"',
     ]);
   });
   test('missing template', () => {
@@ -414,7 +416,7 @@ describe('invalidStatus: the apiserver rejection format', () => {
   });
 });
 
-describe('validateDaemonSetUpdate: only spec.selector is immutable (§3.3)', () => {
+describe('validateDaemonSetUpdate: only spec.selector is immutable', () => {
   const old = () => defaulted();
   const cases: { name: string; edit: Edit; want: string[] }[] = [
     { name: 'burstReplicas change allowed', edit: (d) => (d.spec.burstReplicas = 10), want: [] },
@@ -456,5 +458,41 @@ describe('validateDaemonSetUpdate: only spec.selector is immutable (§3.3)', () 
     });
   test("the forbidden text is Kruise's v1alpha1 text, two spaces after 'lifecycle',", () => {
     assert.match(SPEC_UPDATE_FORBIDDEN, /'lifecycle', {2}'updateStrategy'/);
+  });
+});
+
+describe('hostile values: plain data and bounded work, never an exception', () => {
+  test('a malformed selector (shapeErrors refuses it in the webhook) does not throw here either', () => {
+    for (const selector of [{ matchExpressions: 'x' }, { matchExpressions: [null] }, { matchLabels: 'x' }])
+      assert.doesNotThrow(() => validateDaemonSet(defaulted((d) => (d.spec.selector = selector))));
+  });
+  test('a value with a throwing toString in a message', () => {
+    const ds = sent((d) => (d.spec.updateStrategy = { rollingUpdate: { type: { toString: 1 } } }));
+    assert.ok(messages(ds).some((m) => m.includes('spec.updateStrategy.rollingUpdate')));
+  });
+  test('requests and limits with exponents beyond BigInt range compare by magnitude', () => {
+    const ds = defaulted((d) => {
+      d.spec.template.spec.containers[0].resources = {
+        requests: { cpu: '1.5e2000000000', memory: '1e-2000000000' },
+        limits: { cpu: '1', memory: '1' },
+      };
+    });
+    const started = Date.now();
+    assert.deepEqual(
+      messages(ds).filter((m) => m.includes('resources.requests')),
+      [
+        'spec.template.spec.containers[0].resources.requests: Invalid value: "150e1999999998": must be less than or equal to cpu limit of 1',
+      ],
+    );
+    assert.ok(Date.now() - started < 1000);
+  });
+  test('UPDATE: a `constructor` or `__proto__` key present on one side only is a change, absent on both is none', () => {
+    const old = defaulted();
+    const same = JSON.parse(JSON.stringify(old));
+    assert.deepEqual(validateDaemonSetUpdate(same, old), []);
+    const withConstructor = JSON.parse(JSON.stringify(old).replace('"selector":', '"constructor":{"a":1},"selector":'));
+    assert.match(validateDaemonSetUpdate(withConstructor, old).map(errorString).join(), /spec: Forbidden/);
+    const nullConstructor = JSON.parse(JSON.stringify(old).replace('"selector":', '"constructor":null,"selector":'));
+    assert.deepEqual(validateDaemonSetUpdate(nullConstructor, old), []);
   });
 });

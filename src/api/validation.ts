@@ -1,8 +1,10 @@
 // Validation of apps.kruise.io/v1alpha1 DaemonSet as pure functions over plain JSON, returning field errors in
-// the apiserver's format (field.ts). Rules: kruise-ads-spec.md §3.2–3.3 (Kruise's validating webhook), the
-// pod-template checks a user gets from apps/v1, and stricter IntOrString checks than Kruise (which silently
-// treats garbage strings as 0). The structural part (types, required fields) comes from the same schema as the
-// CRD, through ajv, so an object the apiserver would reject is rejected here with the same kind of message.
+// the apiserver's format (field.ts). Rules: Kruise's validating webhook
+// (https://github.com/openkruise/kruise/blob/master/pkg/webhook/daemonset/validating/daemonset_validation.go,
+// summed up in docs/kruise-rules.md#validation), the pod-template checks a user gets from apps/v1, and stricter
+// IntOrString checks than Kruise (which silently treats garbage strings as 0; docs/differences.md). The structural
+// part (types, required fields) comes from the same schema as the CRD, through ajv, so an object the apiserver
+// would reject is rejected here with the same kind of message.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { cloneJson } from '../k8s/json.ts';
 import { labelSelectorMatches } from '../k8s/labels.ts';
@@ -17,7 +19,6 @@ import {
   notSupported,
   path,
   required,
-  typeInvalid,
   type FieldError,
   type FieldPath,
 } from './field.ts';
@@ -31,6 +32,7 @@ import {
 } from './names.ts';
 import { compareQuantity, formatQuantity, isNegative, quantityFromJSON, type Quantity } from './quantity.ts';
 import { ROLLING_UPDATE_TYPES, UPDATE_STRATEGY_TYPES } from './schema.ts';
+import { jsonTypeName, nestingError, typedShapeErrors, wrongType } from './shape.ts';
 
 export const NEGATIVE_ERROR = 'must be greater than or equal to 0';
 
@@ -56,14 +58,6 @@ function schemaValidator(): ValidateFunction {
   return compiled;
 }
 
-/** The JSON type name kube-openapi reports for a value. */
-function jsonTypeName(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'array';
-  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
-  return typeof v;
-}
-
 /** "/spec/selector/matchExpressions/0/key" → "spec.selector.matchExpressions[0].key". */
 function pointerToPath(pointer: string): string {
   let out = '';
@@ -80,10 +74,23 @@ function fieldPathOf(p: string): FieldPath {
   return rest.length ? path(first, ...rest) : path(first);
 }
 
+/** Whether the value at a JSON pointer is an element of an array (rather than a field of an object). */
+function inArray(root: unknown, pointer: string): boolean {
+  const segments = pointer.split('/').slice(1);
+  let v: unknown = root;
+  for (const raw of segments.slice(0, -1)) {
+    const seg = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (typeof v !== 'object' || v === null || !Object.hasOwn(v, seg)) return false;
+    v = (v as Record<string, unknown>)[seg];
+  }
+  return segments.length > 0 && Array.isArray(v);
+}
+
 /**
  * Errors of the structural schema, as the apiserver reports them for a CRD: type mismatches as TypeInvalid
- * with kube-openapi's text, missing required fields as Required. null values are ignored (the apiserver
- * prunes nulls of non-nullable fields), and status is not checked (the apiserver resets it on create).
+ * with kube-openapi's text (the bad value is the JSON type name, as there), missing required fields as
+ * Required. null fields are ignored (the apiserver prunes nulls of non-nullable fields) but a null list element
+ * is a type error, and status is not checked (the apiserver resets it on create).
  */
 export function schemaErrors(obj: JsonObject): FieldError[] {
   const { status: _status, ...rest } = obj;
@@ -103,27 +110,48 @@ export function schemaErrors(obj: JsonObject): FieldError[] {
       seen.add(full);
       continue;
     }
-    if (e.data === null || seen.has(p)) continue;
+    if ((e.data === null && !inArray(rest, e.instancePath)) || seen.has(p)) continue;
     if (anyOfPaths.has(e.instancePath) && e.keyword !== 'anyOf') continue;
     seen.add(p);
     const fp = fieldPathOf(p);
     if (e.keyword === 'anyOf') {
-      errors.push(typeInvalid(fp, e.data, `${p} in body must be of type integer,string: "${jsonTypeName(e.data)}"`));
+      errors.push(wrongType(fp, e.data, 'integer,string'));
     } else if (e.keyword === 'type') {
       const want = (e.params as { type: string | string[] }).type;
-      errors.push(typeInvalid(fp, e.data, `${p} in body must be of type ${String(want)}: "${jsonTypeName(e.data)}"`));
+      errors.push(wrongType(fp, e.data, String(want)));
     } else if (e.keyword === 'format') {
       const format = (e.params as { format: string }).format;
       errors.push(invalid(fp, e.data, `${p} in body must be of type ${format}: "${String(e.data)}"`));
     } else {
-      errors.push(invalid(fp, e.data, `${p} in body ${e.message ?? 'is invalid'}`));
+      const bad = typeof e.data === 'object' && e.data !== null ? jsonTypeName(e.data) : e.data;
+      errors.push(invalid(fp, bad, `${p} in body ${e.message ?? 'is invalid'}`));
     }
   }
   return errors;
 }
 
+/**
+ * The errors that make an object unreadable rather than invalid, checked before anything else reads it: nesting
+ * deeper than MAX_NESTING_DEPTH (reported alone: the other checks recurse), then wrong JSON types of the
+ * structural schema, of metadata (core ObjectMeta) and of the schemaless pod template (core/v1
+ * PodTemplateSpec). The webhooks refuse such an object as a bad request; defaulting and validation assume none.
+ */
+export function shapeErrors(obj: JsonObject): FieldError[] {
+  const tooDeep = nestingError(obj);
+  if (tooDeep) return [tooDeep];
+  const errs = schemaErrors(obj).filter((e) => e.type === 'FieldValueTypeInvalid');
+  if (errs.length > 0) return errs;
+  errs.push(...typedShapeErrors(obj.metadata, 'V1ObjectMeta', path('metadata')));
+  const spec = obj.spec;
+  if (isObject(spec)) errs.push(...typedShapeErrors(spec.template, 'V1PodTemplateSpec', path('spec', 'template')));
+  return errs;
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Generic helpers
+
+/** A value in a message: String() of a primitive, JSON of anything else (String({toString: 1}) throws). */
+const text = (v: unknown): string => (typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v));
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 const objectAt = (obj: JsonObject | undefined, key: string): JsonObject | undefined => {
@@ -404,7 +432,7 @@ function validateRollingUpdate(ru: JsonObject, p: FieldPath): FieldError[] {
   const type = ru.rollingUpdateType;
   // The alias is moved away by the mutating webhook; left over, it disagrees with rollingUpdateType.
   if (isSet(ru.type) && ru.type !== type)
-    errs.push(invalid(p.child('type'), String(ru.type), `conflicts with rollingUpdateType "${String(type)}"`));
+    errs.push(invalid(p.child('type'), text(ru.type), `conflicts with rollingUpdateType "${text(type)}"`));
   if (type === 'InPlaceIfPossible') {
     if (hasSurge)
       errs.push(invalid(p.child('maxSurge'), intOrStringText(ru.maxSurge), 'must be 0 for InPlaceIfPossible type'));
@@ -430,6 +458,20 @@ function validateUpdateStrategy(strategy: JsonObject | undefined, p: FieldPath):
   return [notSupported(p.child('type'), type ?? '', UPDATE_STRATEGY_TYPES)];
 }
 
+/** A selector that labelSelectorMatches can read: malformed ones are reported by shapeErrors/schemaErrors. */
+function wellFormedSelector(selector: unknown): boolean {
+  if (!isObject(selector)) return false;
+  const { matchLabels, matchExpressions } = selector;
+  if (isSet(matchLabels) && !isObject(matchLabels)) return false;
+  if (!isSet(matchExpressions)) return true;
+  return (
+    Array.isArray(matchExpressions) &&
+    matchExpressions.every(
+      (r) => isObject(r) && typeof r.key === 'string' && (!isSet(r.values) || Array.isArray(r.values)),
+    )
+  );
+}
+
 function validateSpec(spec: JsonObject | undefined): FieldError[] {
   const p = path('spec');
   const errs: FieldError[] = [];
@@ -440,7 +482,7 @@ function validateSpec(spec: JsonObject | undefined): FieldError[] {
   const templateMeta = isObject(rawTemplate) ? objectAt(rawTemplate, 'metadata') : undefined;
   const templateLabels = templateMeta?.labels;
   // A nil selector selects nothing, so it fails here too; a selector that does not parse is reported above.
-  if (selectorErrs.length === 0 && (selector === undefined || selector === null || isObject(selector))) {
+  if (selectorErrs.length === 0 && (selector === undefined || selector === null || wellFormedSelector(selector))) {
     const labels = isObject(templateLabels) ? (templateLabels as Record<string, string>) : undefined;
     if (!labelSelectorMatches((selector ?? undefined) as LabelSelector | undefined, labels))
       errs.push(
@@ -511,6 +553,8 @@ const MUTABLE_SPEC_FIELDS = [
 
 /** Semantic equality: null, absent, empty maps and empty lists are the same (apimachinery Semantic.DeepEqual). */
 function semanticEqual(a: unknown, b: unknown): boolean {
+  // The same value (the restored mutable fields): no walk through it, however deep the stored object is.
+  if (a === b) return true;
   const empty = (v: unknown) =>
     v === undefined ||
     v === null ||
@@ -520,12 +564,14 @@ function semanticEqual(a: unknown, b: unknown): boolean {
   if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => semanticEqual(x, b[i]));
   if (isObject(a) && isObject(b)) {
     const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-    return [...keys].every((k) => semanticEqual(a[k], b[k]));
+    // Own fields only: a missing `constructor` is absent, not Object.prototype.constructor.
+    const own = (o: JsonObject, k: string) => (Object.hasOwn(o, k) ? o[k] : undefined);
+    return [...keys].every((k) => semanticEqual(own(a, k), own(b, k)));
   }
   return a === b;
 }
 
-/** Errors on UPDATE: the full create validation of the new object, then the immutability rule (§3.3). */
+/** Errors on UPDATE: the full create validation of the new object, then the immutability rule (only spec.selector). */
 export function validateDaemonSetUpdate(obj: JsonObject, oldObj: JsonObject): FieldError[] {
   const errs = validateDaemonSet(obj);
   const spec = objectAt(obj, 'spec') ?? {};

@@ -1,6 +1,6 @@
 // kruise-manager's --feature-gates, limited to the gates that touch Advanced DaemonSets
-// (../shared/docs/kruise-ads-spec.md §2). Parsed strictly, as Go's component-base does: a typo
-// or an unknown gate stops the manager instead of being ignored.
+// (https://github.com/openkruise/kruise/blob/master/pkg/features/kruise_features.go).
+// Parsed strictly, as Go's component-base does: a typo or an unknown gate stops the manager instead of being ignored.
 
 /** The gates and their defaults, as in Kruise. */
 export const FEATURE_GATE_DEFAULTS = {

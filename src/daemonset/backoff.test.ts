@@ -7,7 +7,12 @@ import {
   FAILED_POD_BACKOFF_MAX_MS,
   failedPodsBackoffKey,
   gcFailedPodsBackoff,
+  IN_PLACE_RETRY_MAX_MS,
+  inPlaceFailureExpired,
+  inPlaceRetryWaitMs,
+  nextInPlaceFailure,
   type BackoffState,
+  type InPlaceFailure,
 } from './backoff.ts';
 import { addNodes, FakeCluster, newDaemonSet, T0 } from './test-fixtures.ts';
 
@@ -121,5 +126,47 @@ describe('failed-pod backoff in planDaemonSet', () => {
       run(c, 2);
     }
     assert.deepEqual(delays, [1_000, 2_000, 4_000]);
+  });
+});
+
+describe('in-place update retry backoff', () => {
+  const now = 1_000_000;
+  const failed = (toHash: string, failures: number, retryAt: number): InPlaceFailure => ({ toHash, failures, retryAt });
+  const waits: { name: string; failure?: InPlaceFailure; toHash: string; want: number }[] = [
+    { name: 'never failed: go', toHash: 'h2', want: 0 },
+    { name: 'failed towards this revision, 800 ms left', failure: failed('h2', 1, now + 800), toHash: 'h2', want: 800 },
+    { name: 'failed towards this revision, delay over', failure: failed('h2', 3, now - 1), toHash: 'h2', want: 0 },
+    { name: 'failed towards another revision: go', failure: failed('h1', 4, now + 8_000), toHash: 'h2', want: 0 },
+  ];
+  for (const { name, failure, toHash, want } of waits) {
+    test(`wait: ${name}`, () => assert.equal(inPlaceRetryWaitMs(failure, toHash, now), want));
+  }
+  const next: { name: string; prev?: InPlaceFailure; toHash: string; want: InPlaceFailure }[] = [
+    { name: 'first failure: 1 s', toHash: 'h2', want: failed('h2', 1, now + 1_000) },
+    {
+      name: 'third failure in a row: 4 s',
+      prev: failed('h2', 2, now),
+      toHash: 'h2',
+      want: failed('h2', 3, now + 4_000),
+    },
+    {
+      name: 'capped at 5 min',
+      prev: failed('h2', 20, now),
+      toHash: 'h2',
+      want: failed('h2', 21, now + IN_PLACE_RETRY_MAX_MS),
+    },
+    {
+      name: 'a new revision starts over',
+      prev: failed('h1', 6, now),
+      toHash: 'h2',
+      want: failed('h2', 1, now + 1_000),
+    },
+  ];
+  for (const { name, prev, toHash, want } of next) {
+    test(`next: ${name}`, () => assert.deepEqual(nextInPlaceFailure(prev, toHash, now), want));
+  }
+  test('a record is dropped once the longest delay has passed beyond its retryAt', () => {
+    assert.equal(inPlaceFailureExpired(failed('h2', 1, now - IN_PLACE_RETRY_MAX_MS), now), false);
+    assert.equal(inPlaceFailureExpired(failed('h2', 1, now - IN_PLACE_RETRY_MAX_MS - 1), now), true);
   });
 });

@@ -93,3 +93,36 @@ export function gcFailedPodsBackoff(
   for (const [k, e] of entries) if (keep(k, e)) out[k] = e;
   return out;
 }
+
+// Backoff of a pod's failed in-place update (per pod and revision): 1 s, doubling, at most 5 min. A pod whose update
+// to a revision was just refused (e.g. by an admission controller) waits it out: retried at once, every attempt would
+// flip it NotReady and back, and the pod events of those writes would requeue the DaemonSet at once. The shell keeps
+// one InPlaceFailure per pod between syncs.
+export const IN_PLACE_RETRY_BASE_MS = 1_000;
+export const IN_PLACE_RETRY_MAX_MS = 5 * 60_000;
+
+export interface InPlaceFailure {
+  /** The revision hash the update failed to reach. */
+  toHash: string;
+  /** Failures in a row towards toHash. */
+  failures: number;
+  /** Not retried before this (ms since the epoch). */
+  retryAt: number;
+}
+
+/** How long the in-place update of a pod to `toHash` still waits after its last failure `failure` (0: go now). */
+export function inPlaceRetryWaitMs(failure: InPlaceFailure | undefined, toHash: string, now: number): number {
+  return failure?.toHash === toHash ? Math.max(0, failure.retryAt - now) : 0;
+}
+
+/** The record after one more failed in-place update to `toHash`; a failure towards another revision starts over. */
+export function nextInPlaceFailure(prev: InPlaceFailure | undefined, toHash: string, now: number): InPlaceFailure {
+  const failures = (prev?.toHash === toHash ? prev.failures : 0) + 1;
+  const retryInMs = Math.min(IN_PLACE_RETRY_BASE_MS * 2 ** (failures - 1), IN_PLACE_RETRY_MAX_MS);
+  return { toHash, failures, retryAt: now + retryInMs };
+}
+
+/** A record no sync will read again (its pod long gone or updated): kept at most the longest delay past retryAt. */
+export function inPlaceFailureExpired(failure: InPlaceFailure, now: number): boolean {
+  return failure.retryAt + IN_PLACE_RETRY_MAX_MS < now;
+}

@@ -1,4 +1,4 @@
-// Keys and values the planner reads and writes (kruise-ads-spec.md §2). The API's names come from
+// Keys and values the planner reads and writes (docs/kruise-rules.md#labels-and-annotations). The API's names come from
 // src/api/constants.ts; only planner-specific ones are defined here.
 export {
   API_VERSION as DAEMONSET_API_VERSION,

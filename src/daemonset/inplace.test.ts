@@ -1,4 +1,5 @@
-// InPlaceIfPossible (issue #5.7), after kruise e2e §6.2 items 4-5.
+// InPlaceIfPossible, after the in-place cases of Kruise's e2e test
+// (https://github.com/openkruise/kruise/blob/master/test/e2e/apps/v1alpha1/daemonset.go).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setDefaultsPodTemplate } from '../api/defaults.ts';

@@ -1,4 +1,7 @@
-// manage tables after upstream daemon_controller_test.go (native-ds-and-eds-spec.md A14) and kruise §6.1.
+// manage tables after upstream's daemon_controller_test.go
+// (https://github.com/kubernetes/kubernetes/blob/master/pkg/controller/daemon/daemon_controller_test.go) and Kruise's
+// daemonset_controller_test.go
+// (https://github.com/openkruise/kruise/blob/master/pkg/controller/daemonset/daemonset_controller_test.go).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Node, Pod } from '../k8s/types.ts';
@@ -287,7 +290,7 @@ describe('manage: failed pods and backoff', () => {
   });
 });
 
-describe('manage: surge (native-ds-and-eds-spec A14)', () => {
+describe('manage: surge (upstream daemon_controller_test.go)', () => {
   const surge = { strategy: 'RollingUpdate' as const, rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } };
 
   test('keeps the oldest new-hash pod and the oldest ready old pod, deletes the others', () => {

@@ -29,6 +29,7 @@ import {
   isRollingUpdate,
   partitionCount,
 } from './strategy.ts';
+import { FAILED_DAEMON_POD_REASON, SUCCEEDED_DAEMON_POD_REASON } from './events.ts';
 
 export interface NodeDecision {
   /** The node needs a new daemon pod. */
@@ -100,14 +101,14 @@ export function podsShouldBeOnNode(
         out.backoff = backoffNext(out.backoff, key, now);
         out.events.push({
           type: 'Warning',
-          reason: 'FailedDaemonPod',
+          reason: FAILED_DAEMON_POD_REASON,
           message: `Found failed daemon pod ${pod.metadata.namespace ?? ds.metadata.namespace}/${pod.metadata.name} on node ${nodeName}, will try to kill it`,
         });
         del(pod, 'FailedPod');
       } else if (phase === 'Succeeded') {
         out.events.push({
           type: 'Normal',
-          reason: 'SucceededDaemonPod',
+          reason: SUCCEEDED_DAEMON_POD_REASON,
           message: `Found succeeded daemon pod ${pod.metadata.namespace ?? ds.metadata.namespace}/${pod.metadata.name} on node ${nodeName}, will try to delete it`,
         });
         del(pod, 'SucceededPod');

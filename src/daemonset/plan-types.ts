@@ -2,6 +2,7 @@
 import type { DaemonSet, DaemonSetStatus } from '../api/types.ts';
 import type { ControllerRevision, Node, Pod } from '../k8s/types.ts';
 import type { BackoffState } from './backoff.ts';
+import type { PlanEventReason } from './events.ts';
 import type { ImagePreDownloadPlan, ImagePullJobPlan } from './predownload.ts';
 
 /** Why a pod is deleted (for logs and tests; the events are SuccessfulDelete/FailedDelete as upstream). */
@@ -86,7 +87,7 @@ export interface InPlaceUpdate {
 
 export interface PlanEvent {
   type: 'Normal' | 'Warning';
-  reason: string;
+  reason: PlanEventReason;
   message: string;
 }
 

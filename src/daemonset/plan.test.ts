@@ -1,4 +1,4 @@
-// planDaemonSet: stages, and the Kruise strategies (issue #5) as rows.
+// planDaemonSet: stages, and the Kruise strategies (docs/kruise-rules.md) as rows.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DaemonSet } from '../api/types.ts';
@@ -96,7 +96,7 @@ describe('planDaemonSet stages', () => {
   });
 });
 
-describe('partition (issue #5.1)', () => {
+describe('rollingUpdate.partition', () => {
   const ru = (partition: number | string, extra: Record<string, unknown> = {}) =>
     newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { maxUnavailable: '100%', partition, ...extra } });
   const rollout = (ds: DaemonSet, nodes: Node[]) => {
@@ -157,7 +157,7 @@ describe('partition (issue #5.1)', () => {
       ['partition 0', ds(0), { n1: 'v1', n2: 'v2', n3: 'v1' }, [], ['n2', 'n3', 'n1']],
       ['partition 1 with n1 updated', ds(1), { n1: 'v2', n2: 'v1', n3: 'v1' }, [], ['n1', 'n3']],
       // Kruise's table says [n2, n3]: it counts the partition over all nodes. Ours counts it within the selected
-      // nodes (issue #5.2), so the one canary n3 is the one kept old; n2 is listed as already updated.
+      // nodes (docs/differences.md), so the one canary n3 is the one kept old; n2 is listed as already updated.
       [
         'partition 1 + selector (n3 canary): the partition holds the only canary',
         ds(1, { canary: 'true' }),
@@ -215,7 +215,7 @@ describe('partition (issue #5.1)', () => {
   });
 });
 
-describe('rollingUpdate.selector (issue #5.2)', () => {
+describe('rollingUpdate.selector', () => {
   test('canary: only labelled nodes are updated; then selector + partition + maxUnavailable combined', () => {
     const nodes = [...addNodes(2, { canary: 'true' }), ...addNodes(4, {}, 2)];
     const ds = newDaemonSet({
@@ -425,7 +425,7 @@ describe('selector + partition: the Progressing message and an event say when th
   }
 });
 
-describe('paused (issue #5.3)', () => {
+describe('rollingUpdate.paused', () => {
   test('no pod replaced for the update, but new nodes and failed pods still handled, status current', () => {
     const ds = newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { maxUnavailable: '100%', paused: true } });
     const c = new FakeCluster(ds, addNodes(3));
@@ -444,7 +444,7 @@ describe('paused (issue #5.3)', () => {
   });
 });
 
-describe('lifecycle preDelete (issue #5.8)', () => {
+describe('lifecycle.preDelete', () => {
   test('a hooked pod is labelled PreparingDelete (KruisePodReady False with markPodNotReady) and deleted once released', () => {
     const ds = newDaemonSet({
       strategy: 'RollingUpdate',

@@ -1,6 +1,7 @@
 // planDaemonSet: one sync of an Advanced DaemonSet as a pure function, in the order of Kruise's syncDaemonSet
-// (kruise-ads-spec.md §4.2): history, expectations gate, manage, (in-place refresh), rollingUpdate, cleanupHistory,
-// status. The shell (controller/) executes the plan; see plan-types.ts for what each part means.
+// (https://github.com/openkruise/kruise/blob/master/pkg/controller/daemonset/daemonset_controller.go):
+// history, expectations gate, manage, (in-place refresh), rollingUpdate, cleanupHistory, status
+// (docs/architecture.md#one-sync). The shell (controller/) executes the plan; see plan-types.ts for what each part means.
 import type { Pod } from '../k8s/types.ts';
 import { isEmptyLabelSelector, labelSelectorErrors } from '../k8s/labels.ts';
 import { CONTROLLER_REVISION_HASH_LABEL } from './constants.ts';
@@ -12,14 +13,16 @@ import { canPodInPlaceUpdate, inPlaceRefreshPatch, planInPlaceUpdate } from './i
 import { kruisePodReadyPatch } from './pods.ts';
 import { planImagePreDownload, planImagePullJobs } from './predownload.ts';
 import type { AfterManage, DaemonSetSnapshot, Plan, PodDelete, PodPatch } from './plan-types.ts';
-import {
-  calculateStatus,
-  CONDITION_PROGRESSING,
-  PARTITION_HOLDS_SELECTED_NODES,
-  selectorPartitionHoldMessage,
-} from './status.ts';
+import { calculateStatus, CONDITION_PROGRESSING, selectorPartitionHoldMessage } from './status.ts';
 import { burstReplicas, isDaemonSetPaused, isInPlaceIfPossible, isRollingUpdate } from './strategy.ts';
 import { rollingUpdate } from './update.ts';
+import {
+  HASH_COLLISION_REASON,
+  INVALID_ROLLING_UPDATE_REASON,
+  INVALID_SELECTOR_REASON,
+  PARTITION_HOLDS_SELECTED_NODES,
+  SELECTING_ALL_REASON,
+} from './events.ts';
 
 function emptyPlan(snapshot: DaemonSetSnapshot, stage: Plan['stage']): Plan {
   return {
@@ -103,12 +106,12 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot): Plan {
       isEmptyLabelSelector(selector)
         ? {
             type: 'Warning',
-            reason: 'SelectingAll',
+            reason: SELECTING_ALL_REASON,
             message: 'This DaemonSet is selecting all pods. A non-empty selector is required.',
           }
         : {
             type: 'Warning',
-            reason: 'InvalidSelector',
+            reason: INVALID_SELECTOR_REASON,
             message: `Invalid spec.selector: ${labelSelectorErrors(selector).join('; ') || 'missing'}`,
           },
     );
@@ -124,7 +127,7 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot): Plan {
     update: history.update,
     delete: [...history.delete],
   };
-  for (const note of history.notes) plan.events.push({ type: 'Normal', reason: 'HashCollision', message: note });
+  for (const note of history.notes) plan.events.push({ type: 'Normal', reason: HASH_COLLISION_REASON, message: note });
   let pods = snapshot.pods;
   if (history.podRelabels.length > 0) {
     const relabel = new Map(history.podRelabels.map((r) => [r.podName, r.hash]));
@@ -238,7 +241,7 @@ function finishSync(
   if (isRollingUpdate(ds) && !isDaemonSetPaused(ds)) {
     const ru = rollingUpdate(ctx);
     if (ru.error) {
-      out.events.push({ type: 'Warning', reason: 'InvalidRollingUpdate', message: ru.error });
+      out.events.push({ type: 'Warning', reason: INVALID_ROLLING_UPDATE_REASON, message: ru.error });
     } else {
       const skip = (nodeName: string | undefined) => nodeName !== undefined && skipNodes.has(nodeName);
       let toDelete = skipNodes.size === 0 ? ru.podsToDelete : ru.podsToDelete.filter((d) => !skip(d.nodeName));

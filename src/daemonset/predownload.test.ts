@@ -1,5 +1,5 @@
-// Image pre-download by pull pods (issue #5 item 9): which nodes pull, how many at once, when pulls finish or are
-// cancelled, and what a pull pod looks like.
+// Image pre-download by pull pods (docs/kruise-rules.md#image-pre-download): which nodes pull, how many at once,
+// when pulls finish or are cancelled, and what a pull pod looks like.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DaemonSet } from '../api/types.ts';
@@ -79,7 +79,7 @@ describe('image pre-download: where and how many', () => {
     const d = ds({ maxUnavailable: '100%' });
     assert.deepEqual(createdOn(pre(d, nodes, oldPods(d, nodes))), []);
   });
-  test('OnDelete pulls too (Kruise crashes on the nil rollingUpdate, §7.7)', () => {
+  test('OnDelete pulls too (Kruise dereferences the nil rollingUpdate there and fails the sync)', () => {
     const d = newDaemonSet({ image: NEW_IMAGE });
     assert.deepEqual(createdOn(pre(d, nodes, oldPods(d, nodes))), ['node-3']);
   });

@@ -1,6 +1,6 @@
-// Image pre-download (kruise-ads-spec.md §4.10) without kruise-daemon: while a rollout that does not update every
-// node at once is in progress, the new images are pulled ahead on the nodes still running old pods, by a
-// short-lived "pull pod" per node: pinned to the node (spec.nodeName), one container per new image running a no-op
+// Image pre-download (docs/kruise-rules.md#image-pre-download) without kruise-daemon: while a rollout that does
+// not update every node at once is in progress, the new images are pulled ahead on the nodes still running old pods,
+// by a short-lived "pull pod" per node: pinned to the node (spec.nodeName), one container per new image running a no-op
 // command, restartPolicy Never, activeDeadlineSeconds = the pull timeout. At most `parallelism` pull pods run at a
 // time, in the order the rollout will reach the nodes. A finished pull pod is deleted and its node remembered on
 // the node's old daemon pod (annotation, so the memory goes away with the pod); all pull pods are cancelled when
@@ -26,6 +26,7 @@ import type { PlanEvent, PodPatch } from './plan-types.ts';
 import { hasUpdateSelector, isRollingUpdate, partitionCount, rollingUpdateBudget } from './strategy.ts';
 import { nodesToUpdate } from './update.ts';
 import { cmp } from './context.ts';
+import { FAILED_PRE_DOWNLOAD_IMAGE_REASON } from './events.ts';
 
 /** The no-op a pull pod's containers run: the image is pulled before the command starts (or fails to). */
 export const PULL_POD_COMMAND = ['/bin/sh', '-c', 'exit 0'];
@@ -61,7 +62,7 @@ export function preDownloadTimeoutSeconds(ds: DaemonSet): number {
 /**
  * The rollout replaces every old pod in one step, so pulling ahead gains nothing (Kruise: partition 0 and
  * maxUnavailable >= desired; here also maxSurge >= desired, and never with a selector). OnDelete never updates
- * all at once (Kruise dereferences a nil rollingUpdate there, §7.7).
+ * all at once (Kruise dereferences a nil rollingUpdate there; docs/differences.md).
  */
 export function rolloutUpdatesAllAtOnce(ds: DaemonSet, desired: number): boolean {
   if (!isRollingUpdate(ds) || hasUpdateSelector(ds) || partitionCount(ds, desired) > 0) return false;
@@ -180,7 +181,7 @@ export function planImagePreDownload(ctx: SyncContext, pullPods: readonly Pod[])
     if (failed) {
       out.events.push({
         type: 'Warning',
-        reason: 'FailedPreDownloadImage',
+        reason: FAILED_PRE_DOWNLOAD_IMAGE_REASON,
         message: `failed to pre-download images ${target.images.map((c) => c.image).join(', ')} on node ${nodeName} (pod ${pod.metadata.name})`,
       });
     }
@@ -233,7 +234,10 @@ function changedContainers(current: ControllerRevision, old: readonly Controller
   );
 }
 
-/** One ImagePullJob per changed container image, as Kruise names and shapes it, without its bugs (§7.6). */
+/**
+ * One ImagePullJob per changed container image, as Kruise names and shapes it, without its podSelector and hash-label
+ * bugs (docs/differences.md).
+ */
 export function newImagePullJob(ds: DaemonSet, revisionName: string, hash: string, c: Container): KubeObject {
   const selector = ds.spec.selector ?? {};
   const t = ds.spec.template;
@@ -270,8 +274,8 @@ export function newImagePullJob(ds: DaemonSet, revisionName: string, hash: strin
 }
 
 /**
- * Kruise's pre-download with ImagePullJobs (§4.10), state kept in labels of the current ControllerRevision:
- * rollout in progress and neither pre-predownload-created nor image-predownload-ignored set -> create one job per
+ * Kruise's pre-download with ImagePullJobs (docs/kruise-rules.md#image-pre-download), state kept in labels of the
+ * current ControllerRevision: rollout in progress and neither pre-predownload-created nor image-predownload-ignored set -> create one job per
  * changed image and label it created (or ignored when the rollout updates every node at once, or no image
  * changed); rollout complete and created "true" -> delete the DaemonSet's jobs and mark the label cleaned, so that
  * is done once rather than at every sync.

@@ -2,7 +2,14 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DaemonSet, DaemonSetCondition, DaemonSetStatus } from '../api/types.ts';
 import { newSyncContext } from './context.ts';
-import { calculateCounters, isStatusMilestone } from './status.ts';
+import {
+  calculateCounters,
+  isStatusMilestone,
+  STATUS_PROGRESS_INTERVAL_MS,
+  statusWriteAction,
+  type StatusWriteAction,
+  type StatusWriteInput,
+} from './status.ts';
 import {
   FakeCluster,
   T0,
@@ -167,6 +174,19 @@ describe('conditions', () => {
   });
 });
 
+/** A status halfway through a rollout of 10 nodes. */
+const MID_ROLLOUT: DaemonSetStatus = {
+  desiredNumberScheduled: 10,
+  currentNumberScheduled: 10,
+  numberMisscheduled: 0,
+  numberReady: 5,
+  numberAvailable: 5,
+  numberUnavailable: 5,
+  updatedNumberScheduled: 5,
+  observedGeneration: 2,
+  daemonSetHash: 'h2',
+};
+
 describe('isStatusMilestone (written at once; counter moves alone wait for the next progress write)', () => {
   const cond = (type: string, status: 'True' | 'False'): DaemonSetCondition => ({
     type,
@@ -176,15 +196,7 @@ describe('isStatusMilestone (written at once; counter moves alone wait for the n
     message: 'm',
   });
   const base: DaemonSetStatus = {
-    desiredNumberScheduled: 10,
-    currentNumberScheduled: 10,
-    numberMisscheduled: 0,
-    numberReady: 5,
-    numberAvailable: 5,
-    numberUnavailable: 5,
-    updatedNumberScheduled: 5,
-    observedGeneration: 2,
-    daemonSetHash: 'h2',
+    ...MID_ROLLOUT,
     conditions: [cond('RolloutComplete', 'False'), cond('Progressing', 'True'), cond('Available', 'False')],
   };
   const rows: [string, DaemonSetStatus | undefined, Partial<DaemonSetStatus>, boolean][] = [
@@ -210,5 +222,56 @@ describe('isStatusMilestone (written at once; counter moves alone wait for the n
   ];
   for (const [name, prev, change, want] of rows) {
     test(name, () => assert.equal(isStatusMilestone(prev, { ...base, ...change }), want));
+  }
+});
+
+describe('statusWriteAction (progress at most once per STATUS_PROGRESS_INTERVAL_MS; pod writes and milestones at once)', () => {
+  const stored = MID_ROLLOUT;
+  const progress: DaemonSetStatus = { ...stored, numberReady: 6, numberAvailable: 6, numberUnavailable: 4 };
+  const milestone: DaemonSetStatus = { ...stored, observedGeneration: 3 };
+  const interval = STATUS_PROGRESS_INTERVAL_MS;
+  // Each row changes these: a progress-only change, never written before by this process.
+  const input: StatusWriteInput = {
+    stored,
+    status: progress,
+    statusChanged: true,
+    actedOnPods: false,
+    sinceLastWriteMs: undefined,
+  };
+  const rows: { name: string; change: Partial<StatusWriteInput>; want: StatusWriteAction }[] = [
+    {
+      name: 'unchanged status: nothing to write',
+      change: { statusChanged: false, actedOnPods: true },
+      want: { action: 'none' },
+    },
+    {
+      name: 'no status planned (e.g. DaemonSet being deleted): nothing to write',
+      change: { status: undefined },
+      want: { action: 'none' },
+    },
+    { name: 'progress, never written by this process: written', change: {}, want: { action: 'write' } },
+    {
+      name: 'progress, last write an interval ago: written',
+      change: { sinceLastWriteMs: interval },
+      want: { action: 'write' },
+    },
+    {
+      name: 'progress, last write 300 ms ago: deferred for the rest of the interval',
+      change: { sinceLastWriteMs: 300 },
+      want: { action: 'defer', afterMs: interval - 300 },
+    },
+    {
+      name: 'progress of a sync that acted on pods: written at once',
+      change: { actedOnPods: true, sinceLastWriteMs: 0 },
+      want: { action: 'write' },
+    },
+    {
+      name: 'a milestone (new generation observed): written at once',
+      change: { status: milestone, sinceLastWriteMs: 0 },
+      want: { action: 'write' },
+    },
+  ];
+  for (const { name, change, want } of rows) {
+    test(name, () => assert.deepEqual(statusWriteAction({ ...input, ...change }), want));
   }
 });

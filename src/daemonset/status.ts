@@ -1,4 +1,6 @@
-// Status (kruise updateDaemonSetStatus/storeDaemonSetStatus, upstream A11) plus conditions for `kubectl wait`.
+// Status (Kruise's updateDaemonSetStatus/storeDaemonSetStatus, as upstream's in
+// https://github.com/kubernetes/kubernetes/blob/master/pkg/controller/daemon/daemon_controller.go)
+// plus conditions for `kubectl wait` (docs/differences.md#status-conditions).
 import type { DaemonSetCondition, DaemonSetStatus } from '../api/types.ts';
 import type { Pod } from '../k8s/types.ts';
 import { formatTime, getPodCondition, hasReadinessGate, isPodAvailable, isPodReady } from '../k8s/pod.ts';
@@ -27,7 +29,7 @@ import { isDaemonSetPaused, isRollingUpdate } from './strategy.ts';
  *   replaced only when deleted). E.g. `kubectl wait --for=condition=Progressing=False` waits for a canary step.
  *   When rollingUpdate.selector is set and the partition (counted within the selected nodes) keeps every selected
  *   node still to update on the old revision, the message says so with the numbers (selectorPartitionHoldMessage),
- *   and the sync that first finds it records event PARTITION_HOLDS_SELECTED_NODES.
+ *   and the sync that first finds it records event PARTITION_HOLDS_SELECTED_NODES (events.ts).
  * - `Available`: True when every eligible node has an available pod (numberAvailable >= desiredNumberScheduled),
  *   of any revision. Reason `AllNodesAvailable` / `NodesUnavailable`.
  *
@@ -36,12 +38,6 @@ import { isDaemonSetPaused, isRollingUpdate } from './strategy.ts';
 export const CONDITION_ROLLOUT_COMPLETE = 'RolloutComplete';
 export const CONDITION_PROGRESSING = 'Progressing';
 export const CONDITION_AVAILABLE = 'Available';
-
-/**
- * Event reason (Normal): the partition keeps every node selected by rollingUpdate.selector on the old revision.
- * Kruise has no such event; it counts the partition over all nodes, so the same spec moves nodes there.
- */
-export const PARTITION_HOLDS_SELECTED_NODES = 'PartitionHoldsSelectedNodes';
 
 const nodeCount = (n: number) => `${n} node${n === 1 ? '' : 's'}`;
 
@@ -309,4 +305,43 @@ export function isStatusMilestone(prev: DaemonSetStatus | undefined, next: Daemo
     if (prev?.conditions?.find((p) => p.type === c.type)?.status !== c.status) return true;
   }
   return false;
+}
+
+/**
+ * A sync whose status change is progress only (isStatusMilestone false) writes it at most once per DaemonSet in
+ * this interval. A rollout of 1,000 pods otherwise writes status after nearly every pod event, and those writes
+ * share the client's QPS with pod creates.
+ */
+export const STATUS_PROGRESS_INTERVAL_MS = 1000;
+
+/** What one sync knows when it is about to write status (statusWriteAction). */
+export interface StatusWriteInput {
+  /** The stored status this sync planned on. */
+  stored: DaemonSetStatus | undefined;
+  /** The computed status; undefined = the plan writes none. */
+  status: DaemonSetStatus | undefined;
+  /** status differs from stored. */
+  statusChanged: boolean;
+  /** This sync created, deleted or updated (in place) pods: its status is written at once, as upstream. */
+  actedOnPods: boolean;
+  /** Since this DaemonSet's status was last written by this process; undefined when never. */
+  sinceLastWriteMs: number | undefined;
+}
+
+export type StatusWriteAction =
+  | { action: 'none' }
+  | { action: 'write' }
+  /** Progress only, and the last write was less than STATUS_PROGRESS_INTERVAL_MS ago: requeue after `afterMs`. */
+  | { action: 'defer'; afterMs: number };
+
+/**
+ * The status-write rule: unchanged status is not written; a sync that acted on pods and any milestone write at once;
+ * progress alone waits until STATUS_PROGRESS_INTERVAL_MS has passed since the last write.
+ */
+export function statusWriteAction(input: StatusWriteInput): StatusWriteAction {
+  const { stored, status, statusChanged, actedOnPods, sinceLastWriteMs } = input;
+  if (!statusChanged || !status) return { action: 'none' };
+  if (actedOnPods || isStatusMilestone(stored, status)) return { action: 'write' };
+  if (sinceLastWriteMs === undefined || sinceLastWriteMs >= STATUS_PROGRESS_INTERVAL_MS) return { action: 'write' };
+  return { action: 'defer', afterMs: STATUS_PROGRESS_INTERVAL_MS - sinceLastWriteMs };
 }

@@ -1,6 +1,8 @@
-// Tables of kruise-ads-spec.md §6.1 items 9-11 (GetNodesNeedingPods, isDaemonSetCreationProgressively,
-// NodeShouldUpdateBySelector) and the strategy numbers (partition, burstReplicas) computed from the live desired
-// node count (§7.1: never from a stale status, never rounding a small DaemonSet down to zero work).
+// Tables after Kruise's daemonset_util_test.go (GetNodesNeedingPods, isDaemonSetCreationProgressively,
+// NodeShouldUpdateBySelector:
+// https://github.com/openkruise/kruise/blob/master/pkg/controller/daemonset/daemonset_util_test.go)
+// and the strategy numbers (partition, burstReplicas) computed from the live desired node count (docs/differences.md:
+// never from a stale status, never rounding a small DaemonSet down to zero work).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DaemonSet } from '../api/types.ts';
@@ -16,7 +18,7 @@ import { addNodes, newDaemonSet, newNode, plan } from './test-fixtures.ts';
 
 const names = (n: number, start = 0) => Array.from({ length: n }, (_, i) => `node-${start + i}`);
 
-describe('GetNodesNeedingPods (§6.1 item 9)', () => {
+describe('GetNodesNeedingPods', () => {
   // [name, newPods, desired, partition, progressive, nodesNeedingPods, want]
   const rows: [string, number, number, number, boolean, string[], string[]][] = [
     ['not progressive, partition 0: all, sorted', 0, 10, 0, false, names(10), names(10)],
@@ -63,7 +65,7 @@ describe('GetNodesNeedingPods (§6.1 item 9)', () => {
   }
 });
 
-describe('isDaemonSetCreationProgressively (§6.1 item 10)', () => {
+describe('isDaemonSetCreationProgressively', () => {
   const rows: [string, Record<string, string> | undefined, boolean][] = [
     ['no annotations', undefined, false],
     ['annotation "true"', { 'daemonset.kruise.io/progressive-create-pod': 'true' }, true],
@@ -78,7 +80,7 @@ describe('isDaemonSetCreationProgressively (§6.1 item 10)', () => {
   }
 });
 
-describe('NodeShouldUpdateBySelector (§6.1 item 11)', () => {
+describe('NodeShouldUpdateBySelector', () => {
   const ds = (selector?: Record<string, unknown>, strategy: 'RollingUpdate' | 'OnDelete' = 'RollingUpdate') =>
     newDaemonSet({ strategy, rollingUpdate: selector ? { selector } : {} });
   const canary = newNode('n1', { nodeType: 'canary' });
@@ -145,7 +147,7 @@ describe('nodeSelectedForUpdate: which nodes rollingUpdate.selector lets the rol
   }
 });
 
-describe('partition and burstReplicas from the live desired count (§7.1)', () => {
+describe('partition and burstReplicas from the live desired count', () => {
   const ru = (partition: number | string | undefined, strategy: 'RollingUpdate' | 'OnDelete' = 'RollingUpdate') =>
     newDaemonSet({ strategy, rollingUpdate: partition === undefined ? {} : { partition } });
   const partitions: [string, DaemonSet, number, number][] = [

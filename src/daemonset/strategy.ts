@@ -89,8 +89,8 @@ export function isDaemonSetPaused(ds: DaemonSet): boolean {
 
 /**
  * rollingUpdate.partition: number of nodes kept at the old revision; a percent is of `desired` rounded down.
- * `desired` is the live desired node count (not status.desiredNumberScheduled, which is 0 on the first sync:
- * kruise-ads-spec §7.1). 0 when absent, not RollingUpdate, or invalid.
+ * `desired` is the live desired node count (not status.desiredNumberScheduled, which is 0 on the first sync;
+ * docs/differences.md). 0 when absent, not RollingUpdate, or invalid.
  */
 export function partitionCount(ds: DaemonSet, desired: number): number {
   if (!isRollingUpdate(ds)) return 0;
@@ -139,7 +139,7 @@ export function hasUpdateSelector(ds: DaemonSet): boolean {
 
 /**
  * getBurstReplicas: cap on creates, deletes and in-place updates per sync (default 250). A percent is of the live
- * desired count, rounded down, but never below 1 so a small DaemonSet always makes progress (kruise-ads-spec §7.1).
+ * desired count, rounded down, but never below 1 so a small DaemonSet always makes progress (docs/differences.md).
  */
 export function burstReplicas(ds: DaemonSet, desired: number): number {
   const v = ds.spec.burstReplicas;

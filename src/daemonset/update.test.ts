@@ -1,5 +1,7 @@
-// Rolling-update tables after upstream update_test.go / kruise daemonset_update_test.go
-// (kruise-ads-spec.md §6.1 items 1-7, native-ds-and-eds-spec.md A14).
+// Rolling-update tables after upstream's update_test.go
+// (https://github.com/kubernetes/kubernetes/blob/master/pkg/controller/daemon/update_test.go) and Kruise's
+// daemonset_update_test.go
+// (https://github.com/openkruise/kruise/blob/master/pkg/controller/daemonset/daemonset_update_test.go).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DaemonSet } from '../api/types.ts';

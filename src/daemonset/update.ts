@@ -77,10 +77,11 @@ export function nodesToUpdateResult(ctx: SyncContext): NodesToUpdate {
  * names among those not yet updated, and raising the partition never rolls pods back.
  *
  * Without rollingUpdate.selector this is Kruise's rule (the first #nodes - partition are kept). With a selector,
- * nodes outside it are never updated, and the partition counts within the selected nodes (issue #5.2, seed 000's
- * "multi-dimensional gray-scale": filter by selector, then partition within that subset, then maxUnavailable caps
- * concurrency). Kruise counts the partition over all nodes, so there a partition at least the number of
- * unselected nodes updates nothing; here `partition: 1` with three canaries updates two of them.
+ * nodes outside it are never updated, and the partition counts within the selected nodes (the "multi-dimensional
+ * gray-scale" that articles on Advanced DaemonSet describe: filter by selector, then partition within that subset,
+ * then maxUnavailable caps concurrency; docs/differences.md). Kruise counts the partition over all nodes, so there a
+ * partition at least the number of unselected nodes updates nothing; here `partition: 1` with three canaries updates
+ * two of them.
  * An empty selector `{}` selects every node, as Kruise (labels.Everything()).
  */
 export function filterDaemonPodsNodeToUpdate(

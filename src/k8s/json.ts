@@ -14,7 +14,13 @@ export function cloneJson<T>(value: T): T {
   }
   const out: Record<string, unknown> = {};
   for (const key in value) {
-    if (Object.hasOwn(value, key)) out[key] = cloneJson((value as Record<string, unknown>)[key]);
+    if (!Object.hasOwn(value, key)) continue;
+    const v = cloneJson((value as Record<string, unknown>)[key]);
+    // JSON.parse makes `"__proto__"` an own data property; assigning it would call the prototype setter
+    // instead (dropping the key and, for an object value, changing what every other key reads as inherited).
+    if (key === '__proto__')
+      Object.defineProperty(out, key, { value: v, writable: true, enumerable: true, configurable: true });
+    else out[key] = v;
   }
   return out as T;
 }

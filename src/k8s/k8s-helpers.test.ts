@@ -247,6 +247,16 @@ describe('cloneJson', () => {
   test('scalars and null as they are', () => {
     for (const v of [null, 0, 'a', false]) assert.equal(cloneJson(v), v);
   });
+  test('__proto__, constructor and prototype keys are copied as plain data', () => {
+    const text = '{"name":"c","__proto__":{"imagePullPolicy":"Never"},"constructor":{"prototype":{"x":1}}}';
+    const original = JSON.parse(text) as Record<string, unknown>;
+    const copy = cloneJson(original);
+    assert.equal(Object.getPrototypeOf(copy), Object.prototype);
+    assert.deepEqual(Object.keys(copy), ['name', '__proto__', 'constructor']);
+    assert.ok(Object.hasOwn(copy, '__proto__'));
+    assert.equal(copy.imagePullPolicy, undefined, 'nothing inherited from the __proto__ key');
+    assert.equal(JSON.stringify(copy), text);
+  });
 });
 
 describe('hash', () => {

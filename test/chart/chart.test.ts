@@ -419,6 +419,57 @@ describe('helm chart', { skip: helmMissing() }, () => {
     assert.deepEqual(sm.spec.namespaceSelector, { matchNames: [ns] });
   });
 
+  test('the certificate Secret is mounted at mode 0440, readable through the pod fsGroup by the non-root user', async () => {
+    for (const mode of ['cert-manager', 'external']) {
+      const objects = await render({ valuesFiles: [ciValues(mode)] });
+      const pod = find(objects, 'Deployment').spec.template.spec;
+      const volume = pod.volumes.find((v: { name: string }) => v.name === 'certs');
+      assert.equal(volume.secret.defaultMode, 0o440, mode);
+      assert.equal(pod.securityContext.fsGroup, 65532, mode);
+      assert.equal(pod.securityContext.runAsUser, 65532, mode);
+      assert.equal(pod.securityContext.runAsGroup, 65532, mode);
+    }
+  });
+
+  test('NetworkPolicy (opt-in): webhook port from anywhere, metrics port only from the selected peers', async () => {
+    assert.equal((await render()).filter((o) => o.kind === 'NetworkPolicy').length, 0);
+    const objects = await render({ valuesFiles: [ciValues('networkpolicy')] });
+    const np = find(objects, 'NetworkPolicy');
+    assert.equal(np.metadata.namespace, ns);
+    assert.deepEqual(np.spec.podSelector, { matchLabels: podLabels });
+    assert.deepEqual(np.spec.policyTypes, ['Ingress']);
+    assert.deepEqual(np.spec.ingress, [
+      { ports: [{ port: 'webhook', protocol: 'TCP' }] },
+      {
+        ports: [{ port: 'metrics', protocol: 'TCP' }],
+        from: [
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+            podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+          },
+        ],
+      },
+      { ports: [{ port: 9999, protocol: 'TCP' }] },
+    ]);
+    // The named ports exist on the container.
+    const names = container(objects).ports.map((p: { name: string }) => p.name);
+    assert.ok(names.includes('webhook') && names.includes('metrics'), names.join());
+    // No selector: the metrics port is not admitted at all (the webhook rule stays).
+    const closed = await render({ set: ['networkPolicy.enabled=true'] });
+    assert.deepEqual(find(closed, 'NetworkPolicy').spec.ingress, [{ ports: [{ port: 'webhook', protocol: 'TCP' }] }]);
+  });
+
+  test('health and metrics bind addresses replace the port flags', async () => {
+    const objects = await render({ valuesFiles: [ciValues('networkpolicy')] });
+    assert.equal(flag(objects, 'health-probe-bind-address'), ':8081');
+    assert.equal(flag(objects, 'metrics-bind-address'), '127.0.0.1:8080');
+    assert.equal(flag(objects, 'health-port'), undefined);
+    assert.equal(flag(objects, 'metrics-port'), undefined);
+    const defaults = await render();
+    assert.equal(flag(defaults, 'metrics-port'), '8080');
+    assert.equal(flag(defaults, 'metrics-bind-address'), undefined);
+  });
+
   test('a single replica without leader election gets no PodDisruptionBudget', async () => {
     const objects = await render({ valuesFiles: [ciValues('single-replica')] });
     assert.equal(objects.filter((o) => o.kind === 'PodDisruptionBudget').length, 0);
@@ -446,6 +497,12 @@ describe('helm chart', { skip: helmMissing() }, () => {
       ['a malformed duration', ['leaderElection.leaseDuration=15'], [/leaderElection\/leaseDuration/]],
       ['malformed feature gates', ['featureGates=Foo'], [/featureGates/]],
       ['a string where a number belongs', ['webhook.port=https'], [/webhook\/port/, /want integer/]],
+      ['a bind address without a port', ['metrics.bindAddress=127.0.0.1'], [/metrics\/bindAddress/]],
+      [
+        'a NetworkPolicy selector that is not a label selector',
+        ['networkPolicy.metrics.podSelector.app=x'],
+        [/networkPolicy\/metrics\/podSelector/],
+      ],
       [
         'two replicas without leader election',
         ['leaderElection.enabled=false'],

@@ -1,6 +1,5 @@
-// A tiny in-process stand-in for kube-apiserver, for runtime unit tests ONLY (architecture.md:
-// "a small in-process fake apiserver is acceptable here only, for edge cases a real one cannot
-// be made to produce on demand"): a 410 in the middle of a watch, an ERROR event, a silent
+// A tiny in-process stand-in for kube-apiserver, for runtime unit tests ONLY (docs/testing.md:
+// only for edge cases a real apiserver cannot be made to produce on demand): a 410 in the middle of a watch, an ERROR event, a silent
 // connection, a dropped connection, a refused connection, a Lease conflict. Everything else is
 // proven against the real control plane in e2e/.
 //

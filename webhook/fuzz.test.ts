@@ -1,0 +1,352 @@
+// Seeded fuzzing of the real webhook app through `inject`: valid DaemonSets (the test fixtures and a template
+// that uses most of core/v1) with random subtrees replaced by wrong types, nulls, huge or negative numbers,
+// `__proto__` / `constructor` / `prototype` keys, deep nesting, dropped fields, and random changes to the review
+// around them. Every reply must be a valid AdmissionReview that carries the request's uid (or a 4xx for a body
+// that is no review), never a 5xx and never an error code 5xx inside the review, and every patch must apply
+// cleanly to the object it was made for.
+//
+//   WEBHOOK_FUZZ_SEED=1234 node --import tsx --test webhook/fuzz.test.ts    # replays one run
+//   WEBHOOK_FUZZ_REVIEWS=100000 ...                                          # a longer run
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fastJsonPatch from 'fast-json-patch';
+import { pino } from 'pino';
+import { MUTATE_PATH, VALIDATE_PATH } from '../src/api/constants.ts';
+import { defaultDaemonSet, defaultingPatch, type JsonObject } from '../src/api/defaults.ts';
+import { MAX_NESTING_DEPTH, nestingError } from '../src/api/shape.ts';
+import { validateDaemonSet, validateDaemonSetUpdate } from '../src/api/validation.ts';
+import { newDaemonSet } from '../src/daemonset/test-fixtures.ts';
+import { buildWebhookApp } from './app.ts';
+import { admissionReview, daemonSetManifest } from './review-fixtures.ts';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+const SEED = Number(process.env.WEBHOOK_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
+const REVIEWS = Number(process.env.WEBHOOK_FUZZ_REVIEWS ?? 20_000);
+/**
+ * Reviews in flight at once, as concurrent apiserver requests; below the app's cap on admission requests in
+ * flight (limits.ts), beyond which it answers 429 without reading the body.
+ */
+const BATCH = 4;
+
+/** mulberry32: small, fast and good enough to pick mutations; the same seed gives the same run. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const RICH_TEMPLATE_SPEC = {
+  initContainers: [{ name: 'init', image: 'busybox:1.36', command: ['sh', '-c', 'true'] }],
+  containers: [
+    {
+      name: 'agent',
+      image: 'registry.example.com/agent:v1.2.3',
+      args: ['--v=2'],
+      ports: [{ name: 'metrics', containerPort: 9100, hostPort: 9100 }],
+      env: [
+        { name: 'NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+        { name: 'MEM', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Mi' } } },
+      ],
+      resources: { limits: { cpu: '500m', memory: '128Mi' }, requests: { cpu: 0.1, memory: '64Mi' } },
+      livenessProbe: { httpGet: { path: '/healthz', port: 'metrics' }, initialDelaySeconds: 5 },
+      readinessProbe: { tcpSocket: { port: 9100 } },
+      volumeMounts: [
+        { name: 'root', mountPath: '/host', readOnly: true },
+        { name: 'cfg', mountPath: '/etc/agent' },
+      ],
+      securityContext: { privileged: true, capabilities: { add: ['SYS_ADMIN'] } },
+    },
+  ],
+  volumes: [
+    { name: 'root', hostPath: { path: '/' } },
+    { name: 'cfg', configMap: { name: 'agent', items: [{ key: 'a', path: 'a' }] } },
+    { name: 'tmp', emptyDir: { sizeLimit: '1Gi' } },
+    { name: 'sec', secret: { secretName: 's', defaultMode: 0o400 } },
+  ],
+  tolerations: [{ operator: 'Exists' }],
+  affinity: {
+    nodeAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: {
+        nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/os', operator: 'In', values: ['linux'] }] }],
+      },
+    },
+  },
+  nodeSelector: { 'kubernetes.io/arch': 'amd64' },
+  hostNetwork: true,
+  dnsPolicy: 'ClusterFirstWithHostNet',
+  terminationGracePeriodSeconds: 10,
+  priorityClassName: 'system-node-critical',
+};
+
+function bases(): JsonObject[] {
+  const rich: any = daemonSetManifest('rich');
+  rich.metadata.labels = { app: 'rich', 'app.kubernetes.io/name': 'agent' };
+  rich.metadata.annotations = { 'example.com/note': 'kept' };
+  rich.spec.selector = { matchExpressions: [{ key: 'app', operator: 'In', values: ['rich'] }] };
+  rich.spec.template.spec = RICH_TEMPLATE_SPEC;
+  rich.spec.updateStrategy = {
+    type: 'RollingUpdate',
+    rollingUpdate: { rollingUpdateType: 'Surging', maxSurge: '10%', partition: 1 },
+  };
+  rich.spec.lifecycle = { preDelete: { labelsHandler: { 'example.com/block': 'true' } } };
+  rich.spec.minReadySeconds = 3;
+  return [
+    daemonSetManifest(),
+    rich,
+    newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 }, burstReplicas: '50%' }),
+    newDaemonSet({ strategy: 'OnDelete', templateSpec: { hostNetwork: true } }),
+  ].map((o) => JSON.parse(JSON.stringify(o)) as JsonObject);
+}
+
+/** A marker replaced in the JSON text by a nesting too deep for JSON.stringify to build. */
+const DEEP_MARK = '\u0000deep\u0000';
+
+type Rand = () => number;
+const pick = <T>(r: Rand, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
+
+function nested(depth: number): unknown {
+  let v: unknown = 'bottom';
+  for (let i = 0; i < depth; i++) v = i % 2 ? [v] : { a: v };
+  return v;
+}
+
+/** A value of a random wrong type or a hostile one. */
+function junk(r: Rand): unknown {
+  switch (Math.floor(r() * 18)) {
+    case 0:
+      return null;
+    case 1:
+      return pick(r, [true, false]);
+    case 2:
+      return pick(r, [0, -1, -2147483649, 1.5, 2 ** 31, 2 ** 53 + 2, 1e308, -1e308, 5e-324]);
+    case 3:
+      return pick(r, ['', 'x', '-1', '100%', '101%', '1e999999999', '0.' + '1'.repeat(40), 'Always', ' a ']);
+    case 4:
+      return [];
+    case 5:
+      return {};
+    case 6:
+      return [null];
+    case 7:
+      return JSON.parse('{"__proto__": {"name": "x", "image": "evil", "imagePullPolicy": "Never"}}');
+    case 8:
+      return { constructor: { prototype: { polluted: true } }, prototype: 1 };
+    case 9:
+      return nested(MAX_NESTING_DEPTH - 10 + Math.floor(r() * 20));
+    case 10:
+      return DEEP_MARK;
+    case 11:
+      return 'y'.repeat(1 + Math.floor(r() * 5000));
+    case 12:
+      return { toString: 1, valueOf: 'x', toJSON: 2, hasOwnProperty: null };
+    case 13:
+      return [1, 'a', null, {}, []];
+    case 14:
+      return { key: 'k', operator: pick(r, ['In', 'Exists', 'Bogus', 5]), values: pick(r, [['a'], 'a', [null], {}]) };
+    case 15:
+      return { name: pick(r, ['c', '__proto__', 'constructor', '']), image: pick(r, ['nginx', 5, null]) };
+    case 16:
+      return JSON.parse('{"limits": {"__proto__": "1.0", "constructor": "2", "cpu": "1e-2000000"}}');
+    default:
+      return -Math.floor(r() * 1e6);
+  }
+}
+
+/** Every [parent, key] in the value (objects and arrays), iteratively. */
+function slots(root: unknown): [any, string | number][] {
+  const out: [any, string | number][] = [];
+  const stack: unknown[] = [root];
+  while (stack.length) {
+    const v = stack.pop();
+    if (Array.isArray(v))
+      v.forEach((x, i) => {
+        out.push([v, i]);
+        stack.push(x);
+      });
+    else if (typeof v === 'object' && v !== null)
+      for (const k of Object.keys(v)) {
+        out.push([v, k]);
+        stack.push((v as any)[k]);
+      }
+  }
+  return out;
+}
+
+/** Sets parent[key] as JSON.parse would (an own property, even for `__proto__`). */
+function setOwn(parent: any, key: string | number, value: unknown): void {
+  Object.defineProperty(parent, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
+function mutate(r: Rand, obj: JsonObject): void {
+  const count = 1 + Math.floor(r() * 3);
+  for (let n = 0; n < count; n++) {
+    const all = slots(obj);
+    if (all.length === 0) return;
+    const [parent, key] = pick(r, all);
+    switch (Math.floor(r() * 6)) {
+      case 0:
+      case 1:
+        setOwn(parent, key, junk(r));
+        break;
+      case 2:
+        if (Array.isArray(parent)) parent.splice(key as number, 1);
+        else delete parent[key];
+        break;
+      case 3: {
+        const target = parent[key];
+        if (typeof target === 'object' && target !== null && !Array.isArray(target))
+          setOwn(target, pick(r, ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty']), junk(r));
+        else setOwn(parent, key, JSON.parse(`{"__proto__": ${JSON.stringify(parent[key] ?? null)}}`));
+        break;
+      }
+      case 4:
+        if (Array.isArray(parent[key])) parent[key].push(null, junk(r));
+        else setOwn(parent, key, pick(r, [[parent[key]], { value: parent[key] }]));
+        break;
+      default:
+        setOwn(parent, key, junk(r));
+    }
+  }
+}
+
+/** The review as JSON text, with DEEP_MARK replaced by thousands of levels. */
+function reviewText(r: Rand, review: unknown): string {
+  const text = JSON.stringify(review);
+  const mark = JSON.stringify(DEEP_MARK);
+  if (!text.includes(mark)) return text;
+  const depth = 1000 + Math.floor(r() * 9000);
+  return text.split(mark).join(`${'{"a":['.repeat(depth)}1${']}'.repeat(depth)}`);
+}
+
+function buildReview(r: Rand, base: JsonObject[], uid: string): { text: string; object: unknown } {
+  const obj = structuredClone(pick(r, base));
+  const update = r() < 0.35;
+  const old = update ? defaultDaemonSet(structuredClone(pick(r, base))) : undefined;
+  if (r() < 0.9) mutate(r, obj);
+  if (old && r() < 0.2) mutate(r, old);
+  const review: any = admissionReview(obj, {
+    uid,
+    operation: update ? 'UPDATE' : 'CREATE',
+    ...(old ? { oldObject: old } : {}),
+    apiVersion: r() < 0.8 ? 'admission.k8s.io/v1' : 'admission.k8s.io/v1beta1',
+  });
+  if (r() < 0.08) mutate(r, review); // the envelope too: kind, operation, uid, options ...
+  return { text: reviewText(r, review), object: obj };
+}
+
+function checkReply(
+  res: { statusCode: number; body: string },
+  sent: { text: string; object: unknown },
+  where: string,
+): void {
+  const ctx = () => `${where}\nrequest: ${sent.text.slice(0, 2000)}\nreply: ${res.body.slice(0, 2000)}`;
+  assert.ok(res.statusCode < 500, `HTTP ${res.statusCode}: ${ctx()}`);
+  const body = JSON.parse(res.body);
+  if (res.statusCode !== 200) {
+    assert.ok(res.statusCode >= 400, ctx());
+    assert.equal(typeof body.message, 'string', ctx());
+    return;
+  }
+  const sentReview = JSON.parse(sent.text);
+  assert.equal(body.kind, 'AdmissionReview', ctx());
+  assert.equal(body.apiVersion, sentReview.apiVersion, ctx());
+  const response = body.response;
+  assert.equal(response.uid, sentReview.request.uid, ctx());
+  assert.equal(typeof response.allowed, 'boolean', ctx());
+  if (!response.allowed) {
+    const status = response.status;
+    assert.equal(status.status, 'Failure', ctx());
+    assert.ok(Number.isInteger(status.code) && status.code >= 400 && status.code < 500, ctx());
+    assert.equal(typeof status.message, 'string', ctx());
+    for (const cause of status.details?.causes ?? []) {
+      assert.equal(typeof cause.field, 'string', ctx());
+      assert.equal(typeof cause.message, 'string', ctx());
+    }
+  }
+  if (response.patch !== undefined) {
+    assert.equal(response.patchType, 'JSONPatch', ctx());
+    const patch = JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8'));
+    assert.ok(Array.isArray(patch) && patch.length > 0, ctx());
+    // Against the object as the webhook received it (the JSON text, parsed again).
+    const object = sentReview.request.object;
+    try {
+      fastJsonPatch.applyPatch(object, patch, true);
+    } catch (err) {
+      assert.fail(`patch does not apply: ${(err as Error).message}\n${JSON.stringify(patch)}\n${ctx()}`);
+    }
+  }
+}
+
+const app = buildWebhookApp({ logger: pino({ level: 'silent' }) });
+after(() => app.close());
+
+test(`${REVIEWS} mutated reviews: valid replies with the uid, no 5xx, patches that apply (seed ${SEED})`, async (t) => {
+  t.diagnostic(`WEBHOOK_FUZZ_SEED=${SEED}`);
+  console.log(`webhook fuzz: WEBHOOK_FUZZ_SEED=${SEED} reviews=${REVIEWS}`);
+  const r = rng(SEED);
+  const base = bases();
+  const started = Date.now();
+  const verdicts = new Map<string, number>();
+  for (let i = 0; i < REVIEWS; i += BATCH) {
+    const batch = Array.from({ length: Math.min(BATCH, REVIEWS - i) }, (_, j) => {
+      const sent = buildReview(r, base, `uid-${i + j}`);
+      const url = r() < 0.5 ? MUTATE_PATH : VALIDATE_PATH;
+      return { sent, url, where: `review ${i + j} to ${url} (seed ${SEED})` };
+    });
+    const replies = await Promise.all(
+      batch.map((b) =>
+        app.inject({
+          method: 'POST',
+          url: b.url,
+          headers: { 'content-type': 'application/json' },
+          payload: b.sent.text,
+        }),
+      ),
+    );
+    replies.forEach((res, j) => {
+      const b = batch[j] as (typeof batch)[number];
+      checkReply(res, b.sent, b.where);
+      const body = res.statusCode === 200 ? res.json().response : undefined;
+      const verdict = body
+        ? body.allowed
+          ? body.patch
+            ? 'patched'
+            : 'allowed'
+          : `denied ${body.status.code}`
+        : `http ${res.statusCode}`;
+      verdicts.set(verdict, (verdicts.get(verdict) ?? 0) + 1);
+    });
+  }
+  const summary = [...verdicts].map(([k, v]) => `${k}: ${v}`).join(', ');
+  t.diagnostic(`${REVIEWS} reviews in ${Date.now() - started} ms; ${summary}`);
+  // The run exercises every kind of answer, not only refusals.
+  for (const kind of ['patched', 'denied 400', 'denied 422']) assert.ok(verdicts.has(kind), summary);
+});
+
+test(`defaulting and validation, without the shape check in front, never throw on mutated objects (seed ${SEED})`, () => {
+  const r = rng(SEED ^ 0x5eed);
+  const base = bases();
+  for (let i = 0; i < REVIEWS; i++) {
+    const obj = structuredClone(pick(r, base));
+    mutate(r, obj);
+    const text = JSON.stringify(obj);
+    // Deep values are the shape check's to refuse: these functions recurse.
+    if (text.includes(JSON.stringify(DEEP_MARK)) || nestingError(obj)) continue;
+    const old = r() < 0.3 ? defaultDaemonSet(structuredClone(pick(r, base))) : undefined;
+    const where = () => `object ${i} (seed ${SEED}): ${text.slice(0, 2000)}`;
+    try {
+      const patch = defaultingPatch(obj, old);
+      fastJsonPatch.applyPatch(JSON.parse(text), patch, true);
+      if (old) validateDaemonSetUpdate(obj, old);
+      else validateDaemonSet(obj);
+    } catch (err) {
+      assert.fail(`${(err as Error).stack}\n${where()}`);
+    }
+  }
+});

@@ -1,0 +1,96 @@
+// What one admission server accepts, so that hostile or absurd input costs bounded memory and time (the
+// webhook shares its process, and the chart's memory limit, with the controller). README "Admission webhook"
+// states each limit and what the apiserver, hence kubectl, sees when it is hit.
+import { availableParallelism } from 'node:os';
+
+const MiB = 1024 * 1024;
+
+/**
+ * Largest request body. An AdmissionReview carries at most two objects (object and oldObject) and etcd stores
+ * none larger than 1.5 MiB (--max-request-bytes, https://etcd.io/docs/v3.5/dev-guide/limit/), so 2 x 1.5 MiB
+ * plus the envelope (userInfo, options, names): 3.5 MiB. A larger object could not be stored anyway.
+ */
+export const BODY_LIMIT = 3.5 * MiB;
+
+/**
+ * Largest JSON patch the mutating webhook returns. Defaults add a few fields per container, port and volume;
+ * a real DaemonSet's patch is a few KiB. An object built to multiply them (100k empty containers) would
+ * otherwise get a patch of tens of MiB, which the apiserver then applies too.
+ */
+export const MAX_PATCH_BYTES = 1 * MiB;
+
+export interface WebhookLimits {
+  /** Largest request body, bytes (413 beyond). */
+  bodyLimit: number;
+  /** Admission requests being read or handled at once; more are refused at once with 429 and Retry-After. */
+  maxInFlight: number;
+  /** Open connections at most; more are closed as they arrive (Node's server.maxConnections). */
+  maxConnections: number;
+  /** A connection with no traffic for this long is closed, whether or not it ever sent a request. */
+  connectionTimeoutMs: number;
+  /** The TLS handshake must finish within this (Node's default is 120 s). */
+  handshakeTimeoutMs: number;
+  /** All request headers must arrive within this. */
+  headersTimeoutMs: number;
+  /** The whole request must arrive within this. */
+  requestTimeoutMs: number;
+  /** Idle time between two requests of a kept-alive connection before it is closed. */
+  keepAliveTimeoutMs: number;
+}
+
+/**
+ * The defaults. Handling a review is synchronous JavaScript on one thread, so more concurrency than a few
+ * requests per core only buffers bodies: 4 per core (at least 4) is enough for every apiserver replica's
+ * bursts. Keep-alive is longer than the apiserver client's 90 s idle timeout (net/http's DefaultTransport
+ * IdleConnTimeout, applied by SetTransportDefaults in k8s.io/apimachinery/pkg/util/net/http.go), so we never close a connection it is about to reuse; the
+ * connection timeout is longer still, as it also covers a connection between requests.
+ */
+export function defaultWebhookLimits(cores = availableParallelism()): WebhookLimits {
+  return {
+    bodyLimit: BODY_LIMIT,
+    maxInFlight: Math.max(4, 4 * cores),
+    maxConnections: 512,
+    connectionTimeoutMs: 125_000,
+    handshakeTimeoutMs: 10_000,
+    headersTimeoutMs: 10_000,
+    requestTimeoutMs: 60_000,
+    keepAliveTimeoutMs: 120_000,
+  };
+}
+
+/**
+ * The defaults with `overrides` applied. A connection timeout shorter than a default also shortens the
+ * handshake, header and keep-alive timeouts to it: a short idle limit applies to every kind of idleness.
+ */
+export function webhookLimits(overrides: Partial<WebhookLimits> = {}): WebhookLimits {
+  const d = { ...defaultWebhookLimits(), ...overrides };
+  const c = d.connectionTimeoutMs;
+  if (c > 0) {
+    if (overrides.handshakeTimeoutMs === undefined) d.handshakeTimeoutMs = Math.min(d.handshakeTimeoutMs, c);
+    if (overrides.headersTimeoutMs === undefined) d.headersTimeoutMs = Math.min(d.headersTimeoutMs, c);
+    if (overrides.keepAliveTimeoutMs === undefined) d.keepAliveTimeoutMs = Math.min(d.keepAliveTimeoutMs, c);
+  }
+  // Node refuses a headers timeout longer than the request timeout.
+  if (d.requestTimeoutMs > 0) d.headersTimeoutMs = Math.min(d.headersTimeoutMs, d.requestTimeoutMs);
+  return d;
+}
+
+/**
+ * The byte size of `JSON.stringify(ops)` if it is at most `limit`, else undefined. Serialises one operation at
+ * a time and stops at the limit, so a huge patch costs no more than `limit` bytes of work and no big string.
+ */
+export function jsonSizeWithin(ops: readonly unknown[], limit: number): number | undefined {
+  let size = 2; // [ and ]
+  for (let i = 0; i < ops.length; i++) {
+    size += Buffer.byteLength(JSON.stringify(ops[i]) ?? 'null') + (i > 0 ? 1 : 0);
+    if (size > limit) return undefined;
+  }
+  return size;
+}
+
+/** Formats a byte count as the README states limits: "3.5 MiB", "1 MiB", "512 KiB". */
+export function formatBytes(n: number): string {
+  if (n >= MiB) return `${+(n / MiB).toFixed(2)} MiB`;
+  if (n >= 1024) return `${+(n / 1024).toFixed(2)} KiB`;
+  return `${n} B`;
+}

@@ -1,0 +1,288 @@
+// The HTTPS server under hostile clients, over real sockets on loopback: the TLS policy (no CBC-SHA1, no TLS
+// below 1.2, kept across a certificate reload, for ECDSA and RSA keys), idle connections closed (handshaken or
+// not) and the connection cap.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { webcrypto } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect as netConnect, type Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  connect as tlsConnect,
+  createServer as createTlsServer,
+  type ConnectionOptions,
+  type TLSSocket,
+} from 'node:tls';
+import * as x509 from '@peculiar/x509';
+import { pino } from 'pino';
+import { newServingCertificate } from '../certs/webhook-config.ts';
+import { MUTATE_PATH } from '../src/api/constants.ts';
+import { startWebhookServer, type WebhookServer } from './server.ts';
+import { admissionReview, daemonSetManifest } from './review-fixtures.ts';
+
+const logger = pino({ level: 'silent' });
+
+async function ecdsaPair(dir: string): Promise<{ ca: string; key: string; cert: string }> {
+  const { ca, leaf } = await newServingCertificate(['127.0.0.1']);
+  writeFileSync(join(dir, 'tls.key'), leaf.keyPem);
+  writeFileSync(join(dir, 'tls.crt'), leaf.certPem);
+  return { ca: ca.certPem, key: leaf.keyPem, cert: leaf.certPem };
+}
+
+/** A self-signed RSA serving certificate (cert-manager and external PKIs often issue RSA keys). */
+async function rsaPair(dir: string): Promise<{ ca: string }> {
+  x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+  const alg = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256', publicExponent: new Uint8Array([1, 0, 1]), modulusLength: 2048 };
+  const keys = (await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: '01',
+    name: 'CN=127.0.0.1',
+    notBefore: new Date(Date.now() - 3600_000),
+    notAfter: new Date(Date.now() + 86400_000),
+    keys: keys as unknown as Parameters<typeof x509.X509CertificateGenerator.createSelfSigned>[0]['keys'],
+    signingAlgorithm: alg,
+    extensions: [new x509.SubjectAlternativeNameExtension([{ type: 'ip', value: '127.0.0.1' }])],
+  });
+  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)).toString('base64');
+  const keyPem = `-----BEGIN PRIVATE KEY-----\n${pkcs8.match(/.{1,64}/g)!.join('\n')}\n-----END PRIVATE KEY-----\n`;
+  writeFileSync(join(dir, 'tls.key'), keyPem);
+  writeFileSync(join(dir, 'tls.crt'), cert.toString('pem'));
+  return { ca: cert.toString('pem') };
+} // prettier-ignore
+
+/** A TLS handshake with `options`: the negotiated protocol and cipher, or the error. */
+function handshake(port: number, options: ConnectionOptions): Promise<{ protocol: string; cipher: string } | Error> {
+  return new Promise((resolve) => {
+    const socket = tlsConnect({ host: '127.0.0.1', port, servername: undefined, ...options }, () => {
+      const result = { protocol: socket.getProtocol() ?? '', cipher: socket.getCipher().name };
+      socket.end();
+      resolve(result);
+    });
+    socket.on('error', (err) => resolve(err));
+  });
+}
+
+/** POSTs a review on a connection made with `options`; the response's uid. */
+function review(port: number, options: ConnectionOptions, uid: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify(admissionReview(daemonSetManifest(), { uid }));
+    const socket = tlsConnect({ host: '127.0.0.1', port, ...options }, () => {
+      socket.write(
+        `POST ${MUTATE_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    });
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => (text += c));
+    socket.on('end', () => {
+      const json = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { response: { uid: string } };
+      resolve(json.response.uid);
+    });
+    socket.on('error', reject);
+  });
+}
+
+const CBC_SHA1 = { ecdsa: 'ECDHE-ECDSA-AES128-SHA', rsa: 'ECDHE-RSA-AES128-SHA' } as const;
+const TLS12_AEAD = { ecdsa: 'ECDHE-ECDSA-AES128-GCM-SHA256', rsa: 'ECDHE-RSA-AES256-GCM-SHA384' } as const;
+
+async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+for (const keyType of ['ecdsa', 'rsa'] as const) {
+  describe(`TLS policy (${keyType} serving key)`, () => {
+    let dir: string;
+    let ca: string;
+    let server: WebhookServer;
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'ads-webhook-tls-'));
+      ca = (keyType === 'ecdsa' ? await ecdsaPair(dir) : await rsaPair(dir)).ca;
+      server = await startWebhookServer({ certDir: dir, port: 0, host: '127.0.0.1', logger, drainDelayMs: 0 });
+    });
+    after(async () => {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    test('control: a server with Node defaults accepts the CBC-SHA1 client this policy refuses', async () => {
+      const { readFileSync } = await import('node:fs');
+      const plain = createTlsServer({
+        key: readFileSync(join(dir, 'tls.key')),
+        cert: readFileSync(join(dir, 'tls.crt')),
+      });
+      plain.on('secureConnection', (s) => s.end());
+      await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
+      try {
+        const port = (plain.address() as { port: number }).port;
+        const r = await handshake(port, { ca, ciphers: CBC_SHA1[keyType], maxVersion: 'TLSv1.2' });
+        assert.ok(!(r instanceof Error), String(r));
+        assert.equal(r.cipher, CBC_SHA1[keyType]);
+      } finally {
+        plain.close();
+      }
+    });
+
+    test(`a TLS 1.2 client offering only ${CBC_SHA1[keyType]} is refused`, async () => {
+      const r = await handshake(server.port, { ca, ciphers: CBC_SHA1[keyType], maxVersion: 'TLSv1.2' });
+      assert.ok(r instanceof Error, `negotiated ${JSON.stringify(r)}`);
+      assert.match(r.message, /handshake failure|no shared cipher/i);
+    });
+
+    test('TLS 1.1 and 1.0 are refused', async () => {
+      for (const maxVersion of ['TLSv1.1', 'TLSv1'] as const) {
+        const r = await handshake(server.port, { ca, minVersion: 'TLSv1', maxVersion, ciphers: 'DEFAULT@SECLEVEL=0' });
+        assert.ok(r instanceof Error, `${maxVersion} negotiated ${JSON.stringify(r)}`);
+      }
+    });
+
+    test(`TLS 1.2 with ECDHE and AEAD (${TLS12_AEAD[keyType]}) is served`, async () => {
+      const r = await handshake(server.port, { ca, ciphers: TLS12_AEAD[keyType], maxVersion: 'TLSv1.2' });
+      assert.ok(!(r instanceof Error), String(r));
+      assert.deepEqual(r, { protocol: 'TLSv1.2', cipher: TLS12_AEAD[keyType] });
+      assert.equal(
+        await review(server.port, { ca, ciphers: TLS12_AEAD[keyType], maxVersion: 'TLSv1.2' }, 'v12'),
+        'v12',
+      );
+    });
+
+    test('a TLS 1.3 client is served', async () => {
+      const r = await handshake(server.port, { ca, minVersion: 'TLSv1.3' });
+      assert.ok(!(r instanceof Error), String(r));
+      assert.equal(r.protocol, 'TLSv1.3');
+      assert.equal(await review(server.port, { ca, minVersion: 'TLSv1.3' }, 'v13'), 'v13');
+    });
+
+    test('the policy survives a certificate reload', async () => {
+      const next = keyType === 'ecdsa' ? await ecdsaPair(dir) : await rsaPair(dir);
+      assert.equal(await server.reloadCertificates(), true);
+      const served = await handshake(server.port, { ca: next.ca, ciphers: TLS12_AEAD[keyType], maxVersion: 'TLSv1.2' });
+      assert.ok(!(served instanceof Error), `the new certificate is served: ${String(served)}`);
+      const refused = await handshake(server.port, { ca: next.ca, ciphers: CBC_SHA1[keyType], maxVersion: 'TLSv1.2' });
+      assert.ok(refused instanceof Error, `negotiated ${JSON.stringify(refused)} after the reload`);
+      ca = next.ca;
+    });
+  });
+}
+
+describe('connections: idle ones closed, open ones capped', () => {
+  let dir: string;
+  let ca: string;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ads-webhook-conn-'));
+    ca = (await ecdsaPair(dir)).ca;
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const opened: Socket[] = [];
+  after(() => opened.forEach((s) => s.destroy()));
+
+  /** When each socket was last active (handshake or write) and when it closed. */
+  const lastActive = new WeakMap<Socket, number>();
+  const closedAt = new WeakMap<Socket, number>();
+  const track = (s: Socket) => {
+    lastActive.set(s, performance.now());
+    s.once('close', () => closedAt.set(s, performance.now()));
+    return s;
+  };
+
+  /** Opens a TLS connection, completes the handshake and sends nothing; resolves once handshaken. */
+  const idleTls = (port: number) =>
+    new Promise<TLSSocket>((resolve, reject) => {
+      const s = tlsConnect({ host: '127.0.0.1', port, ca }, () => resolve(track(s) as TLSSocket));
+      opened.push(s);
+      s.on('error', reject);
+      s.once('close', () => reject(new Error('closed before the handshake')));
+    });
+
+  test('200 handshaken, silent TLS connections, 50 silent TCP ones and 50 with half a request line are all closed after the connection timeout', async () => {
+    const server = await startWebhookServer({
+      certDir: dir, port: 0, host: '127.0.0.1', logger, drainDelayMs: 0,
+      limits: { connectionTimeoutMs: 600 },
+    }); // prettier-ignore
+    try {
+      const handshaken = await Promise.all(Array.from({ length: 200 }, () => idleTls(server.port)));
+      const raw = await Promise.all(
+        Array.from({ length: 50 }, () => {
+          const s = netConnect(server.port, '127.0.0.1');
+          s.on('error', () => {});
+          opened.push(s);
+          return new Promise<Socket>((resolve) => s.once('connect', () => resolve(track(s))));
+        }),
+      );
+      const partial = await Promise.all(
+        Array.from({ length: 50 }, async () => {
+          const s = await idleTls(server.port);
+          s.on('error', () => {});
+          s.write(`POST ${MUTATE_PATH} HT`);
+          return track(s);
+        }),
+      );
+      for (const s of handshaken) s.on('error', () => {});
+      const all = [...handshaken, ...raw, ...partial];
+      // The server's count, sampled while they are open (it can only drop as the earliest ones time out).
+      const peak = await server.connections();
+      assert.ok(peak >= 150, `server saw ${peak} connections`);
+      await waitFor('every idle connection to be closed', () => all.every((s) => closedAt.has(s)), 15_000);
+      // Each one closed by the server after its own idle time, not before (500 ms: timer granularity).
+      const idleMs = all.map((s) => closedAt.get(s)! - lastActive.get(s)!);
+      assert.ok(Math.min(...idleMs) >= 500, `closed after ${Math.round(Math.min(...idleMs))} ms idle`);
+      assert.ok(Math.max(...idleMs) < 5_000, `closed after ${Math.round(Math.max(...idleMs))} ms idle`);
+      // The server holds none of them any more: their memory is given back.
+      await waitFor('the server to hold no connection', async () => (await server.connections()) === 0);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test('stop() closes idle connections at once, and a connection answering a request after its response', async () => {
+    const server = await startWebhookServer({ certDir: dir, port: 0, host: '127.0.0.1', logger, drainDelayMs: 0 });
+    const idle = await Promise.all(Array.from({ length: 3 }, () => idleTls(server.port)));
+    for (const s of idle) s.on('error', () => {});
+    // A request whose body is still arriving when stop() begins.
+    const body = JSON.stringify(admissionReview(daemonSetManifest(), { uid: 'in-flight' }));
+    const busy = await idleTls(server.port);
+    let answer = '';
+    busy.setEncoding('utf8');
+    busy.on('data', (c: string) => (answer += c));
+    busy.write(`POST ${MUTATE_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 20)}`);
+    await waitFor('the server to see the request', async () => (await server.connections()) === 4);
+    await new Promise((r) => setTimeout(r, 50));
+    const t0 = performance.now();
+    const stopped = server.stop();
+    await waitFor('the idle connections to be closed', () => idle.every((s) => closedAt.has(s)), 2_000);
+    assert.ok(!closedAt.has(busy), 'the busy connection is kept');
+    busy.write(body.slice(20));
+    await stopped;
+    assert.ok(performance.now() - t0 < 2_000, `stop took ${Math.round(performance.now() - t0)} ms`);
+    await waitFor('the busy connection to be closed', () => closedAt.has(busy), 2_000);
+    assert.match(answer, /^HTTP\/1.1 200/);
+    assert.match(answer, /"uid":"in-flight"/);
+  }); // prettier-ignore
+
+  test('beyond maxConnections new connections are closed at once; one freed is usable again', async () => {
+    const server = await startWebhookServer({
+      certDir: dir, port: 0, host: '127.0.0.1', logger, drainDelayMs: 0,
+      limits: { maxConnections: 5 },
+    }); // prettier-ignore
+    try {
+      const five = await Promise.all(Array.from({ length: 5 }, () => idleTls(server.port)));
+      const sixth = await idleTls(server.port).then(
+        () => 'handshaken',
+        (err: Error) => err.message,
+      );
+      assert.notEqual(sixth, 'handshaken');
+      assert.equal(await server.connections(), 5);
+      five[0]!.destroy();
+      await waitFor('the server to see the close', async () => (await server.connections()) === 4);
+      assert.equal(await review(server.port, { ca }, 'after-cap'), 'after-cap');
+    } finally {
+      await server.stop();
+    }
+  });
+});
