@@ -3,8 +3,8 @@
 # the chart's runAsUser), production dependencies only.
 #
 # The code is TypeScript run through tsx in development; tsx is a devDependency, so the image
-# does not run it. Instead the build stage bundles our own code (src/, controller/, webhook/,
-# certs/) into one ESM file with esbuild, the compiler tsx itself uses; npm packages stay
+# does not run it. Instead the build stage bundles the product's entrypoint (cmd/advanced-daemonset:
+# src/, controller/, webhook/, certs/; never e2e/ or bench/) into one ESM file with esbuild, the compiler tsx itself uses; npm packages stay
 # external and come from `npm ci --omit=dev`. No TypeScript toolchain and no compile cache at
 # runtime, so the root filesystem can stay read-only, and startup is faster.
 #
@@ -20,8 +20,8 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: the `node` devDependency would download a second Node binary; the base image has one.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
-# One ESM file for our code, npm packages staying imports (e2e/hack/bundle.ts; the benchmark runs the same).
-RUN node --import tsx e2e/hack/bundle.ts
+# One ESM file for our code, npm packages staying imports (hack/bundle.ts; the benchmark runs the same).
+RUN node --import tsx hack/bundle.ts
 
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
@@ -35,9 +35,10 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 
 USER 65532:65532
-# 9876 webhook (HTTPS), 8081 /healthz and /readyz, 8080 /metrics
+# 9876 webhook (HTTPS), 8081 /healthz and /readyz, 8080 /metrics (WEBHOOK_PORT, HEALTH_PORT, METRICS_PORT in
+# src/cli/common-flags.ts)
 EXPOSE 9876 8081 8080
-# Node flags as e2e/hack/bundle.ts NODE_RUNTIME_FLAGS (why: there). launch.mjs adds --max-old-space-size at 60%
+# Node flags as hack/bundle.ts NODE_RUNTIME_FLAGS (why: there). launch.mjs adds --max-old-space-size at 60%
 # of the container's memory limit (cgroup), so V8 collects garbage before the kernel kills, then runs main.mjs.
 ENTRYPOINT ["/nodejs/bin/node", "--enable-source-maps", "--max-semi-space-size=16", "/app/dist/launch.mjs"]
 CMD ["manager"]

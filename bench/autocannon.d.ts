@@ -14,6 +14,8 @@ declare module 'autocannon' {
     errors: number;
     timeouts: number;
     non2xx: number;
+    /** Responses by HTTP status code. */
+    statusCodeStats: Record<string, { count: number }>;
     duration: number;
   }
   interface Options {

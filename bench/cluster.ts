@@ -21,7 +21,8 @@ import { isPodReady } from '../src/k8s/pod.ts';
 import type { KubeObject, Pod } from '../src/k8s/types.ts';
 import { auditApiserverArgs, auditWindow, countRequests, type AuditWindow } from './lib/audit.ts';
 import { cpuSeconds, peakRssMiB } from './lib/proc.ts';
-import { median, percentile, say, sleep } from './lib/stats.ts';
+import { median, percentile, say } from './lib/stats.ts';
+import { sleep } from '../src/testing/wait.ts';
 import { Tracker, until } from './lib/tracker.ts';
 
 export interface ClusterBenchOptions {

@@ -9,6 +9,7 @@ import { Agent, request } from 'node:https';
 import autocannon from 'autocannon';
 import { percentile } from './lib/stats.ts';
 import type { LoadOptions } from './webhook.ts';
+import { sleep } from '../src/testing/wait.ts';
 
 export interface LoadSummary {
   requests: number;
@@ -20,7 +21,10 @@ export interface LoadSummary {
   p99Ms: number;
   /** Connection errors and timeouts. */
   errors: number;
+  /** Answers not 2xx, the 429s excepted. */
   non2xx: number;
+  /** 429 Too Many Requests: the server's cap on admission requests in flight refused these. */
+  tooMany: number;
 }
 
 async function maxThroughput(o: LoadOptions): Promise<LoadSummary> {
@@ -40,7 +44,8 @@ async function maxThroughput(o: LoadOptions): Promise<LoadSummary> {
     p50Ms: r.latency.p50,
     p99Ms: r.latency.p99,
     errors: r.errors + r.timeouts,
-    non2xx: r.non2xx,
+    non2xx: r.non2xx - (r.statusCodeStats['429']?.count ?? 0),
+    tooMany: r.statusCodeStats['429']?.count ?? 0,
   };
 }
 
@@ -50,6 +55,7 @@ async function fixedRate(o: LoadOptions, rate: number): Promise<LoadSummary> {
   const latenciesMs: number[] = [];
   let errors = 0;
   let non2xx = 0;
+  let tooMany = 0;
   let inFlight = 0;
   const send = (record: boolean) => {
     inFlight++;
@@ -67,7 +73,8 @@ async function fixedRate(o: LoadOptions, rate: number): Promise<LoadSummary> {
         res.resume();
         res.on('end', () => {
           if (record) latenciesMs.push(Number(process.hrtime.bigint() - start) / 1e6);
-          if (record && (res.statusCode ?? 0) >= 300) non2xx++;
+          if (record && res.statusCode === 429) tooMany++;
+          else if (record && (res.statusCode ?? 0) >= 300) non2xx++;
           inFlight--;
         });
       },
@@ -104,7 +111,7 @@ async function fixedRate(o: LoadOptions, rate: number): Promise<LoadSummary> {
     }, 1);
   });
   const deadline = performance.now() + 10_000;
-  while (inFlight > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  while (inFlight > 0 && performance.now() < deadline) await sleep(5);
   const end = performance.now();
   agent.destroy();
   return {
@@ -115,6 +122,7 @@ async function fixedRate(o: LoadOptions, rate: number): Promise<LoadSummary> {
     p99Ms: percentile(latenciesMs, 99),
     errors: errors + inFlight,
     non2xx,
+    tooMany,
   };
 }
 

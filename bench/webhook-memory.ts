@@ -13,7 +13,8 @@ import { MUTATE_PATH } from '../src/api/constants.ts';
 import { heapFlags } from '../src/cli/heap.ts';
 import { BODY_LIMIT } from '../webhook/limits.ts';
 import { rssMiB } from './lib/proc.ts';
-import { percentile, say, sleep } from './lib/stats.ts';
+import { percentile, say } from './lib/stats.ts';
+import { sleep } from '../src/testing/wait.ts';
 
 /** The chart's default memory limit (charts/advanced-daemonset/values.yaml). */
 const CHART_MEMORY_LIMIT = 512 * 1024 * 1024;

@@ -31,7 +31,7 @@ import {
   type ResourceType,
 } from '../src/k8s/client.ts';
 import type { KubeObject } from '../src/k8s/types.ts';
-import { createCA, createLeaf, loadCA } from './pki.ts';
+import { createCA, createLeaf, loadCA } from '../src/pki/pki.ts';
 
 /** Enough of pino's Logger for this module (the manager passes its pino logger). */
 export interface BootstrapLogger {

@@ -8,18 +8,18 @@ import { UserError } from '../src/cli/command.ts';
 import { certsCommand, validHost } from './command.ts';
 
 describe('validHost', () => {
-  const cases: [string, boolean][] = [
-    ['127.0.0.1', true],
-    ['::1', true],
-    ['ads-webhook.kruise-system.svc', true],
-    ['*.example.com', true],
-    ['localhost', true],
-    ['Upper.example.com', false],
-    ['bad host', false],
-    ['-lead.example.com', false],
-    ['', false],
+  const cases: { host: string; ok: boolean }[] = [
+    { host: '127.0.0.1', ok: true },
+    { host: '::1', ok: true },
+    { host: 'ads-webhook.kruise-system.svc', ok: true },
+    { host: '*.example.com', ok: true },
+    { host: 'localhost', ok: true },
+    { host: 'Upper.example.com', ok: false },
+    { host: 'bad host', ok: false },
+    { host: '-lead.example.com', ok: false },
+    { host: '', ok: false },
   ];
-  for (const [host, ok] of cases) test(`${JSON.stringify(host)} → ${ok}`, () => assert.equal(validHost(host), ok));
+  for (const { host, ok } of cases) test(`${JSON.stringify(host)} → ${ok}`, () => assert.equal(validHost(host), ok));
 });
 
 describe('advanced-daemonset certs', () => {
@@ -70,14 +70,14 @@ describe('advanced-daemonset certs', () => {
     assert.deepEqual(modes, { 'ca.crt': 0o644, 'ca.key': 0o600, 'tls.crt': 0o644, 'tls.key': 0o600 });
   });
 
-  const refused: [string[], RegExp][] = [
-    [['--host', 'x'], /--out DIR is required/],
-    [['--out', '/tmp/x'], /at least one --host/],
-    [['--out', '/tmp/x', '--host', 'a b'], /not an IP address or DNS name: "a b"/],
-    [['--out', '/tmp/x', '--host', 'x', '--days', '0'], /need 1 <= --days/],
-    [['--out', '/tmp/x', '--host', 'x', '--nope'], /Unknown option '--nope'/],
+  const refused: { argv: string[]; message: RegExp }[] = [
+    { argv: ['--host', 'x'], message: /--out DIR is required/ },
+    { argv: ['--out', '/tmp/x'], message: /at least one --host/ },
+    { argv: ['--out', '/tmp/x', '--host', 'a b'], message: /not an IP address or DNS name: "a b"/ },
+    { argv: ['--out', '/tmp/x', '--host', 'x', '--days', '0'], message: /need 1 <= --days/ },
+    { argv: ['--out', '/tmp/x', '--host', 'x', '--nope'], message: /Unknown option '--nope'/ },
   ];
-  for (const [argv, message] of refused) {
+  for (const { argv, message } of refused) {
     test(`refuses ${argv.join(' ')}`, () =>
       assert.rejects(certsCommand.run(argv), (e: unknown) => e instanceof UserError && message.test(e.message)));
   }

@@ -3,9 +3,29 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { intFlag, parseCommandArgs, UserError, type Command } from '../src/cli/command.ts';
-import { writeFileWithMode } from './pki.ts';
+import {
+  flagsHelp,
+  intFlag,
+  defineCommand,
+  stringFlag,
+  stringsFlag,
+  switchFlag,
+  UserError,
+  type Flags,
+} from '../src/cli/command.ts';
+import { writeFileWithMode } from '../src/pki/pki.ts';
 import { newServingCertificate } from './webhook-config.ts';
+
+const flags = {
+  out: stringFlag('directory to write to (created if missing)', { arg: 'DIR' }),
+  host: stringsFlag(
+    'IP address or DNS name the apiserver uses to reach the webhook; repeatable, e.g. --host 127.0.0.1 --host ads-webhook.kruise-system.svc',
+    'HOST',
+  ),
+  days: intFlag('serving certificate lifetime in days', 365),
+  'ca-days': intFlag('CA lifetime in days', 3650),
+  force: switchFlag('overwrite existing files in DIR'),
+} satisfies Flags;
 
 const usage = `Usage: advanced-daemonset certs --out DIR --host HOST [--host HOST ...] [flags]
 
@@ -17,13 +37,7 @@ Generates a private CA and a serving certificate signed by it (ECDSA P-256) and 
 The webhook and the manager read tls.crt and tls.key from --cert-dir.
 
 Flags:
-  --out DIR        directory to write to (created if missing)
-  --host HOST      IP address or DNS name the apiserver uses to reach the webhook; repeatable,
-                   e.g. --host 127.0.0.1 --host ads-webhook.kruise-system.svc
-  --days N         serving certificate lifetime in days (default 365)
-  --ca-days N      CA lifetime in days (default 3650)
-  --force          overwrite existing files in DIR
-  -h, --help       show this help
+${flagsHelp(flags)}
 `;
 
 const FILES = ['ca.crt', 'ca.key', 'tls.crt', 'tls.key'] as const;
@@ -34,22 +48,13 @@ export function validHost(host: string): boolean {
   return /^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/.test(host);
 }
 
-export const certsCommand: Command = {
+export const certsCommand = defineCommand({
   name: 'certs',
   summary: 'Generate a CA and a webhook serving certificate for local use',
   usage,
-  async run(argv) {
-    const parsed = parseCommandArgs({ name: 'certs', usage }, argv, {
-      out: { type: 'string' },
-      host: { type: 'string', multiple: true },
-      days: { type: 'string' },
-      'ca-days': { type: 'string' },
-      force: { type: 'boolean' },
-    });
-    if (!parsed) return 0;
-    const v = parsed.values;
-    const out = v.out;
-    const hosts = v.host ?? [];
+  flags,
+  async run({ values }) {
+    const { out, host: hosts, days, 'ca-days': caDays, force } = values;
     if (!out) throw new UserError('certs: --out DIR is required\nRun with --help for usage.', 2);
     if (hosts.length === 0)
       throw new UserError('certs: at least one --host is required\nRun with --help for usage.', 2);
@@ -57,13 +62,11 @@ export const certsCommand: Command = {
     if (bad.length > 0) {
       throw new UserError(`certs: not an IP address or DNS name: ${bad.map((h) => `"${h}"`).join(', ')}`, 2);
     }
-    const days = intFlag('days', v.days, 365);
-    const caDays = intFlag('ca-days', v['ca-days'], 3650);
     if (days < 1 || caDays < days) {
       throw new UserError(`certs: need 1 <= --days (${days}) <= --ca-days (${caDays})`, 2);
     }
     const present = FILES.filter((f) => existsSync(join(out, f)));
-    if (present.length > 0 && !v.force) {
+    if (present.length > 0 && !force) {
       throw new UserError(
         `certs: ${present.map((f) => join(out, f)).join(', ')} already exist; use --force to overwrite`,
       );
@@ -83,4 +86,4 @@ export const certsCommand: Command = {
     console.log(`serving certificate for ${hosts.join(', ')}, valid ${days} days; CA valid ${caDays} days`);
     return 0;
   },
-};
+});

@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureLocalServingCertificate, webhookConfigurations } from './webhook-config.ts';
+import { assertDaemonSetWebhookPolicy } from './testing/webhook-policy.ts';
 
 describe('webhook configurations', () => {
   test('url endpoints get the path appended, scoped to apps.kruise.io daemonsets, failing closed', () => {
@@ -23,17 +24,7 @@ describe('webhook configurations', () => {
       'https://127.0.0.1:9443/validate-apps-kruise-io-daemonset',
     );
     for (const w of [m, v]) {
-      assert.equal(w.failurePolicy, 'Fail');
-      assert.equal(w.sideEffects, 'None');
-      assert.deepEqual(w.rules, [
-        {
-          apiGroups: ['apps.kruise.io'],
-          apiVersions: ['v1alpha1'],
-          resources: ['daemonsets'],
-          operations: ['CREATE', 'UPDATE'],
-          scope: 'Namespaced',
-        },
-      ]);
+      assertDaemonSetWebhookPolicy(w);
     }
   });
 

@@ -8,7 +8,7 @@ import { isIP } from 'node:net';
 import type { KubeClient, ResourceType } from '../src/k8s/client.ts';
 import { isNotFound, resources } from '../src/k8s/client.ts';
 import type { KubeObject } from '../src/k8s/types.ts';
-import { createCA, createLeaf, type CertificateAuthority, type KeyPairPem } from './pki.ts';
+import { createCA, createLeaf, type CertificateAuthority, type KeyPairPem } from '../src/pki/pki.ts';
 import { planWebhookStartup, readServingFiles } from './startup.ts';
 
 export const MUTATE_PATH = '/mutate-apps-kruise-io-daemonset';

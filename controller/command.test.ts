@@ -6,6 +6,16 @@ import { UserError } from '../src/cli/command.ts';
 import { bindAddressFlag } from './command.ts';
 
 describe('bindAddressFlag', () => {
+  /** The metrics flags as the command passes them: --metrics-port counts as set only when given. */
+  const bind = (row: { address?: string; port?: string }) =>
+    bindAddressFlag(
+      'metrics-bind-address',
+      row.address,
+      'metrics-port',
+      Number(row.port ?? 8080),
+      row.port !== undefined,
+    );
+
   const rows: { name: string; address?: string; port?: string; want: { host: string; port: number } }[] = [
     { name: 'neither: every address, the default port', want: { host: '0.0.0.0', port: 8080 } },
     { name: 'the old port flag', port: '9090', want: { host: '0.0.0.0', port: 9090 } },
@@ -16,7 +26,7 @@ describe('bindAddressFlag', () => {
   ];
   for (const row of rows)
     test(row.name, () => {
-      assert.deepEqual(bindAddressFlag('metrics-bind-address', row.address, 'metrics-port', row.port, 8080), row.want);
+      assert.deepEqual(bind(row), row.want);
     });
 
   const refused: { name: string; address: string; port?: string; message: RegExp }[] = [
@@ -28,7 +38,7 @@ describe('bindAddressFlag', () => {
   for (const row of refused)
     test(`refuses ${row.name}`, () =>
       assert.throws(
-        () => bindAddressFlag('metrics-bind-address', row.address, 'metrics-port', row.port, 8080),
+        () => bind(row),
         (e: unknown) => e instanceof UserError && row.message.test(e.message),
       ));
 });

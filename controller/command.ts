@@ -2,107 +2,109 @@
 // process, the default in a deployment, as kruise-manager).
 import { hostname } from 'node:os';
 import { pino, type Logger } from 'pino';
-import { boolFlag, durationFlag, intFlag, parseCommandArgs, UserError, type Command } from '../src/cli/command.ts';
+import {
+  boolFlag,
+  durationFlag,
+  enumFlag,
+  flagsHelp,
+  intFlag,
+  defineCommand,
+  stringFlag,
+  stringWithDefault,
+  UserError,
+  type Flags,
+  type FlagValues,
+} from '../src/cli/command.ts';
+import { healthPortFlag, logLevelFlag, metricsPortFlag } from '../src/cli/common-flags.ts';
 import { parseFeatureGates, type FeatureGates } from '../src/cli/feature-gates.ts';
-import { CERT_MODES, type CertMode } from '../certs/modes.ts';
+import { CERT_MODES } from '../certs/modes.ts';
 import { currentNamespace, loadKubeConfig } from '../src/k8s/kubeconfig.ts';
 import { startController, type ControllerRunOptions } from './run.ts';
-import type { ImagePreDownloadMode, KruisePodReadyGateMode } from '../src/daemonset/plan-types.ts';
 import { enableProcessMetrics, registry } from './runtime/metrics.ts';
 import { startMetricsServer, startProbeServer, type RunningServer } from './runtime/probes.ts';
 import { startManagedWebhook, type ManagedWebhook } from './webhook-host.ts';
-import { limitFlags } from '../webhook/command.ts';
+import { limitFlags, prefixed, webhookLimitsOf, webhookPortFlag } from '../webhook/command.ts';
 
-const controllerFlags = `  --kubeconfig FILE                  kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)
-  --workers N                        concurrent DaemonSet reconciles (default 3)
-  --kube-api-qps N                   client-side QPS to the apiserver (default 30)
-  --kube-api-burst N                 client-side burst (default 50)
-  --leader-elect true|false          Lease leader election (default true)
-  --leader-election-namespace NS     namespace of the Lease (default: the pod's namespace)
-  --leader-election-id NAME          name of the Lease (default advanced-daemonset-controller)
-  --lease-duration D                 (default 15s)
-  --renew-deadline D                 (default 10s)
-  --retry-period D                   (default 2s)
-  --health-port N                    /healthz and /readyz (default 8081; 0 picks a free port)
-  --metrics-port N                   /metrics (default 8080; 0 picks a free port)
-  --health-probe-bind-address ADDR   HOST:PORT for /healthz and /readyz instead of --health-port on all
-                                     addresses, e.g. 127.0.0.1:8081, [::1]:8081 or :8081 (as
-                                     controller-runtime's flag)
-  --metrics-bind-address ADDR        HOST:PORT for /metrics instead of --metrics-port on all addresses,
-                                     e.g. 127.0.0.1:8080 to keep metrics off the pod network
-  --log-level LEVEL                  trace|debug|info|warn|error (default info)
-  --feature-gates GATES              Name=true|false,... of Kruise's DaemonSet gates (unknown names are
-                                     refused); PreDownloadImageForDaemonSetUpdate=true turns image
-                                     pre-download on (default off, as Kruise); the others change nothing yet
-  --image-predownload MODE           with that gate on: pods (default) pulls a rollout's new images ahead
-                                     on nodes still running old pods with short-lived pull pods (README:
-                                     image pre-download); imagepulljob creates Kruise ImagePullJobs instead
-                                     (needs that CRD and kruise-daemon); off
-  --kruise-pod-ready-gate MODE       always (default): the KruisePodReady readiness gate on every pod,
-                                     as Kruise, set True right after the create (one status write per
-                                     pod); when-needed: only on pods of DaemonSets with
-                                     lifecycle.preDelete.markPodNotReady, one write per pod fewer for
-                                     very large clusters, but pods created without the gate cannot be
-                                     made NotReady later (markPodNotReady turned on afterwards,
-                                     ContainerRecreateRequest unreadyGracePeriodSeconds)`;
+export const controllerFlags = {
+  kubeconfig: stringFlag('kubeconfig', { arg: 'FILE', defaultHelp: '$KUBECONFIG, in-cluster, ~/.kube/config' }),
+  workers: intFlag('concurrent DaemonSet reconciles', 3),
+  'kube-api-qps': intFlag('client-side QPS to the apiserver', 30),
+  'kube-api-burst': intFlag('client-side burst', 50),
+  'leader-elect': boolFlag('Lease leader election', true),
+  'leader-election-namespace': stringFlag('namespace of the Lease', { arg: 'NS', defaultHelp: "the pod's namespace" }),
+  'leader-election-id': stringWithDefault('name of the Lease', 'advanced-daemonset-controller', 'NAME'),
+  'lease-duration': durationFlag('how long a Lease is held without renewal', 15_000),
+  'renew-deadline': durationFlag('how long the leader tries to renew before it gives up', 10_000),
+  'retry-period': durationFlag('how often candidates try to acquire or renew', 2_000),
+  'health-port': healthPortFlag,
+  'metrics-port': metricsPortFlag,
+  'health-probe-bind-address': stringFlag(
+    "HOST:PORT for /healthz and /readyz instead of --health-port on all addresses, e.g. 127.0.0.1:8081, [::1]:8081 or :8081 (as controller-runtime's flag)",
+    { arg: 'ADDR' },
+  ),
+  'metrics-bind-address': stringFlag(
+    'HOST:PORT for /metrics instead of --metrics-port on all addresses, e.g. 127.0.0.1:8080 to keep metrics off the pod network',
+    { arg: 'ADDR' },
+  ),
+  'log-level': logLevelFlag,
+  'feature-gates': {
+    arg: 'GATES',
+    help: "Name=true|false,... of Kruise's DaemonSet gates (unknown names are refused); PreDownloadImageForDaemonSetUpdate=true turns image pre-download on (default off, as Kruise); the others change nothing yet",
+    default: parseFeatureGates(undefined),
+    defaultHelp: '',
+    parse(raw, flag) {
+      try {
+        return parseFeatureGates(raw);
+      } catch (err) {
+        throw new UserError(`--${flag}: ${(err as Error).message}`, 2);
+      }
+    },
+  },
+  'image-predownload': enumFlag(
+    ['pods', 'imagepulljob', 'off'],
+    "with that gate on: pods pulls a rollout's new images ahead on nodes still running old pods with short-lived pull pods (README: image pre-download); imagepulljob creates Kruise ImagePullJobs instead (needs that CRD and kruise-daemon); off",
+    'pods',
+  ),
+  'kruise-pod-ready-gate': enumFlag(
+    ['always', 'when-needed'],
+    'always: the KruisePodReady readiness gate on every pod, as Kruise, set True right after the create (one status write per pod); when-needed: only on pods of DaemonSets with lifecycle.preDelete.markPodNotReady, one write per pod fewer for very large clusters, but pods created without the gate cannot be made NotReady later (markPodNotReady turned on afterwards, ContainerRecreateRequest unreadyGracePeriodSeconds)',
+    'always',
+  ),
+} satisfies Flags;
 
-const webhookFlags = `  --cert-dir DIR                     tls.crt and tls.key (default /tmp/k8s-webhook-server/serving-certs)
-  --webhook-port N                   HTTPS port (default 9876; 0 picks a free port)
-  --webhook-host HOST                out of cluster: serve on HOST, generate a certificate for it and
-                                     register the webhook configurations with url https://HOST:PORT
-  --webhook-configuration-name NAME  base name of the webhook configurations (default advanced-daemonset)
-  --webhook-timeout-seconds N        timeoutSeconds of the registered configurations (default 10)
-  --webhook-drain D                  keep serving this long after SIGTERM (default 5s)
-  --webhook-max-in-flight N          admission requests handled at once; more get 429 with Retry-After
-                                     (default 4 per core, at least 4)
-  --webhook-max-connections N        open webhook connections at most (default 512)
-  --webhook-connection-timeout D     close a webhook connection idle this long (default 125s)
-  --cert-mode MODE                   in a cluster: self-signed (keep a CA and serving certificate in
-                                     --cert-secret-name, renew them, patch caBundle into the webhook
-                                     configurations), or cert-manager|external (serve the tls.crt and
-                                     tls.key mounted in --cert-dir) (default external)
-  --cert-secret-name NAME            self-signed: the Secret in the pod's namespace
-                                     (default advanced-daemonset-webhook-certs)
-  --webhook-service-name NAME        self-signed: the Service the certificate is for
-                                     (default advanced-daemonset-webhook)`;
+export const webhookFlags = {
+  'cert-dir': stringWithDefault('tls.crt and tls.key', '/tmp/k8s-webhook-server/serving-certs', 'DIR'),
+  'webhook-port': webhookPortFlag,
+  'webhook-host': stringFlag(
+    'out of cluster: serve on HOST, generate a certificate for it and register the webhook configurations with url https://HOST:PORT',
+    { arg: 'HOST' },
+  ),
+  'webhook-configuration-name': stringWithDefault(
+    'base name of the webhook configurations',
+    'advanced-daemonset',
+    'NAME',
+  ),
+  'webhook-timeout-seconds': intFlag('timeoutSeconds of the registered configurations', 10),
+  'webhook-drain': durationFlag('keep serving this long after SIGTERM', 5_000),
+  ...prefixed('webhook-', limitFlags),
+  'cert-mode': enumFlag(
+    CERT_MODES,
+    'in a cluster: self-signed (keep a CA and serving certificate in --cert-secret-name, renew them, patch caBundle into the webhook configurations), or cert-manager|external (serve the tls.crt and tls.key mounted in --cert-dir)',
+    'external',
+  ),
+  'cert-secret-name': stringWithDefault(
+    "self-signed: the Secret in the pod's namespace",
+    'advanced-daemonset-webhook-certs',
+    'NAME',
+  ),
+  'webhook-service-name': stringWithDefault(
+    'self-signed: the Service the certificate is for',
+    'advanced-daemonset-webhook',
+    'NAME',
+  ),
+} satisfies Flags;
 
-export const controllerOptions = {
-  kubeconfig: { type: 'string' },
-  workers: { type: 'string' },
-  'kube-api-qps': { type: 'string' },
-  'kube-api-burst': { type: 'string' },
-  'leader-elect': { type: 'string' },
-  'leader-election-namespace': { type: 'string' },
-  'leader-election-id': { type: 'string' },
-  'lease-duration': { type: 'string' },
-  'renew-deadline': { type: 'string' },
-  'retry-period': { type: 'string' },
-  'health-port': { type: 'string' },
-  'metrics-port': { type: 'string' },
-  'health-probe-bind-address': { type: 'string' },
-  'metrics-bind-address': { type: 'string' },
-  'log-level': { type: 'string' },
-  'feature-gates': { type: 'string' },
-  'image-predownload': { type: 'string' },
-  'kruise-pod-ready-gate': { type: 'string' },
-} as const;
-
-export const webhookOptions = {
-  'cert-dir': { type: 'string' },
-  'webhook-port': { type: 'string' },
-  'webhook-host': { type: 'string' },
-  'webhook-configuration-name': { type: 'string' },
-  'webhook-timeout-seconds': { type: 'string' },
-  'webhook-drain': { type: 'string' },
-  'webhook-max-in-flight': { type: 'string' },
-  'webhook-max-connections': { type: 'string' },
-  'webhook-connection-timeout': { type: 'string' },
-  'cert-mode': { type: 'string' },
-  'cert-secret-name': { type: 'string' },
-  'webhook-service-name': { type: 'string' },
-} as const;
-
-type Values = Partial<Record<keyof typeof controllerOptions | keyof typeof webhookOptions, string>>;
+export const managerFlags = { ...controllerFlags, ...webhookFlags } satisfies Flags;
 
 export interface BindAddress {
   host: string;
@@ -118,11 +120,11 @@ export function bindAddressFlag(
   flag: string,
   address: string | undefined,
   portFlag: string,
-  port: string | undefined,
-  defaultPort: number,
+  port: number,
+  portGiven: boolean,
 ): BindAddress {
-  if (address === undefined) return { host: '0.0.0.0', port: intFlag(portFlag, port, defaultPort) };
-  if (port !== undefined) throw new UserError(`--${flag} and --${portFlag} cannot both be set`, 2);
+  if (address === undefined) return { host: '0.0.0.0', port };
+  if (portGiven) throw new UserError(`--${flag} and --${portFlag} cannot both be set`, 2);
   const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(address);
   const portNumber = Number(m?.[3]);
   if (!m || portNumber > 65535)
@@ -131,65 +133,27 @@ export function bindAddressFlag(
   return { host: host === '' ? '0.0.0.0' : host, port: portNumber };
 }
 
-function logger(level = 'info'): Logger {
-  const levels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
-  if (!levels.includes(level))
-    throw new UserError(`--log-level must be one of ${levels.join(', ')}, got "${level}"`, 2);
-  return pino({ level, base: { pid: process.pid, host: hostname() } });
-}
-
-function controllerRunOptions(v: Values, log: Logger, gates: FeatureGates): ControllerRunOptions {
-  const preDownload = imagePreDownloadFlag(v['image-predownload']);
+function controllerRunOptions(
+  v: FlagValues<typeof controllerFlags>,
+  log: Logger,
+  gates: FeatureGates,
+): ControllerRunOptions {
   return {
     kubeconfig: v.kubeconfig,
-    workers: Math.max(1, intFlag('workers', v.workers, 3)),
-    qps: intFlag('kube-api-qps', v['kube-api-qps'], 30),
-    burst: intFlag('kube-api-burst', v['kube-api-burst'], 50),
-    leaderElect: boolFlag('leader-elect', v['leader-elect'], true),
+    workers: Math.max(1, v.workers),
+    qps: v['kube-api-qps'],
+    burst: v['kube-api-burst'],
+    leaderElect: v['leader-elect'],
     leaderElectionNamespace: v['leader-election-namespace'],
-    leaderElectionId: v['leader-election-id'] ?? 'advanced-daemonset-controller',
-    leaseDurationMs: durationFlag('lease-duration', v['lease-duration'], 15_000),
-    renewDeadlineMs: durationFlag('renew-deadline', v['renew-deadline'], 10_000),
-    retryPeriodMs: durationFlag('retry-period', v['retry-period'], 2_000),
+    leaderElectionId: v['leader-election-id'],
+    leaseDurationMs: v['lease-duration'],
+    renewDeadlineMs: v['renew-deadline'],
+    retryPeriodMs: v['retry-period'],
     // Behind Kruise's alpha gate, off by default: it puts extra (pull) pods into users' namespaces.
-    imagePreDownload: gates.PreDownloadImageForDaemonSetUpdate ? preDownload : 'off',
-    kruisePodReadyGate: kruisePodReadyGateFlag(v['kruise-pod-ready-gate']),
+    imagePreDownload: gates.PreDownloadImageForDaemonSetUpdate ? v['image-predownload'] : 'off',
+    kruisePodReadyGate: v['kruise-pod-ready-gate'],
     logger: log,
   };
-}
-
-function imagePreDownloadFlag(value: string | undefined): ImagePreDownloadMode {
-  const mode = value ?? 'pods';
-  if (mode !== 'pods' && mode !== 'imagepulljob' && mode !== 'off')
-    throw new UserError(`--image-predownload must be pods, imagepulljob or off, got "${mode}"`, 2);
-  return mode;
-}
-
-function kruisePodReadyGateFlag(value: string | undefined): KruisePodReadyGateMode {
-  const mode = value ?? 'always';
-  if (mode !== 'always' && mode !== 'when-needed')
-    throw new UserError(`--kruise-pod-ready-gate must be always or when-needed, got "${mode}"`, 2);
-  return mode;
-}
-
-function featureGates(value: string | undefined): FeatureGates {
-  try {
-    return parseFeatureGates(value);
-  } catch (err) {
-    throw new UserError(`--feature-gates: ${(err as Error).message}`, 2);
-  }
-}
-
-function certMode(v: Values): CertMode {
-  const mode = v['cert-mode'] ?? 'external';
-  if (!(CERT_MODES as readonly string[]).includes(mode))
-    throw new UserError(`--cert-mode must be one of ${CERT_MODES.join(', ')}, got "${mode}"`, 2);
-  if (mode === 'self-signed' && v['webhook-host'])
-    throw new UserError(
-      '--webhook-host makes its own certificate; it cannot be combined with --cert-mode self-signed',
-      2,
-    );
-  return mode as CertMode;
 }
 
 /** Resolves on the first SIGTERM/SIGINT; aborts `controller` then. */
@@ -207,24 +171,33 @@ function onShutdownSignal(controller: AbortController, log: Logger): Promise<voi
   });
 }
 
-async function runProcess(v: Values, withWebhook: boolean): Promise<number> {
-  const log = logger(v['log-level']);
-  const gates = featureGates(v['feature-gates']);
+async function runProcess(
+  v: FlagValues<typeof controllerFlags>,
+  given: ReadonlySet<string>,
+  w?: FlagValues<typeof webhookFlags>,
+): Promise<number> {
+  const withWebhook = w !== undefined;
+  const log = pino({ level: v['log-level'], base: { pid: process.pid, host: hostname() } });
+  const gates = v['feature-gates'];
   const opts = controllerRunOptions(v, log, gates);
-  const mode = withWebhook ? certMode(v) : undefined;
+  if (w?.['cert-mode'] === 'self-signed' && w['webhook-host'])
+    throw new UserError(
+      '--webhook-host makes its own certificate; it cannot be combined with --cert-mode self-signed',
+      2,
+    );
   const healthAddress = bindAddressFlag(
     'health-probe-bind-address',
     v['health-probe-bind-address'],
     'health-port',
     v['health-port'],
-    8081,
+    given.has('health-port'),
   );
   const metricsAddress = bindAddressFlag(
     'metrics-bind-address',
     v['metrics-bind-address'],
     'metrics-port',
     v['metrics-port'],
-    8080,
+    given.has('metrics-port'),
   );
   log.info({ featureGates: gates }, 'feature gates');
   enableProcessMetrics();
@@ -235,19 +208,19 @@ async function runProcess(v: Values, withWebhook: boolean): Promise<number> {
   let draining = false;
   try {
     controller = startController(opts, stop.signal);
-    if (withWebhook) {
+    if (w) {
       webhook = await startManagedWebhook(
         {
-          certDir: v['cert-dir'] ?? '/tmp/k8s-webhook-server/serving-certs',
-          port: intFlag('webhook-port', v['webhook-port'], 9876),
-          host: v['webhook-host'],
-          configurationName: v['webhook-configuration-name'] ?? 'advanced-daemonset',
-          timeoutSeconds: intFlag('webhook-timeout-seconds', v['webhook-timeout-seconds'], 10),
-          drainMs: durationFlag('webhook-drain', v['webhook-drain'], 5_000),
-          limits: limitFlags(v, 'webhook-'),
-          certMode: mode!,
-          certSecretName: v['cert-secret-name'] ?? 'advanced-daemonset-webhook-certs',
-          serviceName: v['webhook-service-name'] ?? 'advanced-daemonset-webhook',
+          certDir: w['cert-dir'],
+          port: w['webhook-port'],
+          host: w['webhook-host'],
+          configurationName: w['webhook-configuration-name'],
+          timeoutSeconds: w['webhook-timeout-seconds'],
+          drainMs: w['webhook-drain'],
+          limits: webhookLimitsOf(w, 'webhook-'),
+          certMode: w['cert-mode'],
+          certSecretName: w['cert-secret-name'],
+          serviceName: w['webhook-service-name'],
           namespace: currentNamespace(loadKubeConfig(v.kubeconfig)),
           client: controller.client,
           logger: log,
@@ -302,20 +275,16 @@ Runs the Advanced DaemonSet controller (apps.kruise.io/v1alpha1 DaemonSets). Wit
 election only the Lease holder reconciles; every replica keeps warm caches.
 
 Flags:
-${controllerFlags}
-  -h, --help
+${flagsHelp(controllerFlags)}
 `;
 
-export const controllerCommand: Command = {
+export const controllerCommand = defineCommand({
   name: 'controller',
   summary: 'Run the DaemonSet controller only',
   usage: controllerUsage,
-  async run(argv) {
-    const parsed = parseCommandArgs({ name: 'controller', usage: controllerUsage }, argv, controllerOptions);
-    if (!parsed) return 0;
-    return runProcess(parsed.values as Values, false);
-  },
-};
+  flags: controllerFlags,
+  run: ({ values, given }) => runProcess(values, given),
+});
 
 const managerUsage = `Usage: advanced-daemonset manager [flags]
 
@@ -323,23 +292,16 @@ Runs the admission webhook and the controller in one process (the default in a d
 All replicas serve the webhook; only the leader reconciles.
 
 Controller flags:
-${controllerFlags}
+${flagsHelp(controllerFlags, false)}
 
 Webhook flags:
-${webhookFlags}
-  -h, --help
+${flagsHelp(webhookFlags)}
 `;
 
-export const managerCommand: Command = {
+export const managerCommand = defineCommand({
   name: 'manager',
   summary: 'Run webhook and controller in one process (the deployment default)',
   usage: managerUsage,
-  async run(argv) {
-    const parsed = parseCommandArgs({ name: 'manager', usage: managerUsage }, argv, {
-      ...controllerOptions,
-      ...webhookOptions,
-    });
-    if (!parsed) return 0;
-    return runProcess(parsed.values as Values, true);
-  },
-};
+  flags: managerFlags,
+  run: ({ values, given }) => runProcess(values, given, values),
+});

@@ -1,7 +1,7 @@
 // The self-signed webhook starting while the apiserver is unreachable, against the in-process
 // fake apiserver (stopped, then started on the same port: a refused connection on demand). The
 // webhook-host mode is shown against a real control plane in e2e/webhook/apiserver-down.e2e.ts.
-import { after, afterEach, before, describe, test } from 'node:test';
+import { afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -10,10 +10,11 @@ import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { pino } from 'pino';
 import { issueMaterial, secretData, servingDnsNames, writeCertDir } from '../certs/bootstrap.ts';
-import { KubeClient } from '../src/k8s/client.ts';
+import type { KubeClient } from '../src/k8s/client.ts';
 import type { KubeObject } from '../src/k8s/types.ts';
-import { FakeApiServer } from './runtime/testing/fake-apiserver.ts';
+import { FakeApiServer, startForSuite } from '../src/k8s/testing/fake-apiserver.ts';
 import { startManagedWebhook, type ManagedWebhook } from './webhook-host.ts';
+import { sleep, until } from '../src/testing/wait.ts';
 
 const NS = 'kruise-system';
 const SERVICE = 'ads-webhook';
@@ -43,14 +44,6 @@ function peerCertificate(port: number, ca: string): Promise<X509Certificate> {
   });
 }
 
-async function until(what: string, cond: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 describe('self-signed webhook start-up with the apiserver unreachable', () => {
   const server = new FakeApiServer();
   let client: KubeClient;
@@ -60,14 +53,9 @@ describe('self-signed webhook start-up with the apiserver unreachable', () => {
   let webhook: ManagedWebhook | undefined;
   let stop: AbortController;
 
-  before(async () => {
-    await server.start();
+  startForSuite(server, (c) => {
+    client = c;
     port = server.port;
-    client = new KubeClient(server.restConfig(), { qps: 0 });
-  });
-  after(async () => {
-    client.close();
-    await server.stop();
   });
   afterEach(async () => {
     await webhook?.stop();
@@ -128,9 +116,9 @@ describe('self-signed webhook start-up with the apiserver unreachable', () => {
     await webhook.bootstrapped;
     assert.ok(lines.some((l) => l.msg === 'webhook bootstrap complete'));
     const b64 = Buffer.from(material.caBundlePem).toString('base64');
-    for (const [collection, name] of [
-      [MUTATING, 'ads-mutating'],
-      [VALIDATING, 'ads-validating'],
+    for (const { collection, name } of [
+      { collection: MUTATING, name: 'ads-mutating' },
+      { collection: VALIDATING, name: 'ads-validating' },
     ] as const) {
       const c = server.get(collection, undefined, name) as unknown as {
         webhooks: { clientConfig: { caBundle?: string } }[];
@@ -172,7 +160,7 @@ describe('self-signed webhook start-up with the apiserver unreachable', () => {
     await webhook.stop();
     await assert.rejects(webhook.bootstrapped);
     const after = retries();
-    await new Promise((r) => setTimeout(r, 150));
+    await sleep(150);
     assert.equal(retries(), after, 'no retry after stop');
     webhook = undefined;
     await server.start(port);

@@ -2,7 +2,18 @@
 // scheduler, garbage collection and our kwok stages behave as a real cluster would.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { apply, eventually, kubectl, kubectlJson, listPods, podReady, type PodJson, fixture } from './lib/kube.ts';
+import {
+  apply,
+  eventually,
+  kubectl,
+  kubectlJson,
+  listPods,
+  patchPod,
+  podReady,
+  type PodJson,
+  fixture,
+} from './lib/kube.ts';
+import { sleep } from '../src/testing/wait.ts';
 
 describe('local control plane', () => {
   const f = fixture('cp', 3);
@@ -62,9 +73,13 @@ describe('local control plane', () => {
       },
     });
     const get = () => kubectlJson<PodJson>(['get', 'pod', 'gated', '-n', f.ns]);
+    const setGate = (status: 'True' | 'False') =>
+      patchPod(f.ns, 'gated', 'strategic', { status: { conditions: [{ type: 'example.com/Gate', status }] } }, [
+        '--subresource=status',
+      ]);
     await eventually('gated pod Running', async () => (await get()).status?.phase === 'Running');
     // Give kwok time to (wrongly) flip it; it must stay NotReady with its containers ready.
-    await new Promise((r) => setTimeout(r, 2000));
+    await sleep(2000);
     const before = await get();
     assert.equal(podReady(before), false, 'Ready must be False while the gate condition is missing');
     assert.ok(
@@ -72,30 +87,10 @@ describe('local control plane', () => {
       'containers themselves are ready',
     );
 
-    await kubectl([
-      'patch',
-      'pod',
-      'gated',
-      '-n',
-      f.ns,
-      '--subresource=status',
-      '--type=strategic',
-      '-p',
-      JSON.stringify({ status: { conditions: [{ type: 'example.com/Gate', status: 'True' }] } }),
-    ]);
+    await setGate('True');
     await eventually('gated pod Ready after the gate turned True', async () => podReady(await get()));
 
-    await kubectl([
-      'patch',
-      'pod',
-      'gated',
-      '-n',
-      f.ns,
-      '--subresource=status',
-      '--type=strategic',
-      '-p',
-      JSON.stringify({ status: { conditions: [{ type: 'example.com/Gate', status: 'False' }] } }),
-    ]);
+    await setGate('False');
     await eventually('gated pod NotReady again after the gate turned False', async () => !podReady(await get()));
   });
 
@@ -120,15 +115,8 @@ describe('local control plane', () => {
     const before = Object.fromEntries((first.status?.containerStatuses ?? []).map((c) => [c.name, c]));
     assert.equal(before.c?.image, 'busybox:1.36');
 
-    await kubectl([
-      'patch',
-      'pod',
-      'inplace',
-      '-n',
-      f.ns,
-      '--type=json',
-      '-p',
-      JSON.stringify([{ op: 'replace', path: '/spec/containers/0/image', value: 'busybox:1.37' }]),
+    await patchPod(f.ns, 'inplace', 'json', [
+      { op: 'replace', path: '/spec/containers/0/image', value: 'busybox:1.37' },
     ]);
     const updated = await eventually('container c to run busybox:1.37', async () => {
       const p = await get();
@@ -158,18 +146,9 @@ describe('local control plane', () => {
     const get = () => kubectlJson<PodJson>(['get', 'pod', 'held', '-n', f.ns]);
     await eventually('held pod Running', async () => (await get()).status?.phase === 'Running');
     await kubectl(['delete', 'pod', 'held', '-n', f.ns, '--wait=false']);
-    await new Promise((r) => setTimeout(r, 1500));
+    await sleep(1500);
     assert.ok((await get()).metadata.deletionTimestamp, 'still there, terminating');
-    await kubectl([
-      'patch',
-      'pod',
-      'held',
-      '-n',
-      f.ns,
-      '--type=json',
-      '-p',
-      JSON.stringify([{ op: 'remove', path: '/metadata/finalizers' }]),
-    ]);
+    await patchPod(f.ns, 'held', 'json', [{ op: 'remove', path: '/metadata/finalizers' }]);
     await eventually('held pod gone', async () => (await listPods(f.ns)).every((p) => p.metadata.name !== 'held'));
   });
 });

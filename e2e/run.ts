@@ -1,5 +1,6 @@
 // `npm run test:e2e`: builds the control plane if needed, starts one local cluster for the whole
-// run, runs every e2e/**/*.e2e.ts against it with node's test runner, and tears it down.
+// run, runs every e2e/**/*.e2e.ts (and bench/smoke.e2e.ts, the benchmarks' smoke run, which lives beside what it
+// runs since e2e/ never imports bench/) against it with node's test runner, and tears it down.
 // Set ADS_E2E_KUBECONFIG to run against a cluster you already started (faster while iterating),
 // and pass test-name filters through: `npm run test:e2e -- --test-name-pattern=rollback`.
 // Naming e2e files runs only those: `npm run test:e2e -- e2e/controller/basics.e2e.ts`.
@@ -27,7 +28,7 @@ async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const named = args.filter((a) => a.endsWith('.e2e.ts')).map((a) => resolve(repoRoot, a));
   const extraArgs = args.filter((a) => !a.endsWith('.e2e.ts'));
-  const files = named.length > 0 ? named : findTests(join(repoRoot, 'e2e')).sort();
+  const files = named.length > 0 ? named : ['e2e', 'bench'].flatMap((d) => findTests(join(repoRoot, d))).sort();
   let kubeconfig = process.env.ADS_E2E_KUBECONFIG;
   let dir: string | undefined;
   if (!kubeconfig) {

@@ -3,7 +3,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { handleAdmissionReview, mutateDaemonSet, validateDaemonSetAdmission } from './admission.ts';
-import { admissionReview, daemonSetManifest } from './review-fixtures.ts';
+import { admissionReview, daemonSetManifest } from '../src/api/testing/review-fixtures.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 

@@ -2,15 +2,25 @@
 // the Fastify layer (app.ts) only parses, times and logs around these.
 import { API_GROUP, KIND, VERSION } from '../src/api/constants.ts';
 import { defaultingPatch, isObject, type JsonObject } from '../src/api/defaults.ts';
-import { invalidStatus, type FieldError, type Status } from '../src/api/field.ts';
+import { invalidStatus, type FieldError } from '../src/api/field.ts';
 import { jsonTypeName, nestingError } from '../src/api/shape.ts';
 import { shapeErrors, validateDaemonSet, validateDaemonSetUpdate } from '../src/api/validation.ts';
 import { formatBytes, jsonSizeWithin, MAX_PATCH_BYTES } from './limits.ts';
+import {
+  allowed,
+  complete,
+  denied,
+  errored,
+  patched,
+  type AdmissionResponse,
+  type Response,
+  type Verdict,
+} from './response.ts';
+
+export type { AdmissionResponse, Verdict };
 
 export const ADMISSION_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
 export type AdmissionReviewVersion = (typeof ADMISSION_VERSIONS)[number];
-
-export type Verdict = 'allowed' | 'denied' | 'patched' | 'errored';
 
 export interface GroupVersionKind {
   group: string;
@@ -30,16 +40,6 @@ export interface AdmissionRequest {
   oldObject?: unknown;
   dryRun?: boolean;
   [key: string]: unknown;
-}
-
-export interface AdmissionResponse {
-  uid: string;
-  allowed: boolean;
-  status?:
-    Status | { metadata: Record<string, never>; status: 'Failure'; code: number; reason?: string; message: string };
-  patch?: string;
-  patchType?: 'JSONPatch';
-  warnings?: string[];
 }
 
 export interface AdmissionReview {
@@ -62,7 +62,16 @@ export interface AdmissionOutcome {
   message?: string;
 }
 
-export type AdmissionHandler = (request: AdmissionRequest) => AdmissionResponse;
+/** Whom a review's answer is for, and what for the logs. */
+export interface ReviewIdentity {
+  apiVersion: AdmissionReviewVersion;
+  uid: string;
+  key: string;
+  operation: string;
+}
+
+/** A webhook: the request in, a named response (response.ts) out; the uid is handleAdmissionReview's to set. */
+export type AdmissionHandler = (request: AdmissionRequest) => Response;
 
 /** A value of the body in a message: a string quoted (at most 100 characters), anything else by its type. */
 function shown(v: unknown): string {
@@ -73,16 +82,6 @@ function shown(v: unknown): string {
 /** A body that is not an AdmissionReview at all: the apiserver gets a plain 400. */
 function badRequest(message: string): AdmissionOutcome {
   return { httpStatus: 400, body: { message }, verdict: 'errored', message };
-}
-
-/** admission.Errored: a review the apiserver shows as the error of the request. */
-export function erroredResponse(uid: string, code: number, message: string): AdmissionResponse {
-  const reason = code === 400 ? 'BadRequest' : code === 500 ? 'InternalError' : undefined;
-  return {
-    uid,
-    allowed: false,
-    status: { metadata: {}, status: 'Failure', code, ...(reason ? { reason } : {}), message },
-  };
 }
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
@@ -106,17 +105,17 @@ function objectKey(req: AdmissionRequest): string {
  * Checks the request is for an apps.kruise.io/v1alpha1 DaemonSet with decodable objects; returns the error
  * response when not (Kruise answers these with an errored review, code 400).
  */
-function checkRequest(req: AdmissionRequest): AdmissionResponse | undefined {
+function checkRequest(req: AdmissionRequest): Response | undefined {
   const { group, version, kind } = req.kind;
   if (typeof group !== 'string' || typeof version !== 'string' || typeof kind !== 'string')
-    return erroredResponse(req.uid, 400, 'request.kind is not a group, version and kind of strings');
+    return errored(400, 'request.kind is not a group, version and kind of strings');
   if (group !== API_GROUP || kind !== KIND)
-    return erroredResponse(req.uid, 400, `unsupported kind: ${cut(group)}/${cut(version)}, Kind=${cut(kind)}`);
-  if (version !== VERSION) return erroredResponse(req.uid, 400, `unsupported version: ${cut(version)}`);
+    return errored(400, `unsupported kind: ${cut(group)}/${cut(version)}, Kind=${cut(kind)}`);
+  if (version !== VERSION) return errored(400, `unsupported version: ${cut(version)}`);
   if (req.operation === 'CREATE' || req.operation === 'UPDATE') {
-    if (!isObject(req.object)) return erroredResponse(req.uid, 400, 'request.object is not a JSON object');
+    if (!isObject(req.object)) return errored(400, 'request.object is not a JSON object');
     if (req.operation === 'UPDATE' && !isObject(req.oldObject))
-      return erroredResponse(req.uid, 400, 'request.oldObject is not a JSON object');
+      return errored(400, 'request.oldObject is not a JSON object');
   }
   return undefined;
 }
@@ -131,7 +130,7 @@ const admitsAsIs = (req: AdmissionRequest) =>
  * causes of an Invalid status. The old object (already stored) is only measured: its shape is not the user's to
  * fix in this request, and it is only ever compared, never walked alone.
  */
-function shapeResponse(req: AdmissionRequest): AdmissionResponse | undefined {
+function shapeResponse(req: AdmissionRequest): Response | undefined {
   let errors: FieldError[] = shapeErrors(req.object as JsonObject);
   if (errors.length === 0 && req.operation === 'UPDATE') {
     const oldTooDeep = nestingError(req.oldObject, 'oldObject');
@@ -139,61 +138,52 @@ function shapeResponse(req: AdmissionRequest): AdmissionResponse | undefined {
   }
   if (errors.length === 0) return undefined;
   const status = invalidStatus(API_GROUP, KIND, objectName(req), errors);
-  return { uid: req.uid, allowed: false, status: { ...status, reason: 'BadRequest', code: 400 } };
+  return denied({ ...status, reason: 'BadRequest', code: 400 });
 }
 
 /** The mutating webhook: Kruise defaults and, for a new or changed template, apps/v1 template defaults. */
 export const mutateDaemonSet: AdmissionHandler = (req) => {
   const error = checkRequest(req);
   if (error) return error;
-  if (admitsAsIs(req)) return { uid: req.uid, allowed: true };
+  if (admitsAsIs(req)) return allowed();
   const malformed = shapeResponse(req);
   if (malformed) return malformed;
   const old = req.operation === 'UPDATE' ? (req.oldObject as JsonObject) : undefined;
   const patch = defaultingPatch(req.object as JsonObject, old);
-  if (patch.length === 0) return { uid: req.uid, allowed: true };
   // Measured op by op before the one big JSON.stringify, which a hostile object could make tens of MiB.
   if (jsonSizeWithin(patch, MAX_PATCH_BYTES) === undefined)
-    return erroredResponse(
-      req.uid,
+    return errored(
       400,
       `the defaulting patch of this DaemonSet (${patch.length} operations) would be larger than the webhook's limit of ${formatBytes(MAX_PATCH_BYTES)}; set the defaulted fields in the manifest, or use fewer containers, ports or volumes`,
     );
-  return {
-    uid: req.uid,
-    allowed: true,
-    patchType: 'JSONPatch',
-    patch: Buffer.from(JSON.stringify(patch)).toString('base64'),
-  };
+  return patched(patch);
 };
 
 /** The validating webhook: a rejection is 422 Invalid with one cause per field error. */
 export const validateDaemonSetAdmission: AdmissionHandler = (req) => {
   const error = checkRequest(req);
   if (error) return error;
-  if (admitsAsIs(req)) return { uid: req.uid, allowed: true };
+  if (admitsAsIs(req)) return allowed();
   const malformed = shapeResponse(req);
   if (malformed) return malformed;
   const obj = req.object as JsonObject;
   const errors =
     req.operation === 'UPDATE' ? validateDaemonSetUpdate(obj, req.oldObject as JsonObject) : validateDaemonSet(obj);
-  if (errors.length === 0) return { uid: req.uid, allowed: true };
-  return { uid: req.uid, allowed: false, status: invalidStatus(API_GROUP, KIND, objectName(req), errors) };
+  if (errors.length === 0) return allowed();
+  return denied(invalidStatus(API_GROUP, KIND, objectName(req), errors));
 };
-
-function verdictOf(res: AdmissionResponse): Verdict {
-  if (res.allowed) return res.patch ? 'patched' : 'allowed';
-  return res.status && 'details' in res.status ? 'denied' : 'errored';
-}
 
 /**
  * Handles one AdmissionReview body (already JSON-parsed). Not an AdmissionReview → HTTP 400; a review for
  * the wrong kind/version or with an undecodable object → an errored review; an unexpected failure → an
- * errored review with code 500 and a generic message (the caller logs `cause`).
+ * errored review with code 500 and a generic message (the caller logs `cause`). `onRequest` hears who the
+ * review is for once its envelope is read and before the handler runs (the admission worker tells the main
+ * thread, which can then still answer this uid if the worker dies in the handler).
  */
 export function handleAdmissionReview(
   body: unknown,
   handler: AdmissionHandler,
+  onRequest?: (who: ReviewIdentity) => void,
 ): AdmissionOutcome & { cause?: unknown } {
   if (!isObject(body)) return badRequest('request body is not a JSON object');
   const apiVersion = body.apiVersion;
@@ -207,28 +197,70 @@ export function handleAdmissionReview(
     return badRequest('AdmissionReview request has no kind or operation');
   const request = req as unknown as AdmissionRequest;
   const key = objectKey(request);
-  let response: AdmissionResponse;
+  onRequest?.({
+    apiVersion: apiVersion as AdmissionReviewVersion,
+    uid: request.uid,
+    key,
+    operation: request.operation,
+  });
+  let result: Response;
   let cause: unknown;
   try {
-    response = handler(request);
+    result = handler(request);
   } catch (err) {
     cause = err;
-    response = erroredResponse(request.uid, 500, 'internal error while handling the admission request');
+    result = errored(500, 'internal error while handling the admission request');
   }
   const review: AdmissionReview = {
     apiVersion: apiVersion as AdmissionReviewVersion,
     kind: 'AdmissionReview',
-    response,
+    response: complete(result, request.uid),
   };
-  const message = response.status?.message;
+  const message = result.status?.message;
   return {
     httpStatus: 200,
     body: review,
-    verdict: verdictOf(response),
+    verdict: result.verdict,
     key,
     uid: request.uid,
     operation: request.operation,
     ...(message ? { message } : {}),
     ...(cause ? { cause } : {}),
   };
+}
+
+/** handleAdmissionReview's outcome with the body serialized: what the admission worker hands back. */
+export interface SerializedOutcome extends AdmissionOutcome {
+  /** The JSON text of `body`, sent as it is. */
+  text: string;
+  /** An unexpected failure of the handler, for the log (an Error does not survive the trip between threads). */
+  cause?: { name: string; message: string; stack?: string };
+}
+
+/**
+ * The whole admission work for one raw request body: parse, then handleAdmissionReview, then serialize. An empty
+ * body or one that is not JSON gets a plain 400, as any other body that is no AdmissionReview.
+ */
+export function handleAdmissionText(
+  text: string,
+  handler: AdmissionHandler,
+  onRequest?: (who: ReviewIdentity) => void,
+): SerializedOutcome {
+  let body: unknown;
+  if (text.trim() === '') return serialized(badRequest('request body is empty'));
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return serialized(badRequest('request body is not valid JSON'));
+  }
+  const { cause, ...out } = handleAdmissionReview(body, handler, onRequest);
+  const err = cause instanceof Error ? cause : cause === undefined ? undefined : new Error(String(cause));
+  return {
+    ...serialized(out),
+    ...(err ? { cause: { name: err.name, message: err.message, ...(err.stack ? { stack: err.stack } : {}) } } : {}),
+  };
+}
+
+function serialized(out: AdmissionOutcome): SerializedOutcome {
+  return { ...out, text: JSON.stringify(out.body) };
 }

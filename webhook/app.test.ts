@@ -10,7 +10,8 @@ import { PassThrough } from 'node:stream';
 import { BODY_LIMIT, buildWebhookApp, KEEP_ALIVE_TIMEOUT_MS, RETRY_AFTER_SECONDS } from './app.ts';
 import { MAX_PATCH_BYTES } from './limits.ts';
 import { webhookMetrics } from './metrics.ts';
-import { admissionReview, daemonSetManifest } from './review-fixtures.ts';
+import { admissionReview, daemonSetManifest } from '../src/api/testing/review-fixtures.ts';
+import { sleep } from '../src/testing/wait.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -203,7 +204,7 @@ describe('webhook app', () => {
         own.inject({ method: 'POST', url: MUTATE_PATH, headers: { 'content-type': 'application/json' }, payload }),
       );
       for (const s of streams) s.write(body.slice(0, 10));
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
       const refused = await own.inject({ method: 'POST', url: VALIDATE_PATH, headers: { 'content-type': 'application/json' }, payload: body });
       assert.equal(refused.statusCode, 429);
       assert.equal(refused.headers['retry-after'], String(RETRY_AFTER_SECONDS));

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureLocalServingCertificate } from '../certs/webhook-config.ts';
+import { sleep } from '../src/testing/wait.ts';
 
 const BIN = fileURLToPath(new URL('../bin/advanced-daemonset', import.meta.url));
 
@@ -60,14 +61,14 @@ describe('advanced-daemonset webhook', { timeout: 60_000 }, () => {
       const deadline = Date.now() + 30_000;
       while ((await status(`http://127.0.0.1:${health}/readyz`)) !== 200) {
         assert.ok(Date.now() < deadline, `webhook did not become ready: ${logs}`);
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
       }
       assert.equal(await status(`http://127.0.0.1:${metrics}/metrics`), 200);
       child.kill('SIGTERM');
       let sawDraining = false;
       while (child.exitCode === null) {
         if ((await status(`http://127.0.0.1:${health}/readyz`)) === 503) sawDraining = true;
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
       }
       assert.equal(await exited, 0, logs);
       assert.ok(sawDraining, 'readyz answered 503 while draining');
@@ -104,7 +105,7 @@ describe('advanced-daemonset webhook', { timeout: 60_000 }, () => {
         const deadline = Date.now() + 30_000;
         while ((await status(`http://127.0.0.1:${health}/readyz`)) !== 200) {
           assert.ok(Date.now() < deadline, 'webhook did not become ready');
-          await new Promise((r) => setTimeout(r, 100));
+          await sleep(100);
         }
         const started = Date.now();
         const closedAfter = await new Promise<number>((resolve, reject) => {

@@ -17,7 +17,8 @@ import { MAX_NESTING_DEPTH, nestingError } from '../src/api/shape.ts';
 import { validateDaemonSet, validateDaemonSetUpdate } from '../src/api/validation.ts';
 import { newDaemonSet } from '../src/daemonset/test-fixtures.ts';
 import { buildWebhookApp } from './app.ts';
-import { admissionReview, daemonSetManifest } from './review-fixtures.ts';
+import { admissionReview, daemonSetManifest } from '../src/api/testing/review-fixtures.ts';
+import { seededRandom } from '../src/testing/random.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -28,18 +29,6 @@ const REVIEWS = Number(process.env.WEBHOOK_FUZZ_REVIEWS ?? 20_000);
  * flight (limits.ts), beyond which it answers 429 without reading the body.
  */
 const BATCH = 4;
-
-/** mulberry32: small, fast and good enough to pick mutations; the same seed gives the same run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const RICH_TEMPLATE_SPEC = {
   initContainers: [{ name: 'init', image: 'busybox:1.36', command: ['sh', '-c', 'true'] }],
@@ -289,7 +278,7 @@ after(() => app.close());
 test(`${REVIEWS} mutated reviews: valid replies with the uid, no 5xx, patches that apply (seed ${SEED})`, async (t) => {
   t.diagnostic(`WEBHOOK_FUZZ_SEED=${SEED}`);
   console.log(`webhook fuzz: WEBHOOK_FUZZ_SEED=${SEED} reviews=${REVIEWS}`);
-  const r = rng(SEED);
+  const r = seededRandom(SEED);
   const base = bases();
   const started = Date.now();
   const verdicts = new Map<string, number>();
@@ -330,7 +319,7 @@ test(`${REVIEWS} mutated reviews: valid replies with the uid, no 5xx, patches th
 });
 
 test(`defaulting and validation, without the shape check in front, never throw on mutated objects (seed ${SEED})`, () => {
-  const r = rng(SEED ^ 0x5eed);
+  const r = seededRandom(SEED ^ 0x5eed);
   const base = bases();
   for (let i = 0; i < REVIEWS; i++) {
     const obj = structuredClone(pick(r, base));

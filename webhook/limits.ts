@@ -19,10 +19,55 @@ export const BODY_LIMIT = 3.5 * MiB;
  */
 export const MAX_PATCH_BYTES = 1 * MiB;
 
+/**
+ * Admission work (parsing, shape checks, defaulting, validation, the patch) runs in worker threads (pool.ts), off
+ * the event loop that renews the controller's lease and answers /healthz: one maximum-size review is 0.3-0.9 s of
+ * CPU in one block. One thread per core beyond the first, so the controller keeps a core, and at least one; at
+ * most this many, since each holds a heap of its own.
+ */
+export const MAX_ADMISSION_THREADS = 2;
+
+/**
+ * Share of the container's memory limit (cgroup, src/cli/heap.ts) given to the old generations of all admission
+ * threads together. The main thread gets HEAP_FRACTION (0.6) of it, so 0.6 + 0.125 leaves about a quarter for
+ * young generations, code and buffers. Under the chart's 512Mi limit: one thread of 64 MiB.
+ */
+export const WORKER_HEAP_FRACTION = 0.125;
+
+/**
+ * Old-generation limit of an admission thread, MiB, at least (and when no memory limit is known). A real DaemonSet
+ * needs well under 1 MiB; a maximum-size review of 110k empty containers fits for validation (about 40 MiB) but
+ * not for defaulting (about 110 MiB), which is then refused with this limit named (pool.ts).
+ */
+export const MIN_WORKER_HEAP_MIB = 64;
+
+/** And at most: beyond this a review is far past anything real, and a larger heap only delays the refusal. */
+export const MAX_WORKER_HEAP_MIB = 256;
+
+/** Young-generation limit of an admission thread, MiB: its garbage is short-lived and per request. */
+export const WORKER_YOUNG_GENERATION_MIB = 16;
+
+export interface AdmissionPoolSettings {
+  threads: number;
+  /** resourceLimits.maxOldGenerationSizeMb of each thread. */
+  heapMiB: number;
+}
+
+/** Threads and heap of the admission pool for `cores` and a memory limit in bytes (undefined: none known). */
+export function admissionPoolSettings(cores: number, memoryLimitBytes: number | undefined): AdmissionPoolSettings {
+  const threads = Math.max(1, Math.min(MAX_ADMISSION_THREADS, cores - 1));
+  const share =
+    memoryLimitBytes === undefined ? 0 : Math.floor((memoryLimitBytes * WORKER_HEAP_FRACTION) / threads / MiB);
+  return { threads, heapMiB: Math.min(MAX_WORKER_HEAP_MIB, Math.max(MIN_WORKER_HEAP_MIB, share)) };
+}
+
 export interface WebhookLimits {
   /** Largest request body, bytes (413 beyond). */
   bodyLimit: number;
-  /** Admission requests being read or handled at once; more are refused at once with 429 and Retry-After. */
+  /**
+   * Admission requests being read or handled at once; more are refused at once with 429 and Retry-After. Also
+   * the admission pool's queue bound (its maxQueue).
+   */
   maxInFlight: number;
   /** Open connections at most; more are closed as they arrive (Node's server.maxConnections). */
   maxConnections: number;
@@ -39,8 +84,8 @@ export interface WebhookLimits {
 }
 
 /**
- * The defaults. Handling a review is synchronous JavaScript on one thread, so more concurrency than a few
- * requests per core only buffers bodies: 4 per core (at least 4) is enough for every apiserver replica's
+ * The defaults. Handling a review is synchronous JavaScript on a few admission threads, so more concurrency than
+ * a few requests per core only buffers bodies: 4 per core (at least 4) is enough for every apiserver replica's
  * bursts. Keep-alive is longer than the apiserver client's 90 s idle timeout (net/http's DefaultTransport
  * IdleConnTimeout, applied by SetTransportDefaults in k8s.io/apimachinery/pkg/util/net/http.go), so we never close a connection it is about to reuse; the
  * connection timeout is longer still, as it also covers a connection between requests.

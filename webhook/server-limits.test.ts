@@ -20,7 +20,8 @@ import { pino } from 'pino';
 import { newServingCertificate } from '../certs/webhook-config.ts';
 import { MUTATE_PATH } from '../src/api/constants.ts';
 import { startWebhookServer, type WebhookServer } from './server.ts';
-import { admissionReview, daemonSetManifest } from './review-fixtures.ts';
+import { admissionReview, daemonSetManifest } from '../src/api/testing/review-fixtures.ts';
+import { sleep, until } from '../src/testing/wait.ts';
 
 const logger = pino({ level: 'silent' });
 
@@ -86,14 +87,6 @@ function review(port: number, options: ConnectionOptions, uid: string): Promise<
 
 const CBC_SHA1 = { ecdsa: 'ECDHE-ECDSA-AES128-SHA', rsa: 'ECDHE-RSA-AES128-SHA' } as const;
 const TLS12_AEAD = { ecdsa: 'ECDHE-ECDSA-AES128-GCM-SHA256', rsa: 'ECDHE-RSA-AES256-GCM-SHA384' } as const;
-
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 for (const keyType of ['ecdsa', 'rsa'] as const) {
   describe(`TLS policy (${keyType} serving key)`, () => {
@@ -228,13 +221,13 @@ describe('connections: idle ones closed, open ones capped', () => {
       // The server's count, sampled while they are open (it can only drop as the earliest ones time out).
       const peak = await server.connections();
       assert.ok(peak >= 150, `server saw ${peak} connections`);
-      await waitFor('every idle connection to be closed', () => all.every((s) => closedAt.has(s)), 15_000);
+      await until('every idle connection to be closed', () => all.every((s) => closedAt.has(s)), 15_000);
       // Each one closed by the server after its own idle time, not before (500 ms: timer granularity).
       const idleMs = all.map((s) => closedAt.get(s)! - lastActive.get(s)!);
       assert.ok(Math.min(...idleMs) >= 500, `closed after ${Math.round(Math.min(...idleMs))} ms idle`);
       assert.ok(Math.max(...idleMs) < 5_000, `closed after ${Math.round(Math.max(...idleMs))} ms idle`);
       // The server holds none of them any more: their memory is given back.
-      await waitFor('the server to hold no connection', async () => (await server.connections()) === 0);
+      await until('the server to hold no connection', async () => (await server.connections()) === 0, 10_000);
     } finally {
       await server.stop();
     }
@@ -251,16 +244,16 @@ describe('connections: idle ones closed, open ones capped', () => {
     busy.setEncoding('utf8');
     busy.on('data', (c: string) => (answer += c));
     busy.write(`POST ${MUTATE_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 20)}`);
-    await waitFor('the server to see the request', async () => (await server.connections()) === 4);
-    await new Promise((r) => setTimeout(r, 50));
+    await until('the server to see the request', async () => (await server.connections()) === 4, 10_000);
+    await sleep(50);
     const t0 = performance.now();
     const stopped = server.stop();
-    await waitFor('the idle connections to be closed', () => idle.every((s) => closedAt.has(s)), 2_000);
+    await until('the idle connections to be closed', () => idle.every((s) => closedAt.has(s)), 2_000);
     assert.ok(!closedAt.has(busy), 'the busy connection is kept');
     busy.write(body.slice(20));
     await stopped;
     assert.ok(performance.now() - t0 < 2_000, `stop took ${Math.round(performance.now() - t0)} ms`);
-    await waitFor('the busy connection to be closed', () => closedAt.has(busy), 2_000);
+    await until('the busy connection to be closed', () => closedAt.has(busy), 2_000);
     assert.match(answer, /^HTTP\/1.1 200/);
     assert.match(answer, /"uid":"in-flight"/);
   }); // prettier-ignore
@@ -279,7 +272,7 @@ describe('connections: idle ones closed, open ones capped', () => {
       assert.notEqual(sixth, 'handshaken');
       assert.equal(await server.connections(), 5);
       five[0]!.destroy();
-      await waitFor('the server to see the close', async () => (await server.connections()) === 4);
+      await until('the server to see the close', async () => (await server.connections()) === 4, 10_000);
       assert.equal(await review(server.port, { ca }, 'after-cap'), 'after-cap');
     } finally {
       await server.stop();

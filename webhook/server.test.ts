@@ -11,7 +11,8 @@ import { pino } from 'pino';
 import { newServingCertificate } from '../certs/webhook-config.ts';
 import { MUTATE_PATH } from '../src/api/constants.ts';
 import { startWebhookServer, type WebhookServer } from './server.ts';
-import { admissionReview, daemonSetManifest } from './review-fixtures.ts';
+import { admissionReview, daemonSetManifest } from '../src/api/testing/review-fixtures.ts';
+import { until } from '../src/testing/wait.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -47,14 +48,6 @@ const get = async (port: number, path: string) => {
   const res = await fetch(`http://127.0.0.1:${port}${path}`);
   return { status: res.status, text: await res.text() };
 };
-
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('webhook server', () => {
   let dir: string;
@@ -119,7 +112,7 @@ describe('webhook server', () => {
 
   test('new files in the cert dir are picked up without a restart', async () => {
     const second = (current = await writePair(dir));
-    await waitFor('the new certificate to be served', async () => {
+    await until('the new certificate to be served', async () => {
       const res = await postReview(server.port, second.ca, admissionReview(daemonSetManifest())).catch(() => undefined);
       return res?.served === fingerprint(second.cert);
     });

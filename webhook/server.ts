@@ -6,6 +6,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Server as HttpsServer } from 'node:https';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { WEBHOOK_PORT } from '../src/cli/common-flags.ts';
 import { buildWebhookApp } from './app.ts';
 import { webhookLimits, type WebhookLimits } from './limits.ts';
 import { webhookMetrics } from './metrics.ts';
@@ -14,7 +15,7 @@ import { loadKeyPair, secureContextOptions, watchKeyPair } from './tls.ts';
 export interface WebhookServerOptions {
   /** Directory holding tls.crt and tls.key. */
   certDir: string;
-  /** HTTPS port (default 9876; 0 picks a free one). */
+  /** HTTPS port (default WEBHOOK_PORT; 0 picks a free one). */
   port?: number;
   host?: string;
   /** /healthz and /readyz over plain HTTP; undefined or null: not started (a host process serves its own). */
@@ -61,7 +62,7 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   });
   const httpsServer = app.server as unknown as HttpsServer;
   const connections = trackConnections(httpsServer);
-  await app.listen({ port: opts.port ?? 9876, host });
+  await app.listen({ port: opts.port ?? WEBHOOK_PORT, host });
   const port = (httpsServer.address() as AddressInfo).port;
 
   const certs = watchKeyPair({

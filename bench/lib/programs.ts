@@ -1,8 +1,8 @@
-// What the benchmark runs: our code as the production bundle (e2e/hack/bundle.ts, as the image runs it), not
+// What the benchmark runs: our code as the production bundle (hack/bundle.ts, as the image runs it), not
 // through tsx, on the Node 24 that `npm ci` installs. Bundles are built once per run into dist/ (inside the
 // repository, so that their imports of npm packages resolve to node_modules).
 import { join } from 'node:path';
-import { bundle, NODE_RUNTIME_FLAGS, repoRoot } from '../../e2e/hack/bundle.ts';
+import { bundle, NODE_RUNTIME_FLAGS, PRODUCT_ENTRY, repoRoot } from '../../hack/bundle.ts';
 
 export const NODE = join(repoRoot, 'node_modules', '.bin', 'node');
 
@@ -23,7 +23,7 @@ export async function buildPrograms(cpuProfileDir?: string): Promise<Programs> {
   const manager = join(repoRoot, 'dist', 'main.mjs');
   const webhookServer = join(repoRoot, 'dist', 'bench', 'webhook-server.mjs');
   const planning = join(repoRoot, 'dist', 'bench', 'planning.mjs');
-  await bundle('src/cli/main.ts', manager);
+  await bundle(PRODUCT_ENTRY, manager);
   await bundle('bench/webhook-server.ts', webhookServer);
   await bundle('bench/planning.ts', planning);
   const node = [NODE, ...NODE_RUNTIME_FLAGS, ...(cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfileDir] : [])];

@@ -29,8 +29,6 @@ export function fmtRatio(x: number): string {
   return Number.isFinite(x) ? `${x.toFixed(2)}x` : 'n/a';
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** One progress line on stderr (stdout carries only the table). */
 export function say(line: string): void {
   process.stderr.write(`[bench] ${line}\n`);

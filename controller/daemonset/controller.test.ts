@@ -19,9 +19,10 @@ import { isImagePullPod as isPullPod } from '../../src/daemonset/predownload.ts'
 import { addNodes, newDaemonSet, newNode, newPod } from '../../src/daemonset/test-fixtures.ts';
 import { EventRecorder } from '../runtime/events.ts';
 import { DeletedFinalStateUnknown } from '../runtime/informer.ts';
-import { FakeApiServer, type RequestRecord } from '../runtime/testing/fake-apiserver.ts';
+import { FakeApiServer, type RequestRecord } from '../../src/k8s/testing/fake-apiserver.ts';
 import type { ReconcileResult } from '../runtime/workqueue.ts';
 import { DaemonSetController } from './controller.ts';
+import { sleep, until } from '../../src/testing/wait.ts';
 
 const logger = pino({ level: process.env.DEBUG_LOG ?? 'silent' });
 const DAEMONSETS = 'apps.kruise.io/v1alpha1/daemonsets';
@@ -30,14 +31,6 @@ const PODS = 'core/v1/pods';
 const EVENTS = 'core/v1/events';
 
 const isWrite = (r: RequestRecord) => r.method !== 'GET';
-
-async function until(what: string, cond: () => boolean, ms = 5000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!cond()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 /**
  * A fake apiserver for the tests of the calling describe: started before them, its DaemonSets and nodes removed and
@@ -122,7 +115,7 @@ describe('DaemonSetController: one writer', { timeout: 60_000 }, () => {
     await until('our status write', () =>
       server.requests.slice(before).some((r) => r.method === 'PATCH' && r.path.endsWith('/daemonsets/stale/status')),
     );
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     assert.equal(stored().status?.observedGeneration, 2, 'the newer status stands');
     leading.abort();
     await workers;

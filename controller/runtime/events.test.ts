@@ -1,10 +1,10 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
-import { KubeClient } from '../../src/k8s/client.ts';
+import type { KubeClient } from '../../src/k8s/client.ts';
 import type { KubeObject } from '../../src/k8s/types.ts';
 import { EventRecorder, type CoreEvent } from './events.ts';
-import { FakeApiServer } from './testing/fake-apiserver.ts';
+import { FakeApiServer, startForSuite } from '../../src/k8s/testing/fake-apiserver.ts';
 
 const ds: KubeObject = {
   apiVersion: 'apps.kruise.io/v1alpha1',
@@ -15,14 +15,7 @@ const ds: KubeObject = {
 describe('EventRecorder', () => {
   const server = new FakeApiServer();
   let client: KubeClient;
-  before(async () => {
-    await server.start();
-    client = new KubeClient(server.restConfig(), { qps: 0 });
-  });
-  after(async () => {
-    client.close();
-    await server.stop();
-  });
+  startForSuite(server, (c) => (client = c));
 
   const eventWrites = () => server.requests.filter((r) => r.path.startsWith('/api/v1/namespaces/ns/events'));
 

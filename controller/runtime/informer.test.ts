@@ -1,10 +1,11 @@
 // Reflector/informer edge cases against the in-process fake apiserver: the ones a real
 // apiserver cannot be made to produce on demand (410 mid-watch, ERROR event, silent and dropped
 // connections, a restart). Normal list/watch behaviour is proven on the real control plane in e2e.
-import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
+import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
-import { KubeClient, resources } from '../../src/k8s/client.ts';
+import type { KubeClient } from '../../src/k8s/client.ts';
+import { resources } from '../../src/k8s/client.ts';
 import type { Pod } from '../../src/k8s/types.ts';
 import {
   DeletedFinalStateUnknown,
@@ -14,7 +15,8 @@ import {
   Informer,
   stripManagedFields,
 } from './informer.ts';
-import { FakeApiServer } from './testing/fake-apiserver.ts';
+import { FakeApiServer, startForSuite } from '../../src/k8s/testing/fake-apiserver.ts';
+import { sleep, until as waitUntil } from '../../src/testing/wait.ts';
 
 const PODS = 'core/v1/pods';
 
@@ -35,13 +37,8 @@ function pod(name: string, nodeName = 'n1', extra: Record<string, unknown> = {})
   };
 }
 
-async function until(what: string, cond: () => boolean, ms = 1500): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** Waits for `cond`; this file's waits are bounded at 1500 ms unless a test says otherwise. */
+const until = (what: string, cond: () => boolean, timeoutMs = 1500) => waitUntil(what, cond, timeoutMs);
 
 describe('Indexer.listSorted', () => {
   test('key order, following adds, updates and deletes', () => {
@@ -69,14 +66,7 @@ describe('Informer', () => {
   const errorLogs: string[] = [];
   const logger = pino({ level: 'warn' }, { write: (s: string) => void errorLogs.push(s) });
 
-  before(async () => {
-    await server.start();
-    client = new KubeClient(server.restConfig(), { qps: 0 });
-  });
-  after(async () => {
-    client.close();
-    await server.stop();
-  });
+  startForSuite(server, (c) => (client = c));
 
   beforeEach(async () => {
     for (const p of ['p1', 'p2', 'p3']) server.upsert(PODS, pod(p, p === 'p3' ? 'n2' : 'n1'));
@@ -247,7 +237,7 @@ describe('Informer', () => {
   test('survives an apiserver restart (connection refused → backoff → rewatch)', async () => {
     await server.stop();
     server.upsert(PODS, pod('p4')); // written while the apiserver is unreachable
-    await new Promise((r) => setTimeout(r, 60)); // a few refused attempts
+    await sleep(60); // a few refused attempts
     await server.start(server.port);
     await until('p4 after restart', () => informer.store.has('ns/p4'));
     assert.ok(errorLogs.some((l) => /ECONNREFUSED/.test(l)));

@@ -5,10 +5,9 @@
 //
 // Hand-written rather than client-node's makeInformer: that cache has no custom indexes (only
 // name/namespace), no bookmarks, no server-side timeout and no silent-watch detection.
-import type { KubeClient, ResourceType } from '../../src/k8s/client.ts';
 import { objectKey, type KubeObject, type Pod } from '../../src/k8s/types.ts';
 import { defaultLogger, type Logger } from './log.ts';
-import { Reflector, type BackoffOptions, type ReflectorStore } from './reflector.ts';
+import { Reflector, type BackoffOptions, type ReflectorOptions, type ReflectorStore } from './reflector.ts';
 
 /** Values of one index for an object (an object may sit under several values, or none). */
 export type IndexFunc<T> = (obj: T) => string[];
@@ -183,14 +182,10 @@ function removeFromIndex(index: Map<string, Set<string>>, values: string[], key:
   }
 }
 
-export interface InformerOptions<T extends KubeObject> {
-  /** For logs and metrics, e.g. "pods". */
-  name: string;
-  client: KubeClient;
-  type: ResourceType;
-  namespace?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
+export interface InformerOptions<T extends KubeObject> extends Pick<
+  ReflectorOptions<T>,
+  'name' | 'client' | 'type' | 'namespace' | 'labelSelector' | 'fieldSelector'
+> {
   /** Extra indexes; "namespace" is always there. */
   indexers?: Record<string, IndexFunc<T>>;
   /** Redeliver every cached object to onUpdate this often (client-go's resyncPeriod). Off by default. */

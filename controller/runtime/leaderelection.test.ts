@@ -1,40 +1,32 @@
 // Leader election against the in-process fake apiserver, for what a real apiserver will not do
 // on demand: two candidates racing for the same resourceVersion (a Lease conflict), and renewals
 // failing. The two-manager takeover on the real control plane is an e2e test.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
-import { KubeClient } from '../../src/k8s/client.ts';
+import type { KubeClient } from '../../src/k8s/client.ts';
 import type { Lease } from '../../src/k8s/types.ts';
-import { LeaderElector } from './leaderelection.ts';
+import { LeaderElector, type LeaderElectionOptions } from './leaderelection.ts';
 import { registry } from './metrics.ts';
-import { FakeApiServer } from './testing/fake-apiserver.ts';
+import { FakeApiServer, startForSuite } from '../../src/k8s/testing/fake-apiserver.ts';
+import { sleep, until as waitUntil } from '../../src/testing/wait.ts';
 
 const LEASES = 'coordination.k8s.io/v1/leases';
 const logger = pino({ level: 'silent' });
 const timing = { leaseDurationMs: 1000, renewDeadlineMs: 400, retryPeriodMs: 100 };
 
-async function until(what: string, cond: () => boolean, ms = 1800): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** Waits for `cond`; this file's waits are bounded at 1800 ms unless a test says otherwise. */
+const until = (what: string, cond: () => boolean, timeoutMs = 1800) => waitUntil(what, cond, timeoutMs);
 
 describe('LeaderElector', () => {
   const server = new FakeApiServer();
   let client: KubeClient;
-  before(async () => {
-    await server.start();
-    client = new KubeClient(server.restConfig(), { qps: 0 });
-  });
-  after(async () => {
-    client.close();
-    await server.stop();
-  });
+  startForSuite(server, (c) => (client = c));
 
   const lease = (name: string) => server.get(LEASES, 'kube-system', name) as Lease | undefined;
+  /** An elector for lease kube-system/`name` with this file's timing, as identity "me" unless `o` says otherwise. */
+  const newElector = (name: string, o: Omit<LeaderElectionOptions, 'client' | 'namespace' | 'name'>) =>
+    new LeaderElector({ client, namespace: 'kube-system', name, identity: 'me', ...timing, logger, ...o });
 
   test('racing candidates: one leads; on shutdown it releases and the other takes over', async () => {
     // A free lease: both candidates PUT with the same resourceVersion, one gets a Conflict.
@@ -49,13 +41,8 @@ describe('LeaderElector', () => {
     const stopped: string[] = [];
     const newLeaders: string[] = [];
     const make = (identity: string) =>
-      new LeaderElector({
-        client,
-        namespace: 'kube-system',
-        name: 'race',
+      newElector('race', {
         identity,
-        ...timing,
-        logger,
         callbacks: {
           onStartedLeading: async (signal) => {
             leaders++;
@@ -74,7 +61,7 @@ describe('LeaderElector', () => {
     const runA = a.run(stopA.signal);
     const runB = b.run(stopB.signal);
     await until('a leader', () => a.isLeader() || b.isLeader());
-    await new Promise((r) => setTimeout(r, 250)); // a few renew rounds
+    await sleep(250); // a few renew rounds
     assert.equal(maxLeaders, 1);
     const [first, second, stopFirst, runFirst] = a.isLeader() ? [a, b, stopA, runA] : [b, a, stopB, runB];
     assert.equal(lease('race')?.spec?.holderIdentity, first.identity);
@@ -118,13 +105,7 @@ describe('LeaderElector', () => {
         leaseTransitions: 0,
       },
     });
-    const elector = new LeaderElector({
-      client,
-      namespace: 'kube-system',
-      name: 'ghost',
-      identity: 'me',
-      ...timing,
-      logger,
+    const elector = newElector('ghost', {
       callbacks: { onStartedLeading: () => {} },
     });
     const ac = new AbortController();
@@ -140,13 +121,7 @@ describe('LeaderElector', () => {
   test('renewals failing past renewDeadline lose leadership (no release)', async () => {
     let stoppedCalled = false;
     let leaderSignal: AbortSignal | undefined;
-    const elector = new LeaderElector({
-      client,
-      namespace: 'kube-system',
-      name: 'flaky',
-      identity: 'me',
-      ...timing,
-      logger,
+    const elector = newElector('flaky', {
       callbacks: {
         onStartedLeading: (signal) => {
           leaderSignal = signal;
@@ -181,13 +156,7 @@ describe('LeaderElector', () => {
   test('fence: open while renewals land; closed once renewDeadline passes by the monotonic clock (a frozen process)', async () => {
     let skewMs = 0; // added to the monotonic clock: a SIGSTOP'd process finds it far ahead when resumed
     let leaderSignal: AbortSignal | undefined;
-    const elector = new LeaderElector({
-      client,
-      namespace: 'kube-system',
-      name: 'frozen',
-      identity: 'me',
-      ...timing,
-      logger,
+    const elector = newElector('frozen', {
       monotonicClock: () => performance.now() + skewMs,
       callbacks: { onStartedLeading: (signal) => void (leaderSignal = signal) },
     });
@@ -198,7 +167,7 @@ describe('LeaderElector', () => {
     // Several renewals: the fence stays open all along.
     for (let i = 0; i < 5; i++) {
       assert.equal(elector.fence(), undefined);
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
     }
     skewMs = 10_000;
     assert.match(elector.fence() ?? '', /last renewed \d+ ms ago \(renew deadline 400 ms\)/, 'closed at once');
@@ -209,13 +178,7 @@ describe('LeaderElector', () => {
   });
 
   test('a lease taken by another holder ends leadership at the next renewal, not after renewDeadline', async () => {
-    const elector = new LeaderElector({
-      client,
-      namespace: 'kube-system',
-      name: 'stolen',
-      identity: 'me',
-      ...timing,
-      logger,
+    const elector = newElector('stolen', {
       callbacks: { onStartedLeading: () => {} },
     });
     const run = elector.run(new AbortController().signal);
@@ -233,13 +196,7 @@ describe('LeaderElector', () => {
   test('lost leadership returns at once without waiting for in-flight work; shutdown waits for it', async () => {
     const work: { signal?: AbortSignal; finish?: () => void } = {};
     const make = (name: string) =>
-      new LeaderElector({
-        client,
-        namespace: 'kube-system',
-        name,
-        identity: 'me',
-        ...timing,
-        logger,
+      newElector(name, {
         callbacks: {
           // In-flight work that ignores the abort for a while (a reconcile between two awaits).
           onStartedLeading: (signal) =>
@@ -264,7 +221,7 @@ describe('LeaderElector', () => {
     const run2 = stopping.run(ac.signal).then(() => (returned = true));
     await until('leading', () => stopping.isLeader());
     ac.abort();
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     assert.equal(returned, false, 'a shutdown waits for the work');
     assert.equal(stopping.fence() !== undefined, true, 'and no write passes meanwhile');
     work.finish?.();
@@ -274,13 +231,7 @@ describe('LeaderElector', () => {
 
   test('a wall-clock jump changes nothing: durations are monotonic', async () => {
     let jumpMs = 0;
-    const elector = new LeaderElector({
-      client,
-      namespace: 'kube-system',
-      name: 'walljump',
-      identity: 'me',
-      ...timing,
-      logger,
+    const elector = newElector('walljump', {
       clock: () => Date.now() + jumpMs,
       callbacks: { onStartedLeading: () => {} },
     });

@@ -3,11 +3,12 @@
 // the last synced one, and a consistent list ("") at once when either is refused as expired or
 // too large; a silent watch aborted and rewatched. Pure rules as tables; the requests sent,
 // against the in-process fake apiserver (it can refuse a list on demand, a real one cannot).
-import { after, afterEach, before, describe, test } from 'node:test';
+import { afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { pino } from 'pino';
-import { ApiError, KubeClient, resources } from '../../src/k8s/client.ts';
+import type { KubeClient } from '../../src/k8s/client.ts';
+import { ApiError, resources } from '../../src/k8s/client.ts';
 import type { Pod } from '../../src/k8s/types.ts';
 import {
   DEFAULT_INACTIVITY_TIMEOUT_MS,
@@ -20,7 +21,8 @@ import {
   watchTimeoutSeconds,
   type ReflectorStore,
 } from './reflector.ts';
-import { FakeApiServer, type RequestRecord } from './testing/fake-apiserver.ts';
+import { FakeApiServer, type RequestRecord, startForSuite } from '../../src/k8s/testing/fake-apiserver.ts';
+import { sleep, until as waitUntil } from '../../src/testing/wait.ts';
 
 const PODS = 'core/v1/pods';
 const LIST_PATH = '/api/v1/namespaces/ns/pods';
@@ -148,13 +150,8 @@ function pod(name: string): Pod {
   return { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'ns' }, spec: { containers: [{ name: 'c' }] } };
 }
 
-async function until(what: string, cond: () => boolean, ms = 2000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** Waits for `cond`; this file's waits are bounded at 2000 ms unless a test says otherwise. */
+const until = (what: string, cond: () => boolean, timeoutMs = 2000) => waitUntil(what, cond, timeoutMs);
 
 function refuse(res: ServerResponse, code: number, status: Record<string, unknown>): true {
   res.writeHead(code, { 'Content-Type': 'application/json' });
@@ -181,14 +178,9 @@ describe('Reflector against the fake apiserver', () => {
   let stop: AbortController | undefined;
   let running: Promise<void> | undefined;
 
-  before(async () => {
-    await server.start();
-    client = new KubeClient(server.restConfig(), { qps: 0 });
+  startForSuite(server, (c) => {
+    client = c;
     for (const n of ['p1', 'p2', 'p3']) server.upsert(PODS, pod(n));
-  });
-  after(async () => {
-    client.close();
-    await server.stop();
   });
   afterEach(async () => {
     stop?.abort();
@@ -321,7 +313,7 @@ describe('Reflector against the fake apiserver', () => {
     const deadline = Date.now() + 600;
     while (Date.now() < deadline) {
       server.sendBookmarks();
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
     }
     assert.equal(watches().length, 1, 'four watchdog periods with bookmarks and no other event: one watch');
     assert.equal(server.watchCount, 1);

@@ -11,9 +11,9 @@ import {
   type RateLimiter,
 } from './workqueue.ts';
 import { registry } from './metrics.ts';
+import { sleep } from '../../src/testing/wait.ts';
 
 const silent = pino({ level: 'silent' });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function key(q: WorkQueue): Promise<string> {
   const item = await q.get();

@@ -11,8 +11,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify as toYaml } from 'yaml';
 import { UserError } from '../../src/cli/command.ts';
-import { createCA, createKeyPair, createLeaf, loadCA } from '../../certs/pki.ts';
+import { createCA, createKeyPair, createLeaf, loadCA } from '../../src/pki/pki.ts';
 import { binaries, cacheDir, repoRoot, versions } from './binaries.ts';
+import { sleep, until } from '../../src/testing/wait.ts';
 
 const run = promisify(execFile);
 
@@ -117,17 +118,28 @@ function failure(p: ProcessRecord, what: string): UserError {
   );
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** SIGKILLs `p` if it still runs (after its graceful stop had its time), and waits until it is reaped. */
+async function killAndReap(p: ProcessRecord): Promise<void> {
+  if (processAlive(p)) {
+    try {
+      process.kill(p.pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+    while (processAlive(p)) await sleep(50);
+  }
+  await waitGone(p.pid);
+}
 
 /** Polls check() until it returns true; fails early with the log tail if the process died. */
 async function waitFor(p: ProcessRecord, what: string, timeoutMs: number, check: () => Promise<boolean>) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (!processAlive(p)) throw failure(p, `exited before it was ${what}`);
-    if (await check().catch(() => false)) return;
-    await sleep(250);
-  }
-  throw failure(p, `was not ${what} after ${Math.round(timeoutMs / 1000)}s`);
+  const outcome = await until(
+    what,
+    async () => (!processAlive(p) ? 'exited' : (await check().catch(() => false)) && 'ready'),
+    { timeoutMs, intervalMs: 250 },
+  ).catch(() => 'timed out' as const);
+  if (outcome === 'exited') throw failure(p, `exited before it was ${what}`);
+  if (outcome === 'timed out') throw failure(p, `was not ${what} after ${Math.round(timeoutMs / 1000)}s`);
 }
 
 /**
@@ -152,12 +164,26 @@ export interface KubectlResult {
   stderr: string;
 }
 
+export class KubectlError extends Error {
+  constructor(
+    readonly args: string[],
+    readonly stderr: string,
+    readonly code: number | null,
+  ) {
+    super(`kubectl ${args.join(' ')} failed (exit ${code}): ${stderr.trim()}`);
+  }
+}
+
+/** The one kubectl of the harness, the e2e tests (e2e/lib/kube.ts binds the suite's kubeconfig), the demo and bench. */
 export async function kubectl(kubeconfig: string, args: string[], input?: string): Promise<KubectlResult> {
   const child = run(binaries().kubectl, ['--kubeconfig', kubeconfig, ...args], { maxBuffer: 256 * 1024 * 1024 });
-  if (input !== undefined) {
-    child.child.stdin?.end(input);
+  if (input !== undefined) child.child.stdin?.end(input);
+  try {
+    return await child;
+  } catch (err) {
+    const e = err as { stderr?: string; code?: unknown; message: string };
+    throw new KubectlError(args, e.stderr || e.message, typeof e.code === 'number' ? e.code : null);
   }
-  return child;
 }
 
 export function nodeName(i: number, total: number): string {
@@ -494,15 +520,7 @@ export async function clusterDown(opts: DownOptions = {}): Promise<boolean> {
     }
     const deadline = Date.now() + 10_000;
     while (processAlive(p) && Date.now() < deadline) await sleep(100);
-    if (processAlive(p)) {
-      try {
-        process.kill(p.pid, 'SIGKILL');
-      } catch {
-        /* already gone */
-      }
-      while (processAlive(p)) await sleep(50);
-    }
-    await waitGone(p.pid);
+    await killAndReap(p);
   }
   if (!opts.keepDir) rmSync(dir, { recursive: true, force: true });
   progress(opts.keepDir ? `cluster stopped; logs kept in ${join(dir, 'logs')}` : `cluster stopped and ${dir} removed`);
@@ -563,15 +581,7 @@ export async function stopApiserver(dir: string): Promise<void> {
   };
   const deadline = Date.now() + 60_000;
   while (processAlive(p) && !drained() && Date.now() < deadline) await sleep(50);
-  if (processAlive(p)) {
-    try {
-      process.kill(p.pid, 'SIGKILL');
-    } catch {
-      /* already gone */
-    }
-    while (processAlive(p)) await sleep(50);
-  }
-  await waitGone(p.pid);
+  await killAndReap(p);
 }
 
 /**

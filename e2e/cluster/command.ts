@@ -1,6 +1,15 @@
-import { intFlag, parseCommandArgs, UserError, type Command } from '../../src/cli/command.ts';
-import { ensureBinaries, versions } from './binaries.ts';
+import { flagsHelp, intFlag, defineCommand, stringWithDefault, UserError, type Flags } from '../../src/cli/command.ts';
+import { join } from 'node:path';
+import { cacheDir, ensureBinaries, versions } from './binaries.ts';
 import { clusterDown, clusterStatus, clusterUp, defaultClusterDir } from './cluster.ts';
+
+const flags = {
+  nodes: intFlag("fake nodes to create with 'up'", 3),
+  dir: {
+    ...stringWithDefault('cluster directory', defaultClusterDir(), 'DIR'),
+    defaultHelp: `$ADS_CLUSTER_DIR or ${join(cacheDir(), 'cluster')}`,
+  },
+} satisfies Flags;
 
 const usage = `Usage: advanced-daemonset cluster <up|down|status> [flags]
 
@@ -15,31 +24,23 @@ Subcommands:
   status   show the recorded processes, ready nodes and the kubeconfig path
 
 Flags:
-  --nodes N    fake nodes to create with 'up' (default 3)
-  --dir DIR    cluster directory (default $ADS_CLUSTER_DIR or ${defaultClusterDir()})
-  -h, --help   this help
+${flagsHelp(flags)}
 `;
 
-export const clusterCommand: Command = {
+export const clusterCommand = defineCommand({
   name: 'cluster',
   summary: 'Local real control plane (etcd, apiserver, scheduler, KCM, kwok): up | down | status',
   usage,
-  async run(argv) {
-    const parsed = parseCommandArgs(
-      { name: 'cluster', usage },
-      argv,
-      { nodes: { type: 'string' }, dir: { type: 'string' } },
-      true,
-    );
-    if (!parsed) return 0;
+  flags,
+  positionals: true,
+  async run(parsed) {
     const [sub, ...extra] = parsed.positionals;
     if (extra.length > 0)
       throw new UserError(`cluster: unexpected argument "${extra[0]}"\nRun with --help for usage.`, 2);
-    const dir = parsed.values.dir ?? defaultClusterDir();
+    const { nodes, dir } = parsed.values;
     const say = (l: string) => process.stderr.write(`${l}\n`);
     switch (sub) {
       case 'up': {
-        const nodes = intFlag('nodes', parsed.values.nodes, 3);
         say(
           'checking control-plane binaries (built from the Go module proxy on first use; a cold build takes many minutes)',
         );
@@ -90,4 +91,4 @@ export const clusterCommand: Command = {
         );
     }
   },
-};
+});

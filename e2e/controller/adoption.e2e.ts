@@ -3,7 +3,8 @@
 // is released and replaced; deleting the DaemonSet removes its pods through garbage collection.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { apply, eventually, kubectl, kubectlJson, sleep, type PodJson, fixture } from '../lib/kube.ts';
+import { apply, eventually, kubectl, kubectlJson, type PodJson, fixture } from '../lib/kube.ts';
+import { sleep } from '../../src/testing/wait.ts';
 import {
   ADS,
   adsManifest,

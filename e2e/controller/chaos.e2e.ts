@@ -14,6 +14,7 @@ import { clientKubeconfig, processAlive, readState, startApiserver, stopApiserve
 import { apply, eventually, fixture, kubectl } from '../lib/kube.ts';
 import { LIFECYCLE_STATE_LABEL, PREPARING_DELETE, Sampler } from '../lib/sampler.ts';
 import {
+  controllerArgs,
   adsManifest,
   describeOnPrivateCluster,
   imagePatch,
@@ -24,24 +25,13 @@ import {
   waitRolledOut,
   type ManagedProcess,
 } from '../lib/ads.ts';
+import { seededRandom } from '../../src/testing/random.ts';
 
 const NODES = 100;
 const KILLS = 5;
 const APISERVER_RESTARTS = 2;
 const LEASE = 'chaos-e2e';
 const HOOK = 'example.io/chaos-hold';
-
-/** mulberry32: a small seeded PRNG, so a failing schedule can be replayed. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Keeps one controller process running, as a Deployment's kubelet would: started again right after it exits,
@@ -113,30 +103,7 @@ describeOnPrivateCluster('chaos: kills and apiserver restarts during rollouts', 
     const t0 = Date.now();
 
     const kubeconfig = await clientKubeconfig(cluster.clusterDir, 'chaos-manager');
-    const supervisor = new Supervisor(
-      [
-        'controller',
-        '--kubeconfig',
-        kubeconfig,
-        '--leader-election-namespace',
-        'default',
-        '--leader-election-id',
-        LEASE,
-        '--lease-duration',
-        '6s',
-        '--renew-deadline',
-        '4s',
-        '--retry-period',
-        '1s',
-        '--health-port',
-        '0',
-        '--metrics-port',
-        '0',
-        '--log-level',
-        'debug',
-      ],
-      cluster.dir,
-    );
+    const supervisor = new Supervisor(controllerArgs(kubeconfig, LEASE, 6), cluster.dir);
     const samplers: Sampler[] = [];
     let apiserverDown = false;
     let stopReleasing = false;

@@ -14,8 +14,10 @@ import { join } from 'node:path';
 import { defaultDaemonSet, type JsonObject } from '../../src/api/defaults.ts';
 import type { DaemonSet } from '../../src/api/types.ts';
 import { controllerRef, newPod } from '../../src/daemonset/pods.ts';
-import { apply, eventually, fixture, kubectl, kubectlJson, podReady, sleep, type PodJson } from '../lib/kube.ts';
+import { apply, eventually, fixture, kubectl, kubectlJson, patchPod, podReady, type PodJson } from '../lib/kube.ts';
+import { sleep } from '../../src/testing/wait.ts';
 import {
+  controllerArgs,
   ADS,
   HASH_LABEL,
   KRUISE_POD_READY,
@@ -111,24 +113,20 @@ describeOnPrivateCluster('taking over a DaemonSet from kruise-manager', { timeou
     });
     const now = new Date().toISOString();
     for (const p of kruisePods) {
-      await kubectl([
-        'patch',
-        'pod',
-        p.metadata.name,
-        '-n',
+      await patchPod(
         f.ns,
-        '--subresource=status',
-        '--type=strategic',
-        '-p',
-        JSON.stringify({
+        p.metadata.name,
+        'strategic',
+        {
           status: {
             conditions: [
               { type: KRUISE_POD_READY, status: 'True', lastTransitionTime: now },
               { type: IN_PLACE_UPDATE_READY, status: 'True', lastTransitionTime: now },
             ],
           },
-        }),
-      ]);
+        },
+        ['--subresource=status'],
+      );
     }
     kruisePods = await eventually('the Kruise-made pods to be Ready', async () => {
       const pods = await adsPods(f.ns, name);
@@ -149,21 +147,7 @@ describeOnPrivateCluster('taking over a DaemonSet from kruise-manager', { timeou
 
     controller = startProductProcess(
       'controller',
-      [
-        'controller',
-        '--kubeconfig',
-        cluster.kubeconfig,
-        '--leader-election-namespace',
-        'default',
-        '--leader-election-id',
-        'takeover-e2e',
-        '--health-port',
-        '0',
-        '--metrics-port',
-        '0',
-        '--log-level',
-        'debug',
-      ],
+      controllerArgs(cluster.kubeconfig, 'takeover-e2e'),
       join(cluster.dir, 'controller.log'),
     );
   });

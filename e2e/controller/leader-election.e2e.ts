@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { apply, eventually, fixture, kubectlJson } from '../lib/kube.ts';
 import {
+  controllerArgs,
   adsManifest,
   adsPods,
   getAds,
@@ -61,28 +62,8 @@ describeOnPrivateCluster('leader election between two controllers', { timeout: 3
       controllers.push(
         startProductProcess(
           id,
-          [
-            'controller',
-            '--kubeconfig',
-            cluster.kubeconfig,
-            '--leader-election-namespace',
-            'default',
-            '--leader-election-id',
-            LEASE,
-            // Short lease so the takeover after a crash is quick; same ratios as the defaults.
-            '--lease-duration',
-            '6s',
-            '--renew-deadline',
-            '4s',
-            '--retry-period',
-            '1s',
-            '--health-port',
-            '0',
-            '--metrics-port',
-            '0',
-            '--log-level',
-            'debug',
-          ],
+          // Short lease so the takeover after a crash is quick.
+          controllerArgs(cluster.kubeconfig, LEASE, 6),
           join(cluster.dir, `controller-${id}.log`),
         ),
       );

@@ -15,6 +15,7 @@ import { apply, eventually, fixture, kubectlJson } from '../lib/kube.ts';
 import { FENCED_RESOURCES, describeWrite, readAuditWrites } from '../lib/audit.ts';
 import { Sampler } from '../lib/sampler.ts';
 import {
+  controllerArgs,
   adsManifest,
   describeOnPrivateCluster,
   hashOf,
@@ -58,28 +59,8 @@ describeOnPrivateCluster('one writer at a time: a frozen leader', { timeout: 300
       const kubeconfig = await clientKubeconfig(cluster.clusterDir, user);
       const p = startProductProcess(
         id,
-        [
-          'controller',
-          '--kubeconfig',
-          kubeconfig,
-          '--leader-election-namespace',
-          'default',
-          '--leader-election-id',
-          LEASE,
-          // Short lease (same ratios as the defaults) so the takeover is quick.
-          '--lease-duration',
-          `${LEASE_MS / 1000}s`,
-          '--renew-deadline',
-          '4s',
-          '--retry-period',
-          '1s',
-          '--health-port',
-          '0',
-          '--metrics-port',
-          '0',
-          '--log-level',
-          'debug',
-        ],
+        // Short lease so the takeover is quick.
+        controllerArgs(kubeconfig, LEASE, LEASE_MS / 1000),
         join(cluster.dir, `controller-${id}.log`),
       );
       controllers.push({ p, user });

@@ -3,7 +3,8 @@
 // maxUnavailable, the surge budget and minReadySeconds of maxSurge, and OnDelete.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { apply, eventually, kubectl, podReady, sleep, fixture } from '../lib/kube.ts';
+import { apply, eventually, kubectl, podReady, fixture, type Fixture, type PodJson } from '../lib/kube.ts';
+import { sleep } from '../../src/testing/wait.ts';
 import {
   PodWatch,
   adsManifest,
@@ -19,7 +20,28 @@ import {
   terminating,
   waitOnePodPerNode,
   waitRolledOut,
+  type AdsOptions,
 } from '../lib/ads.ts';
+
+/**
+ * Applies a busybox:1.36 DaemonSet on the fixture's nodes with `o` on top and waits until it rolled out; returns its
+ * revision hash and its pods by node.
+ */
+async function rollOut(f: Fixture, name: string, o: Partial<AdsOptions>) {
+  await apply(adsManifest({ name, namespace: f.ns, group: f.group, image: 'busybox:1.36', ...o }));
+  const ds = await waitRolledOut(f.ns, name, f.nodes.length, 120_000);
+  const hash = ds.status!.daemonSetHash!;
+  return { hash, pods: await waitOnePodPerNode(f.ns, name, f.nodes, { hash }) };
+}
+
+/** Waits until the watch has seen `finalPods` too (so its checks covered the end state), then stops it. */
+async function watchSawAndStop(watch: PodWatch, finalPods: Map<string, PodJson>): Promise<void> {
+  await eventually('the watch to see the final pods', async () => {
+    watch.assertAlive();
+    return [...finalPods.values()].every((p) => watch.pods.has(p.metadata.uid));
+  });
+  watch.stop();
+}
 
 describe('rolling update with maxUnavailable 2 over 6 nodes', { timeout: 300_000 }, () => {
   const f = fixture('rolling', 6);
@@ -31,18 +53,9 @@ describe('rolling update with maxUnavailable 2 over 6 nodes', { timeout: 300_000
   });
 
   test('never more than 2 nodes lack an available pod, the budget is used, and every node ends on the new revision', async () => {
-    await apply(
-      adsManifest({
-        name,
-        namespace: f.ns,
-        group: f.group,
-        image: 'busybox:1.36',
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2, maxSurge: 0 } },
-      }),
-    );
-    const v1 = await waitRolledOut(f.ns, name, 6);
-    const oldHash = v1.status!.daemonSetHash!;
-    const oldPods = await waitOnePodPerNode(f.ns, name, f.nodes, { hash: oldHash });
+    const { hash: oldHash, pods: oldPods } = await rollOut(f, name, {
+      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2, maxSurge: 0 } },
+    });
 
     let maxLacking = 0;
     let worst = '';
@@ -73,12 +86,7 @@ describe('rolling update with maxUnavailable 2 over 6 nodes', { timeout: 300_000
     const newHash = v2.status!.daemonSetHash!;
     assert.notEqual(newHash, oldHash, 'the image change made a new revision');
     const finalPods = await waitOnePodPerNode(f.ns, name, f.nodes, { hash: newHash });
-    // The watch must have seen the end state too.
-    await eventually('the watch to see the final pods', async () => {
-      watch!.assertAlive();
-      return [...finalPods.values()].every((p) => watch!.pods.has(p.metadata.uid));
-    });
-    watch.stop();
+    await watchSawAndStop(watch, finalPods);
 
     assert.ok(maxLacking <= 2, `at most maxUnavailable=2 nodes without an available pod at any time; worst: ${worst}`);
     assert.equal(maxLacking, 2, `the rollout used its budget of 2 (saw at most ${maxLacking}) over ${states} states`);
@@ -108,19 +116,10 @@ describe('surge rolling update: maxSurge 2, maxUnavailable 0, minReadySeconds 5'
   });
 
   test('new pods start next to the old ones, at most 2 nodes at a time, no node ever without a Ready pod, old pods go only after the new one was Ready for minReadySeconds', async () => {
-    await apply(
-      adsManifest({
-        name,
-        namespace: f.ns,
-        group: f.group,
-        image: 'busybox:1.36',
-        minReadySeconds,
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 2 } },
-      }),
-    );
-    const v1 = await waitRolledOut(f.ns, name, 5, 120_000);
-    const oldHash = v1.status!.daemonSetHash!;
-    await waitOnePodPerNode(f.ns, name, f.nodes, { hash: oldHash });
+    const { hash: oldHash } = await rollOut(f, name, {
+      minReadySeconds,
+      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 2 } },
+    });
 
     let maxSurged = 0;
     let surgedAt = '';
@@ -169,11 +168,7 @@ describe('surge rolling update: maxSurge 2, maxUnavailable 0, minReadySeconds 5'
     const v2 = await waitRolledOut(f.ns, name, 5, 120_000);
     assert.equal(v2.status?.daemonSetHash, newHash);
     const finalPods = await waitOnePodPerNode(f.ns, name, f.nodes, { hash: newHash });
-    await eventually('the watch to see the final pods', async () => {
-      watch!.assertAlive();
-      return [...finalPods.values()].every((p) => watch!.pods.has(p.metadata.uid));
-    });
-    watch.stop();
+    await watchSawAndStop(watch, finalPods);
 
     assert.deepEqual([...nodesWithoutReady], [], 'with maxUnavailable 0 no node is ever without a Ready pod');
     assert.ok(maxSurged <= 2, `at most maxSurge=2 nodes run two pods at once; saw ${maxSurged} (${surgedAt})`);
@@ -197,18 +192,7 @@ describe('OnDelete update strategy', { timeout: 300_000 }, () => {
   const name = 'ondelete';
 
   test('a template change replaces no pod; a deleted pod comes back on the new revision', async () => {
-    await apply(
-      adsManifest({
-        name,
-        namespace: f.ns,
-        group: f.group,
-        image: 'busybox:1.36',
-        updateStrategy: { type: 'OnDelete' },
-      }),
-    );
-    const v1 = await waitRolledOut(f.ns, name, 3);
-    const oldHash = v1.status!.daemonSetHash!;
-    const before = await waitOnePodPerNode(f.ns, name, f.nodes, { hash: oldHash });
+    const { hash: oldHash, pods: before } = await rollOut(f, name, { updateStrategy: { type: 'OnDelete' } });
 
     await patchAds(f.ns, name, imagePatch('busybox:1.37'));
     const ds = await eventually('status to observe the new generation', async () => {

@@ -4,7 +4,8 @@
 // tolerations (a cordoned node still runs its daemon pod).
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { apply, eventually, kubectl, sleep, type PodJson, fixture } from '../lib/kube.ts';
+import { apply, eventually, kubectl, type PodJson, fixture } from '../lib/kube.ts';
+import { sleep } from '../../src/testing/wait.ts';
 import {
   adsManifest,
   adsPods,

@@ -2,11 +2,26 @@
 // nodes, the CRD, the manager (webhook + controller, out of cluster), an example Advanced
 // DaemonSet, then an image rollout shown as it progresses. Ctrl-C tears everything down.
 import { join } from 'node:path';
-import { intFlag, parseCommandArgs, UserError, type Command } from '../../src/cli/command.ts';
+import {
+  flagsHelp,
+  intFlag,
+  defineCommand,
+  stringWithDefault,
+  switchFlag,
+  UserError,
+  type Flags,
+} from '../../src/cli/command.ts';
 import { ensureBinaries, repoRoot, cacheDir } from '../cluster/binaries.ts';
 import { clusterDown, clusterUp, kubectl, processAlive, readState } from '../cluster/cluster.ts';
 import { startManager, type ManagerProcess } from '../lib/manager.ts';
 import { ProgressPrinter, progressLine, type RolloutCounts } from './progress.ts';
+import { sleep } from '../../src/testing/wait.ts';
+
+const flags = {
+  nodes: intFlag('fake nodes', 10),
+  dir: stringWithDefault('demo directory', join(cacheDir(), 'demo'), 'DIR'),
+  exit: switchFlag('tear down and exit when the demo is done instead of waiting for Ctrl-C'),
+} satisfies Flags;
 
 const usage = `Usage: advanced-daemonset demo [flags]
 
@@ -16,14 +31,10 @@ a canary on two labelled nodes (rollingUpdate.selector) and to the rest with a p
 stepping down, showing each step until it is done. The cluster stays up until Ctrl-C, which tears it all down.
 
 Flags:
-  --nodes N    fake nodes (default 10)
-  --dir DIR    demo directory (default ${join(cacheDir(), 'demo')})
-  --exit       tear down and exit when the demo is done instead of waiting for Ctrl-C
-  -h, --help   this help
+${flagsHelp(flags)}
 `;
 
 const CRD = join(repoRoot, 'charts', 'advanced-daemonset', 'crds', 'apps.kruise.io_daemonsets.yaml');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const CANARY_LABEL = 'demo.advanced-daemonset.io/canary';
 
@@ -94,19 +105,13 @@ async function waitRollout(kc: string, label: string, updated?: number, timeoutM
   }
 }
 
-export const demoCommand: Command = {
+export const demoCommand = defineCommand({
   name: 'demo',
   summary: 'Local cluster + manager + an Advanced DaemonSet rolling out a new image',
   usage,
-  async run(argv) {
-    const parsed = parseCommandArgs({ name: 'demo', usage }, argv, {
-      nodes: { type: 'string' },
-      dir: { type: 'string' },
-      exit: { type: 'boolean' },
-    });
-    if (!parsed) return 0;
-    const nodes = intFlag('nodes', parsed.values.nodes, 10);
-    const dir = parsed.values.dir ?? join(cacheDir(), 'demo');
+  flags,
+  async run(parsed) {
+    const { nodes, dir } = parsed.values;
     const clusterDir = join(dir, 'cluster');
     const say = (l: string) => process.stdout.write(`${l}\n`);
 
@@ -186,4 +191,4 @@ export const demoCommand: Command = {
       await teardown();
     }
   },
-};
+});

@@ -18,7 +18,7 @@ import {
   type BootstrapLogger,
   type CertificateMaterial,
 } from '../../certs/bootstrap.ts';
-import { createLeaf, loadCA } from '../../certs/pki.ts';
+import { createLeaf, loadCA } from '../../src/pki/pki.ts';
 import type { KubeClient } from '../../src/k8s/client.ts';
 import type { KubeObject } from '../../src/k8s/types.ts';
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlJson, uniqueName } from '../lib/kube.ts';

@@ -41,6 +41,7 @@ import {
   webhookConfiguration,
   type Release,
 } from './lib.ts';
+import { admissionReview } from '../../src/api/testing/review-fixtures.ts';
 
 interface DeploymentJson {
   spec: { replicas: number; template: { spec: { containers: { args: string[] }[] } } };
@@ -73,20 +74,13 @@ async function admissionOverTls(manager: ManagedProcess, serverName: string, caP
   const started = await eventually('the webhook serving line', async () =>
     readLogLines(manager.logFile).find((l) => l.msg === 'webhook serving'),
   );
-  const body = JSON.stringify({
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
+  const body = JSON.stringify(
+    admissionReview(adsManifest({ name: 'probe', namespace: 'default', group: 'none' }), {
       uid: 'chart-e2e',
-      kind: { group: 'apps.kruise.io', version: 'v1alpha1', kind: 'DaemonSet' },
-      resource: { group: 'apps.kruise.io', version: 'v1alpha1', resource: 'daemonsets' },
-      operation: 'CREATE',
-      namespace: 'default',
       name: 'probe',
-      userInfo: { username: 'e2e' },
-      object: adsManifest({ name: 'probe', namespace: 'default', group: 'none' }),
-    },
-  });
+      namespace: 'default',
+    }),
+  );
   return new Promise<AdmissionReviewJson>((resolve, reject) => {
     const req = httpsRequest(
       {

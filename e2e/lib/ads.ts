@@ -6,21 +6,12 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe } from 'node:test';
-import type { StatusCounters } from '../../src/daemonset/status.ts';
+import { zeroCounters, type StatusCounters } from '../../src/daemonset/status.ts';
 import { binaries, repoRoot } from '../cluster/binaries.ts';
 import { clusterDown, clusterUp, fakeNode } from '../cluster/cluster.ts';
 import { auditApiserverArgs } from './audit.ts';
-import {
-  eventually,
-  kubeconfig,
-  kubectl,
-  kubectlJson,
-  listPods,
-  nodeReady,
-  podReady,
-  sleep,
-  type PodJson,
-} from './kube.ts';
+import { eventually, kubeconfig, kubectl, kubectlJson, listPods, nodeReady, podReady, type PodJson } from './kube.ts';
+import { sleep } from '../../src/testing/wait.ts';
 
 /** kubectl resource name of our DaemonSets (the bare name `daemonset` means apps/v1). */
 export const ADS = 'daemonsets.apps.kruise.io';
@@ -511,6 +502,22 @@ export function describeOnPrivateCluster(
   });
 }
 
+/**
+ * `controller` arguments of the e2e suites: leader election on the Lease `leaseId` in default, ephemeral health and
+ * metrics ports, debug logs; with `leaseDurationS`, a short lease (renew deadline 4 s, retry period 1 s: the
+ * defaults' ratios) so that a takeover is quick.
+ */
+export function controllerArgs(kubeconfig: string, leaseId: string, leaseDurationS?: number): string[] {
+  return [
+    'controller',
+    ...['--kubeconfig', kubeconfig, '--leader-election-namespace', 'default', '--leader-election-id', leaseId],
+    ...(leaseDurationS === undefined
+      ? []
+      : ['--lease-duration', `${leaseDurationS}s`, '--renew-deadline', '4s', '--retry-period', '1s']),
+    ...['--health-port', '0', '--metrics-port', '0', '--log-level', 'debug'],
+  ];
+}
+
 /** Starts `bin/advanced-daemonset <args>` with stdout and stderr to `logFile`. */
 export function startProductProcess(name: string, args: string[], logFile: string): ManagedProcess {
   const fd = openSync(logFile, 'w');
@@ -558,7 +565,10 @@ export { sleep };
 // ------------------------------------------------------------------------------------------------
 // Status counters, counted independently
 
-/** The status counters (the type only: they are counted here independently of the controller). */
+/**
+ * The status counters. Only the type and the zeroed record come from src/daemonset/status.ts: the counting is done
+ * here independently of the controller, so a wrong count there cannot agree with itself.
+ */
 export type Counters = StatusCounters;
 
 export const COUNTER_NAMES = [
@@ -579,15 +589,7 @@ export const COUNTER_NAMES = [
  */
 export function countFromPods(pods: PodJson[], eligible: string[], hash: string | undefined): Counters {
   const nodes = byNode(pods);
-  const c: Counters = {
-    desiredNumberScheduled: eligible.length,
-    currentNumberScheduled: 0,
-    numberMisscheduled: 0,
-    numberReady: 0,
-    numberAvailable: 0,
-    numberUnavailable: 0,
-    updatedNumberScheduled: 0,
-  };
+  const c: Counters = { ...zeroCounters(), desiredNumberScheduled: eligible.length };
   for (const [node, ps] of nodes) {
     if (!eligible.includes(node)) {
       c.numberMisscheduled++;

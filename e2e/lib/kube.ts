@@ -1,10 +1,9 @@
 // Helpers for e2e tests: kubectl against the harness's cluster, polling with clear failure
 // messages, and per-test isolation (own namespace, own labelled fake nodes).
-import { execFile } from 'node:child_process';
 import { after, before } from 'node:test';
 import { randomBytes } from 'node:crypto';
-import { binaries } from '../cluster/binaries.ts';
-import { fakeNode } from '../cluster/cluster.ts';
+import { fakeNode, KubectlError, kubectl as kubectlWith } from '../cluster/cluster.ts';
+import { until, type WaitOptions } from '../../src/testing/wait.ts';
 
 export function kubeconfig(): string {
   const kc = process.env.KUBECONFIG;
@@ -12,29 +11,11 @@ export function kubeconfig(): string {
   return kc;
 }
 
-export class KubectlError extends Error {
-  constructor(
-    readonly args: string[],
-    readonly stderr: string,
-    readonly code: number | null,
-  ) {
-    super(`kubectl ${args.join(' ')} failed (exit ${code}): ${stderr.trim()}`);
-  }
-}
+export { KubectlError };
 
-export function kubectl(args: string[], input?: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(
-      binaries().kubectl,
-      ['--kubeconfig', kubeconfig(), ...args],
-      { maxBuffer: 256 * 1024 * 1024 },
-      (err, stdout, stderr) => {
-        if (err) reject(new KubectlError(args, stderr || err.message, (err as { code?: number }).code ?? null));
-        else resolve(stdout);
-      },
-    );
-    if (input !== undefined) child.stdin?.end(input);
-  });
+/** kubectl against the suite's cluster (e2e/cluster/cluster.ts's, with KUBECONFIG): resolves with stdout. */
+export async function kubectl(args: string[], input?: string): Promise<string> {
+  return (await kubectlWith(kubeconfig(), args, input)).stdout;
 }
 
 export async function kubectlJson<T = unknown>(args: string[]): Promise<T> {
@@ -50,34 +31,15 @@ export async function apply(obj: unknown, verb: 'apply' | 'create' = 'apply', ex
   return kubectl(args, JSON.stringify(obj));
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /**
- * Polls `check` until it returns a value other than undefined/false, or throws when `timeoutMs`
- * passes. The failure says what was awaited and what was last seen, so a red test explains itself.
+ * src/testing/wait.ts's until with the e2e defaults: a minute, checked every 300 ms (a check is a kubectl call or
+ * an API request). Returns what `check` returned.
  */
-export async function eventually<T>(
+export const eventually = <T>(
   what: string,
   check: () => Promise<T | undefined | false>,
-  { timeoutMs = 60_000, intervalMs = 300 }: { timeoutMs?: number; intervalMs?: number } = {},
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined && v !== false) return v;
-      last = v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      const seen = last instanceof Error ? last.message : JSON.stringify(last);
-      throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}; last seen: ${seen}`);
-    }
-    await sleep(intervalMs);
-  }
-}
+  { timeoutMs = 60_000, intervalMs = 300 }: WaitOptions = {},
+): Promise<T> => until(what, check, { timeoutMs, intervalMs });
 
 export function uniqueName(prefix: string): string {
   return `${prefix}-${randomBytes(3).toString('hex')}`;
@@ -170,6 +132,21 @@ export async function listPods(namespace: string, selector?: string): Promise<Po
   const args = ['get', 'pods', '-n', namespace];
   if (selector) args.push('-l', selector);
   return (await kubectlJson<{ items: PodJson[] }>(args)).items;
+}
+
+/**
+ * `kubectl patch pod NAME -n NAMESPACE --type=TYPE -p PATCH [extra]`; a `patch` that is not a string is sent as JSON.
+ * `extra` carries flags such as --subresource=status or --dry-run=server.
+ */
+export async function patchPod(
+  namespace: string,
+  name: string,
+  type: 'strategic' | 'merge' | 'json',
+  patch: unknown,
+  extra: string[] = [],
+): Promise<string> {
+  const body = typeof patch === 'string' ? patch : JSON.stringify(patch);
+  return kubectl(['patch', 'pod', name, '-n', namespace, ...extra, `--type=${type}`, '-p', body]);
 }
 
 // ------------------------------------------------------------------------------------------------

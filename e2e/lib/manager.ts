@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../cluster/binaries.ts';
+import { sleep } from '../../src/testing/wait.ts';
 
 export interface ManagerProcess {
   child: ChildProcess;
@@ -30,8 +31,6 @@ export interface StartManagerOptions {
   command?: string[];
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 function startedLine(log: string): { healthPort: number; metricsPort: number; webhookPort?: number } | undefined {
   let text = '';
   try {
@@ -53,27 +52,25 @@ function startedLine(log: string): { healthPort: number; metricsPort: number; we
   return undefined;
 }
 
+/**
+ * `manager` out of cluster: certificates in `certDir`, ephemeral ports (read back from the log), the Lease in
+ * default, and with `webhook` (default true) the webhook on 127.0.0.1 with configurations registered for it.
+ */
+export function managerArgs(kubeconfig: string, certDir: string, webhook = true): string[] {
+  return [
+    'manager',
+    ...['--kubeconfig', kubeconfig, '--cert-dir', certDir],
+    ...['--webhook-port', '0', '--health-port', '0', '--metrics-port', '0'],
+    ...['--leader-election-namespace', 'default'],
+    ...(webhook ? ['--webhook-host', '127.0.0.1'] : []),
+  ];
+}
+
 export async function startManager(opts: StartManagerOptions): Promise<ManagerProcess> {
   mkdirSync(opts.dir, { recursive: true });
   const log = join(opts.dir, 'manager.log');
   const fd = openSync(log, 'w');
-  const args = [
-    'manager',
-    '--kubeconfig',
-    opts.kubeconfig,
-    '--cert-dir',
-    join(opts.dir, 'certs'),
-    '--webhook-port',
-    '0',
-    '--health-port',
-    '0',
-    '--metrics-port',
-    '0',
-    '--leader-election-namespace',
-    'default',
-    ...(opts.webhook === false ? [] : ['--webhook-host', '127.0.0.1']),
-    ...(opts.args ?? []),
-  ];
+  const args = [...managerArgs(opts.kubeconfig, join(opts.dir, 'certs'), opts.webhook !== false), ...(opts.args ?? [])];
   const [program, ...leading] = opts.command ?? [join(repoRoot, 'bin', 'advanced-daemonset')];
   const child = spawn(program as string, [...leading, ...args], { stdio: ['ignore', fd, fd] });
   closeSync(fd);

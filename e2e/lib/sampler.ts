@@ -12,6 +12,7 @@ import { request, type RequestOptions } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { kubeconfig as defaultKubeconfig, type PodJson } from './kube.ts';
+import { sleep } from '../../src/testing/wait.ts';
 
 // ------------------------------------------------------------------------------------------------
 // A resumable watch over HTTPS
@@ -113,7 +114,7 @@ class ResumableWatch<T extends KubeObject> {
       } catch (err) {
         if (this.stopped) return;
         void err;
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
       }
     }
   }
@@ -131,7 +132,7 @@ class ResumableWatch<T extends KubeObject> {
           this.gaps.push({ from, to: Date.now() });
           continue;
         }
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
       }
       this.lostAt ??= Date.now();
       this.reconnects++;

@@ -5,7 +5,7 @@
 // with markPodNotReady) until its hook label or finalizer is removed.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { eventually, kubectl, podReady, type PodJson } from '../lib/kube.ts';
+import { eventually, kubectl, patchPod, podReady, type PodJson } from '../lib/kube.ts';
 import {
   KRUISE_POD_READY,
   PodWatch,
@@ -233,16 +233,7 @@ describe('lifecycle.preDelete finalizersHandler on a node that no longer qualifi
     t.after(async () => {
       // Never leave a finalizer behind: it would keep the namespace terminating.
       for (const p of await adsPods(f.ns, name).catch(() => [])) {
-        await kubectl([
-          'patch',
-          'pod',
-          p.metadata.name,
-          '-n',
-          f.ns,
-          '--type=merge',
-          '-p',
-          '{"metadata":{"finalizers":null}}',
-        ]).catch(() => undefined);
+        await patchPod(f.ns, p.metadata.name, 'merge', '{"metadata":{"finalizers":null}}').catch(() => undefined);
       }
     });
     const { pods: initial } = await rolledOutDaemonSet(f, name, {
@@ -260,16 +251,7 @@ describe('lifecycle.preDelete finalizersHandler on a node that no longer qualifi
     });
     assert.equal(held.metadata.uid, initial.get(drop)!.metadata.uid);
     await assertUnchanged(f.ns, name, initial, 'finalizer hook held');
-    await kubectl([
-      'patch',
-      'pod',
-      held.metadata.name,
-      '-n',
-      f.ns,
-      '--type=json',
-      '-p',
-      '[{"op":"remove","path":"/metadata/finalizers"}]',
-    ]);
+    await patchPod(f.ns, held.metadata.name, 'json', '[{"op":"remove","path":"/metadata/finalizers"}]');
     const left = await eventually(`the pod on ${drop} gone once released`, async () => {
       const ps = await adsPods(f.ns, name);
       return ps.length === 1 && ps[0]!.spec.nodeName === keep && ps;

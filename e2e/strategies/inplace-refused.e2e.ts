@@ -7,7 +7,8 @@
 // its status reports the spec's image.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { apply, eventually, kubectl, podReady, sleep, type PodJson } from '../lib/kube.ts';
+import { apply, eventually, kubectl, podReady, type PodJson } from '../lib/kube.ts';
+import { sleep } from '../../src/testing/wait.ts';
 import { HASH_LABEL, PodWatch, adsPods, eventsFor, imagePatch, patchAds, terminating } from '../lib/ads.ts';
 import { fixture, rolledOutDaemonSet } from './lib.ts';
 

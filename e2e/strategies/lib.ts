@@ -2,7 +2,8 @@
 // labelled fake nodes), waiting for an exact node -> revision layout, and holding a layout still.
 import { spawn, type ChildProcess } from 'node:child_process';
 import assert from 'node:assert/strict';
-import { apply, eventually, kubeconfig, podReady, sleep, type PodJson } from '../lib/kube.ts';
+import { apply, eventually, kubeconfig, podReady, type PodJson } from '../lib/kube.ts';
+import { sleep } from '../../src/testing/wait.ts';
 
 import type { Fixture } from '../lib/kube.ts';
 export { fixture, type Fixture } from '../lib/kube.ts';

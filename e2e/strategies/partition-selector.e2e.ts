@@ -3,7 +3,8 @@
 // the old revision is asserted exactly, and kept pods are checked by UID.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { eventually, kubectl, podReady, sleep, type PodJson } from '../lib/kube.ts';
+import { eventually, kubectl, podReady, type PodJson } from '../lib/kube.ts';
+import { sleep } from '../../src/testing/wait.ts';
 import { ADS, PodWatch, condition, eventsFor, getAds, hashOf, imagePatch, patchAds, liveByNode } from '../lib/ads.ts';
 import {
   assertSamePods,

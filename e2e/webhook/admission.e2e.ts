@@ -125,13 +125,13 @@ describe('admission webhook on the real control plane', { timeout: 180_000 }, ()
       { name: 'min-ready-negative', edit: (s) => (s.minReadySeconds = -1), want: 'spec.minReadySeconds: Invalid value: -1: must be greater than or equal to 0' },
     ]; // prettier-ignore
     // Malformed values, for each IntOrString field (Kruise would silently take garbage as 0; docs/differences.md).
-    const fields: [string, string, (s: Json, v: unknown) => void][] = [
-      ['maxsurge', `${RU}.maxSurge`, (s, v) => ru(s, { maxSurge: v, maxUnavailable: 0 })],
-      ['maxunavailable', `${RU}.maxUnavailable`, (s, v) => ru(s, { maxUnavailable: v })],
-      ['partition', `${RU}.partition`, (s, v) => ru(s, { partition: v })],
-      ['burst', 'spec.burstReplicas', (s, v) => (s.burstReplicas = v)],
+    const fields: { field: string; path: string; set: (s: Json, v: unknown) => void }[] = [
+      { field: 'maxsurge', path: `${RU}.maxSurge`, set: (s, v) => ru(s, { maxSurge: v, maxUnavailable: 0 }) },
+      { field: 'maxunavailable', path: `${RU}.maxUnavailable`, set: (s, v) => ru(s, { maxUnavailable: v }) },
+      { field: 'partition', path: `${RU}.partition`, set: (s, v) => ru(s, { partition: v }) },
+      { field: 'burst', path: 'spec.burstReplicas', set: (s, v) => (s.burstReplicas = v) },
     ];
-    for (const [field, path, set] of fields)
+    for (const { field, path, set } of fields)
       for (const [i, [value, detail]] of (
         [
           ['abc', PERCENT_ERR],

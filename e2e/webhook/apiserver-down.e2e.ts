@@ -20,6 +20,8 @@ import {
   type ManagedProcess,
 } from '../lib/ads.ts';
 import { eventually, kubectlJson } from '../lib/kube.ts';
+import { managerArgs } from '../lib/manager.ts';
+import { admissionReview } from '../../src/api/testing/review-fixtures.ts';
 
 interface WebhookConfigurationJson {
   webhooks: { clientConfig: { url?: string; caBundle?: string } }[];
@@ -31,25 +33,8 @@ const BOOTSTRAPPED = 'webhook bootstrap complete';
 describeOnPrivateCluster('webhook start-up with the apiserver down', { timeout: 600_000 }, (cluster) => {
   const certDir = () => join(cluster.dir, 'certs');
   const args = () => [
-    'manager',
-    '--kubeconfig',
-    cluster.kubeconfig,
-    '--cert-dir',
-    certDir(),
-    '--webhook-host',
-    '127.0.0.1',
-    '--webhook-port',
-    '0',
-    '--health-port',
-    '0',
-    '--metrics-port',
-    '0',
-    '--leader-election-namespace',
-    'default',
-    '--leader-election-id',
-    NAME,
-    '--webhook-configuration-name',
-    NAME,
+    ...managerArgs(cluster.kubeconfig, certDir()),
+    ...['--leader-election-id', NAME, '--webhook-configuration-name', NAME],
   ];
   const logged = (p: ManagedProcess, msg: string) => readLogLines(p.logFile).find((l) => l.msg === msg);
   const waitLogged = (p: ManagedProcess, msg: string, timeoutMs = 60_000) =>
@@ -152,21 +137,7 @@ interface ReviewJson {
 
 function admit(port: number, ca: string): Promise<ReviewJson> {
   const object = adsManifest({ name: 'down', namespace: 'default', group: 'none' });
-  const body = JSON.stringify({
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: 'apiserver-down',
-      kind: { group: 'apps.kruise.io', version: 'v1alpha1', kind: 'DaemonSet' },
-      resource: { group: 'apps.kruise.io', version: 'v1alpha1', resource: 'daemonsets' },
-      name: 'down',
-      namespace: 'default',
-      operation: 'CREATE',
-      userInfo: { username: 'e2e' },
-      object,
-      dryRun: false,
-    },
-  });
+  const body = JSON.stringify(admissionReview(object, { uid: 'apiserver-down', name: 'down', namespace: 'default' }));
   return new Promise((resolve, reject) => {
     const req = request(
       {

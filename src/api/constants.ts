@@ -10,8 +10,6 @@ export const SINGULAR = 'daemonset';
 export const SHORT_NAMES = ['daemon', 'ads'] as const;
 /** `daemonsets.apps.kruise.io`: the CRD name. */
 export const RESOURCE = `${PLURAL}.${API_GROUP}`;
-/** `DaemonSet.apps.kruise.io`: the qualified kind in apiserver error messages. */
-export const QUALIFIED_KIND = `${KIND}.${API_GROUP}`;
 
 /** Webhook paths, as kruise-manager serves them. */
 export const MUTATE_PATH = '/mutate-apps-kruise-io-daemonset';
@@ -38,14 +36,6 @@ export const IMAGE_PREDOWNLOAD_IGNORED_LABEL = 'apps.kruise.io/image-predownload
 
 export const LIFECYCLE_STATE_LABEL = 'lifecycle.apps.kruise.io/state';
 export const LIFECYCLE_TIMESTAMP_ANNOTATION = 'lifecycle.apps.kruise.io/timestamp';
-export const LIFECYCLE_STATES = [
-  'PreparingNormal',
-  'Normal',
-  'PreparingUpdate',
-  'Updating',
-  'Updated',
-  'PreparingDelete',
-] as const;
 
 export const INPLACE_UPDATE_STATE_ANNOTATION = 'apps.kruise.io/inplace-update-state';
 /** Older key, still read. */

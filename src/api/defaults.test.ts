@@ -12,22 +12,25 @@ import {
   setDefaultsPodTemplate,
   type JsonObject,
 } from './defaults.ts';
+import { daemonSetManifest } from './testing/review-fixtures.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
 describe('setDefaultsDaemonSet: Kruise defaults exactly', () => {
+  /** The spec Kruise's defaults give around `updateStrategy`: burstReplicas 250, revisionHistoryLimit 10. */
+  const defaulted = (updateStrategy: JsonObject): JsonObject => ({
+    burstReplicas: 250,
+    updateStrategy,
+    revisionHistoryLimit: 10,
+  });
   const cases: { name: string; spec: JsonObject; want: JsonObject }[] = [
     {
       name: 'empty spec: every default',
       spec: {},
-      want: {
-        burstReplicas: 250,
-        updateStrategy: {
+      want: defaulted({
           type: 'RollingUpdate',
           rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 },
-        },
-        revisionHistoryLimit: 10,
-      },
+        }),
     },
     {
       name: 'set values are kept',
@@ -50,99 +53,63 @@ describe('setDefaultsDaemonSet: Kruise defaults exactly', () => {
     {
       name: 'empty type becomes RollingUpdate with rollingUpdate {} filled',
       spec: { updateStrategy: { type: '' } },
-      want: {
-        burstReplicas: 250,
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 } },
-        revisionHistoryLimit: 10,
-      },
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 } }),
     },
     {
       name: 'OnDelete leaves rollingUpdate absent',
       spec: { updateStrategy: { type: 'OnDelete' } },
-      want: { burstReplicas: 250, updateStrategy: { type: 'OnDelete' }, revisionHistoryLimit: 10 },
+      want: defaulted({ type: 'OnDelete' }),
     },
     {
       name: 'OnDelete leaves a given rollingUpdate untouched',
       spec: { updateStrategy: { type: 'OnDelete', rollingUpdate: { partition: 1 } } },
-      want: { burstReplicas: 250, updateStrategy: { type: 'OnDelete', rollingUpdate: { partition: 1 } }, revisionHistoryLimit: 10 },
+      want: defaulted({ type: 'OnDelete', rollingUpdate: { partition: 1 } }),
     },
     {
       name: 'Surging: maxSurge 1 and maxUnavailable 0, then type Standard',
       spec: { updateStrategy: { rollingUpdate: { rollingUpdateType: 'Surging' } } },
-      want: {
-        burstReplicas: 250,
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 1, maxUnavailable: 0 } },
-        revisionHistoryLimit: 10,
-      },
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 1, maxUnavailable: 0 } }),
     },
     {
       name: '`rollingUpdate.type: Surging`, as articles write it, is the alias of rollingUpdateType (moved, then defaulted)',
       spec: { updateStrategy: { rollingUpdate: { type: 'Surging', maxSurge: '30%' } } },
-      want: {
-        burstReplicas: 250,
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: '30%', maxUnavailable: 0 } },
-        revisionHistoryLimit: 10,
-      },
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: '30%', maxUnavailable: 0 } }),
     },
     {
       name: 'alias equal to rollingUpdateType is dropped; a different one stays for validation to refuse',
       spec: { updateStrategy: { rollingUpdate: { type: 'InPlaceIfPossible', rollingUpdateType: 'Standard' } } },
-      want: {
-        burstReplicas: 250,
-        updateStrategy: {
+      want: defaulted({
           type: 'RollingUpdate',
           rollingUpdate: { type: 'InPlaceIfPossible', rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 },
-        },
-        revisionHistoryLimit: 10,
-      },
+        }),
     },
     {
       name: 'Surging keeps a set maxSurge',
       spec: { updateStrategy: { rollingUpdate: { rollingUpdateType: 'Surging', maxSurge: '20%' } } },
-      want: {
-        burstReplicas: 250,
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: '20%', maxUnavailable: 0 } },
-        revisionHistoryLimit: 10,
-      },
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: '20%', maxUnavailable: 0 } }),
     },
     {
       name: 'only maxSurge set: maxUnavailable stays unset',
       spec: { updateStrategy: { rollingUpdate: { maxSurge: 2 } } },
-      want: {
-        burstReplicas: 250,
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 2 } },
-        revisionHistoryLimit: 10,
-      },
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 2 } }),
     },
     {
       name: 'only maxUnavailable set: maxSurge stays unset',
       spec: { updateStrategy: { rollingUpdate: { maxUnavailable: '50%' } } },
-      want: {
-        burstReplicas: 250,
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: '50%' } },
-        revisionHistoryLimit: 10,
-      },
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: '50%' } }),
     },
     {
       name: 'null values count as unset',
       spec: { burstReplicas: null, revisionHistoryLimit: null, updateStrategy: { rollingUpdate: { maxSurge: null, maxUnavailable: null } } },
-      want: {
-        burstReplicas: 250,
-        revisionHistoryLimit: 10,
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 0, maxUnavailable: 1 } },
-      },
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 0, maxUnavailable: 1 } }),
     },
     {
       name: 'partition, paused and rollingUpdate.selector are not defaulted',
       spec: { updateStrategy: { rollingUpdate: { partition: 2, paused: true, selector: { matchLabels: { canary: 'true' } } } } },
-      want: {
-        burstReplicas: 250,
-        updateStrategy: {
+      want: defaulted({
           type: 'RollingUpdate',
           rollingUpdate: { partition: 2, paused: true, selector: { matchLabels: { canary: 'true' } }, rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 },
-        },
-        revisionHistoryLimit: 10,
-      },
+        }),
     },
   ]; // prettier-ignore
   for (const c of cases)
@@ -338,16 +305,16 @@ describe('setDefaultsPodTemplate: as the apiserver defaults an apps/v1 DaemonSet
   });
 
   test('serviceAccount and serviceAccountName: the deprecated alias is filled both ways, the new field wins', () => {
-    const cases: [JsonObject, JsonObject][] = [
-      [{ serviceAccountName: 'a' }, { serviceAccountName: 'a', serviceAccount: 'a' }],
-      [{ serviceAccount: 'old' }, { serviceAccountName: 'old', serviceAccount: 'old' }],
-      [
-        { serviceAccount: 'old', serviceAccountName: 'new' },
-        { serviceAccountName: 'new', serviceAccount: 'new' },
-      ],
-      [{}, {}],
+    const cases: { given: JsonObject; want: JsonObject }[] = [
+      { given: { serviceAccountName: 'a' }, want: { serviceAccountName: 'a', serviceAccount: 'a' } },
+      { given: { serviceAccount: 'old' }, want: { serviceAccountName: 'old', serviceAccount: 'old' } },
+      {
+        given: { serviceAccount: 'old', serviceAccountName: 'new' },
+        want: { serviceAccountName: 'new', serviceAccount: 'new' },
+      },
+      { given: {}, want: {} },
     ];
-    for (const [given, want] of cases) {
+    for (const { given, want } of cases) {
       const template: any = { spec: { ...given, containers: [] } };
       setDefaultsPodTemplate(template);
       assert.deepEqual(
@@ -453,7 +420,7 @@ describe('defaultDaemonSet and defaultingPatch', () => {
 
 describe('hostile keys are plain data', () => {
   test('a __proto__ key in a container is kept and changes no default', () => {
-    const text = JSON.stringify(manifestForProto()).replace(
+    const text = JSON.stringify(daemonSetManifest()).replace(
       '"image":"nginx:1.27"',
       '"image":"nginx:1.27","__proto__":{"imagePullPolicy":"Never","terminationMessagePath":"/evil"}',
     );
@@ -466,7 +433,7 @@ describe('hostile keys are plain data', () => {
     assert.ok(JSON.stringify(out).includes('"__proto__":{"imagePullPolicy":"Never"'));
   });
   test('a __proto__ resource name is left as written; constructor is canonicalized like any name', () => {
-    const text = JSON.stringify(manifestForProto()).replace(
+    const text = JSON.stringify(daemonSetManifest()).replace(
       '"image":"nginx:1.27"',
       '"image":"nginx:1.27","resources":{"limits":{"__proto__":"1.0","constructor":"0.5","cpu":"1.0"}}',
     );
@@ -481,15 +448,3 @@ describe('hostile keys are plain data', () => {
     );
   });
 });
-
-function manifestForProto(): JsonObject {
-  return {
-    apiVersion: 'apps.kruise.io/v1alpha1',
-    kind: 'DaemonSet',
-    metadata: { name: 'x', namespace: 'ns' },
-    spec: {
-      selector: { matchLabels: { app: 'x' } },
-      template: { metadata: { labels: { app: 'x' } }, spec: { containers: [{ name: 'c', image: 'nginx:1.27' }] } },
-    },
-  };
-}

@@ -98,12 +98,6 @@ export const notSupported = (p: FieldPath, badValue: unknown, validValues: reado
   badValue,
   detail: validValues.length ? `supported values: ${validValues.map((v) => JSON.stringify(v)).join(', ')}` : '',
 });
-export const tooLong = (p: FieldPath, badValue: unknown, maxLength: number): FieldError => ({
-  type: 'FieldValueTooLong',
-  field: p.toString(),
-  badValue,
-  detail: `must have at most ${maxLength} bytes`,
-});
 
 /**
  * How Go's fmt prints a bad value: strings quoted (%q), numbers and booleans bare, null as "null". Objects

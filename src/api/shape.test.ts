@@ -9,7 +9,7 @@ import { POD_SHAPES } from './pod-shapes.generated.ts';
 import { FieldPath } from './field.ts';
 import { MAX_NESTING_DEPTH, nestingError, typedShapeErrors } from './shape.ts';
 import { shapeErrors } from './validation.ts';
-import { daemonSetManifest } from '../../webhook/review-fixtures.ts';
+import { daemonSetManifest } from './testing/review-fixtures.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 

@@ -7,24 +7,12 @@ import { defaultDaemonSet, type JsonObject } from './defaults.ts';
 import { errorString, invalidStatus } from './field.ts';
 import { PERCENT_ERR } from './names.ts';
 import { SPEC_UPDATE_FORBIDDEN, validateDaemonSet, validateDaemonSetUpdate } from './validation.ts';
+import { daemonSetManifest } from './testing/review-fixtures.ts';
 
 const RU = 'spec.updateStrategy.rollingUpdate';
 
 /** A minimal manifest as a user writes it (not defaulted). */
-function manifest(): JsonObject {
-  return {
-    apiVersion: 'apps.kruise.io/v1alpha1',
-    kind: 'DaemonSet',
-    metadata: { name: 'x', namespace: 'ns' },
-    spec: {
-      selector: { matchLabels: { app: 'x' } },
-      template: {
-        metadata: { labels: { app: 'x' } },
-        spec: { containers: [{ name: 'c', image: 'nginx:1.27' }] },
-      },
-    },
-  };
-}
+const manifest = (): JsonObject => daemonSetManifest();
 
 // Loose accessors for editing fixtures in table rows.
 /* eslint-disable @typescript-eslint/no-explicit-any */

@@ -2,7 +2,7 @@
 // machine's memory, not the container's, so a process under a 512 MiB limit could grow its heap until the
 // kernel kills it (OOMKilled) instead of collecting garbage first. dist/launch.mjs (launch.ts), the image's
 // entrypoint, reads the cgroup limit and starts the manager with --max-old-space-size at HEAP_FRACTION of it;
-// the rest is for the young generation (--max-semi-space-size, NODE_RUNTIME_FLAGS in e2e/hack/bundle.ts),
+// the rest is for the young generation (--max-semi-space-size, NODE_RUNTIME_FLAGS in hack/bundle.ts),
 // code, TLS and socket buffers, which live outside the old generation.
 import { readFileSync } from 'node:fs';
 import { totalmem } from 'node:os';

@@ -5,7 +5,7 @@ import type { Node } from '../k8s/types.ts';
 import { adoptPatch, claimObjects, releasePatch } from './claim.ts';
 import { nodeUpdateAffects, shouldIgnoreNodeUpdate } from './eligibility.ts';
 import { slowStartBatches } from './manage.ts';
-import { newDaemonSet, newNode, newPod } from './test-fixtures.ts';
+import { FOO_CONTROLLER_REF, newDaemonSet, newNode, newPod } from './test-fixtures.ts';
 
 describe('claimObjects (adopt / release)', () => {
   const ds = newDaemonSet();
@@ -42,16 +42,7 @@ describe('claimObjects (adopt / release)', () => {
   test('patches: controllerRef with blockOwnerDeletion; release by uid', () => {
     assert.deepEqual(adoptPatch(ds, orphan), {
       metadata: {
-        ownerReferences: [
-          {
-            apiVersion: 'apps.kruise.io/v1alpha1',
-            kind: 'DaemonSet',
-            name: 'foo',
-            uid: 'foo-uid',
-            controller: true,
-            blockOwnerDeletion: true,
-          },
-        ],
+        ownerReferences: [FOO_CONTROLLER_REF],
         uid: orphan.metadata.uid,
       },
     });
@@ -62,14 +53,14 @@ describe('claimObjects (adopt / release)', () => {
 });
 
 describe('slowStartBatches', () => {
-  const rows: [number, number[]][] = [
-    [0, []],
-    [1, [1]],
-    [3, [1, 2]],
-    [10, [1, 2, 4, 3]],
-    [250, [1, 2, 4, 8, 16, 32, 64, 123]],
+  const rows: { n: number; want: number[] }[] = [
+    { n: 0, want: [] },
+    { n: 1, want: [1] },
+    { n: 3, want: [1, 2] },
+    { n: 10, want: [1, 2, 4, 3] },
+    { n: 250, want: [1, 2, 4, 8, 16, 32, 64, 123] },
   ];
-  for (const [n, want] of rows) test(`${n} -> ${want.join(',')}`, () => assert.deepEqual(slowStartBatches(n), want));
+  for (const { n, want } of rows) test(`${n} -> ${want.join(',')}`, () => assert.deepEqual(slowStartBatches(n), want));
 });
 
 describe('node event decisions', () => {

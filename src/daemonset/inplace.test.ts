@@ -25,15 +25,15 @@ const tpl = (
 });
 
 describe('inPlaceSpec (CanUpdateInPlace)', () => {
-  const rows: [string, PodTemplateSpec, PodTemplateSpec, boolean][] = [
-    ['image only', tpl('v1'), tpl('v2'), true],
-    ['labels only', tpl('v1'), tpl('v1', {}, { a: '2', b: '3' }), true],
-    ['env change', tpl('v1'), tpl('v2', { env: [{ name: 'X', value: '1' }] }), false],
-    ['resources change', tpl('v1'), tpl('v1', { resources: { limits: { cpu: '1' } } }), false],
-    [
-      'container added',
-      tpl('v1'),
-      {
+  const rows: { name: string; from: PodTemplateSpec; to: PodTemplateSpec; ok: boolean }[] = [
+    { name: 'image only', from: tpl('v1'), to: tpl('v2'), ok: true },
+    { name: 'labels only', from: tpl('v1'), to: tpl('v1', {}, { a: '2', b: '3' }), ok: true },
+    { name: 'env change', from: tpl('v1'), to: tpl('v2', { env: [{ name: 'X', value: '1' }] }), ok: false },
+    { name: 'resources change', from: tpl('v1'), to: tpl('v1', { resources: { limits: { cpu: '1' } } }), ok: false },
+    {
+      name: 'container added',
+      from: tpl('v1'),
+      to: {
         metadata: { labels: { a: '1' } },
         spec: {
           containers: [
@@ -42,10 +42,10 @@ describe('inPlaceSpec (CanUpdateInPlace)', () => {
           ],
         },
       },
-      false,
-    ],
+      ok: false,
+    },
   ];
-  for (const [name, from, to, ok] of rows) test(name, () => assert.equal(inPlaceSpec(from, to) !== undefined, ok));
+  for (const { name, from, to, ok } of rows) test(name, () => assert.equal(inPlaceSpec(from, to) !== undefined, ok));
   test('label diff includes removals as null', () => {
     assert.deepEqual(inPlaceSpec(tpl('v1', {}, { a: '1', gone: 'x' }), tpl('v2', {}, { a: '2' })), {
       images: [{ name: 'c', image: 'v2' }],

@@ -47,25 +47,25 @@ describe('manage: placement', () => {
     });
   }
 
-  const rows: [
-    string,
-    DaemonSetOptions,
-    Node[],
-    Pod[] | ((ds: ReturnType<typeof newDaemonSet>) => Pod[]),
-    number,
-    number,
-  ][] = [
-    [
-      'nodeSelector: only labelled nodes',
-      { templateSpec: { nodeSelector: { color: 'blue' } } },
-      [...addNodes(2), ...addNodes(3, { color: 'blue' }, 2)],
-      [],
-      3,
-      0,
-    ],
-    [
-      'node affinity',
-      {
+  const rows: {
+    name: string;
+    opts: DaemonSetOptions;
+    nodes: Node[];
+    pods: Pod[] | ((ds: ReturnType<typeof newDaemonSet>) => Pod[]);
+    creates: number;
+    deletes: number;
+  }[] = [
+    {
+      name: 'nodeSelector: only labelled nodes',
+      opts: { templateSpec: { nodeSelector: { color: 'blue' } } },
+      nodes: [...addNodes(2), ...addNodes(3, { color: 'blue' }, 2)],
+      pods: [],
+      creates: 3,
+      deletes: 0,
+    },
+    {
+      name: 'node affinity',
+      opts: {
         templateSpec: {
           affinity: {
             nodeAffinity: {
@@ -76,124 +76,159 @@ describe('manage: placement', () => {
           },
         },
       },
-      [...addNodes(4), newNode('node-9', { color: 'blue' })],
-      [],
-      1,
-      0,
-    ],
-    ['template nodeName', { templateSpec: { nodeName: 'node-1' } }, addNodes(3), [], 1, 0],
-    [
-      'NoSchedule taint blocks new pods',
-      {},
-      [newNode('node-0', {}, [{ key: 'k', effect: 'NoSchedule' }]), newNode('node-1')],
-      [],
-      1,
-      0,
-    ],
-    [
-      'NoSchedule taint keeps running pods',
-      {},
-      [newNode('node-0', {}, [{ key: 'k', effect: 'NoSchedule' }])],
-      (ds) => [newPod(ds, 'node-0')],
-      0,
-      0,
-    ],
-    [
-      'NoExecute taint deletes',
-      {},
-      [newNode('node-0', {}, [{ key: 'k', effect: 'NoExecute' }])],
-      (ds) => [newPod(ds, 'node-0')],
-      0,
-      1,
-    ],
-    [
-      'tolerated taint',
-      { templateSpec: { tolerations: [{ key: 'k', operator: 'Exists' }] } },
-      [newNode('node-0', {}, [{ key: 'k', effect: 'NoExecute' }])],
-      [],
-      1,
-      0,
-    ],
-    [
-      'cordoned and not-ready nodes still get pods',
-      {},
-      [
+      nodes: [...addNodes(4), newNode('node-9', { color: 'blue' })],
+      pods: [],
+      creates: 1,
+      deletes: 0,
+    },
+    {
+      name: 'template nodeName',
+      opts: { templateSpec: { nodeName: 'node-1' } },
+      nodes: addNodes(3),
+      pods: [],
+      creates: 1,
+      deletes: 0,
+    },
+    {
+      name: 'NoSchedule taint blocks new pods',
+      opts: {},
+      nodes: [newNode('node-0', {}, [{ key: 'k', effect: 'NoSchedule' }]), newNode('node-1')],
+      pods: [],
+      creates: 1,
+      deletes: 0,
+    },
+    {
+      name: 'NoSchedule taint keeps running pods',
+      opts: {},
+      nodes: [newNode('node-0', {}, [{ key: 'k', effect: 'NoSchedule' }])],
+      pods: (ds) => [newPod(ds, 'node-0')],
+      creates: 0,
+      deletes: 0,
+    },
+    {
+      name: 'NoExecute taint deletes',
+      opts: {},
+      nodes: [newNode('node-0', {}, [{ key: 'k', effect: 'NoExecute' }])],
+      pods: (ds) => [newPod(ds, 'node-0')],
+      creates: 0,
+      deletes: 1,
+    },
+    {
+      name: 'tolerated taint',
+      opts: { templateSpec: { tolerations: [{ key: 'k', operator: 'Exists' }] } },
+      nodes: [newNode('node-0', {}, [{ key: 'k', effect: 'NoExecute' }])],
+      pods: [],
+      creates: 1,
+      deletes: 0,
+    },
+    {
+      name: 'cordoned and not-ready nodes still get pods',
+      opts: {},
+      nodes: [
         {
           ...newNode('node-0', {}, [{ key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' }]),
           spec: { unschedulable: true, taints: [{ key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' }] },
         },
         newNode('node-1', {}, [{ key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' }]),
       ],
-      [],
-      2,
-      0,
-    ],
-    [
-      'pods on nodes that stopped matching nodeSelector are deleted',
-      { templateSpec: { nodeSelector: { color: 'blue' } } },
-      addNodes(2),
-      (ds) => [newPod(ds, 'node-0'), newPod(ds, 'node-1')],
-      0,
-      2,
-    ],
-    [
-      'extra pods: keep the oldest, delete the rest',
-      {},
-      addNodes(1),
-      (ds) => [
+      pods: [],
+      creates: 2,
+      deletes: 0,
+    },
+    {
+      name: 'pods on nodes that stopped matching nodeSelector are deleted',
+      opts: { templateSpec: { nodeSelector: { color: 'blue' } } },
+      nodes: addNodes(2),
+      pods: (ds) => [newPod(ds, 'node-0'), newPod(ds, 'node-1')],
+      creates: 0,
+      deletes: 2,
+    },
+    {
+      name: 'extra pods: keep the oldest, delete the rest',
+      opts: {},
+      nodes: addNodes(1),
+      pods: (ds) => [
         newPod(ds, 'node-0', { created: T0 + 2000 }),
         newPod(ds, 'node-0', { created: T0 }),
         newPod(ds, 'node-0', { created: T0 + 1000 }),
       ],
-      0,
-      2,
-    ],
-    [
-      'a node whose only pod is terminating gets no new pod',
-      {},
-      addNodes(1),
-      (ds) => [newPod(ds, 'node-0', { deleting: true })],
-      0,
-      0,
-    ],
-    [
-      'with surge a terminating pod does not block',
-      { strategy: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
-      addNodes(1),
-      (ds) => [newPod(ds, 'node-0', { deleting: true })],
-      1,
-      0,
-    ],
-    [
-      'terminal pods being deleted do not block',
-      {},
-      addNodes(1),
-      (ds) => [newPod(ds, 'node-0', { deleting: true, phase: 'Failed' })],
-      1,
-      0,
-    ],
-    [
-      'unbound pod pinned to a missing node is deleted',
-      {},
-      addNodes(1),
-      (ds) => [newPod(ds, 'node-0'), newPod(ds, 'gone', { bound: false })],
-      0,
-      1,
-    ],
-    [
-      'bound pod on a missing node is left to PodGC',
-      {},
-      addNodes(1),
-      (ds) => [newPod(ds, 'node-0'), newPod(ds, 'gone')],
-      0,
-      0,
-    ],
-    ['succeeded pod deleted', {}, addNodes(1), (ds) => [newPod(ds, 'node-0', { phase: 'Succeeded' })], 0, 1],
-    ['burstReplicas caps creates', { burstReplicas: 3 }, addNodes(10), [], 3, 0],
-    ['burstReplicas percent of live desired (40% of 10)', { burstReplicas: '40%' }, addNodes(10), [], 4, 0],
-    ['burstReplicas percent never rounds a small DaemonSet to zero', { burstReplicas: '10%' }, addNodes(5), [], 1, 0],
+      creates: 0,
+      deletes: 2,
+    },
+    {
+      name: 'a node whose only pod is terminating gets no new pod',
+      opts: {},
+      nodes: addNodes(1),
+      pods: (ds) => [newPod(ds, 'node-0', { deleting: true })],
+      creates: 0,
+      deletes: 0,
+    },
+    {
+      name: 'with surge a terminating pod does not block',
+      opts: { strategy: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      nodes: addNodes(1),
+      pods: (ds) => [newPod(ds, 'node-0', { deleting: true })],
+      creates: 1,
+      deletes: 0,
+    },
+    {
+      name: 'terminal pods being deleted do not block',
+      opts: {},
+      nodes: addNodes(1),
+      pods: (ds) => [newPod(ds, 'node-0', { deleting: true, phase: 'Failed' })],
+      creates: 1,
+      deletes: 0,
+    },
+    {
+      name: 'unbound pod pinned to a missing node is deleted',
+      opts: {},
+      nodes: addNodes(1),
+      pods: (ds) => [newPod(ds, 'node-0'), newPod(ds, 'gone', { bound: false })],
+      creates: 0,
+      deletes: 1,
+    },
+    {
+      name: 'bound pod on a missing node is left to PodGC',
+      opts: {},
+      nodes: addNodes(1),
+      pods: (ds) => [newPod(ds, 'node-0'), newPod(ds, 'gone')],
+      creates: 0,
+      deletes: 0,
+    },
+    {
+      name: 'succeeded pod deleted',
+      opts: {},
+      nodes: addNodes(1),
+      pods: (ds) => [newPod(ds, 'node-0', { phase: 'Succeeded' })],
+      creates: 0,
+      deletes: 1,
+    },
+    {
+      name: 'burstReplicas caps creates',
+      opts: { burstReplicas: 3 },
+      nodes: addNodes(10),
+      pods: [],
+      creates: 3,
+      deletes: 0,
+    },
+    {
+      name: 'burstReplicas percent of live desired (40% of 10)',
+      opts: { burstReplicas: '40%' },
+      nodes: addNodes(10),
+      pods: [],
+      creates: 4,
+      deletes: 0,
+    },
+    {
+      name: 'burstReplicas percent never rounds a small DaemonSet to zero',
+      opts: { burstReplicas: '10%' },
+      nodes: addNodes(5),
+      pods: [],
+      creates: 1,
+      deletes: 0,
+    },
   ];
-  for (const [name, opts, nodes, pods, creates, deletes] of rows) {
+  for (const { name, opts, nodes, pods, creates, deletes } of rows) {
     test(name, () => {
       const ds = newDaemonSet(opts);
       const p = plan(ds, nodes, typeof pods === 'function' ? pods(ds) : pods);
@@ -341,19 +376,6 @@ describe('manage: surge (upstream daemon_controller_test.go)', () => {
 });
 
 describe('manage: progressive creation (GetNodesNeedingPods)', () => {
-  const names = Array.from({ length: 10 }, (_, i) => `node-${i}`);
-  const rows: [string, number, number, number, boolean, number][] = [
-    ['not progressive: all', 0, 10, 5, false, 10],
-    ['partition 10 of 10: none', 0, 10, 10, true, 0],
-    ['partition 9: one', 0, 10, 9, true, 1],
-    ['partition 5: five', 0, 10, 5, true, 5],
-    ['partition 5 with 2 new pods already: three', 2, 10, 5, true, 3],
-    ['partition 0: all', 0, 10, 0, true, 10],
-    ['partition above desired: none', 0, 10, 20, true, 0],
-  ];
-  for (const [name, newPods, desired, partition, progressive, want] of rows) {
-    test(name, () => assert.equal(getNodesNeedingPods(newPods, desired, partition, progressive, names).length, want));
-  }
   test('lexicographic order: node-10 before node-5', () => {
     assert.deepEqual(getNodesNeedingPods(0, 3, 1, true, ['node-5', 'node-10', 'node-1']), ['node-1', 'node-10']);
   });

@@ -1,7 +1,7 @@
 // planDaemonSet: stages, and the Kruise strategies (docs/kruise-rules.md) as rows.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { DaemonSet } from '../api/types.ts';
+import type { DaemonSet, DaemonSetCondition } from '../api/types.ts';
 import type { Node } from '../k8s/types.ts';
 import { filterDaemonPodsNodeToUpdate } from './update.ts';
 import { getNodesToDaemonPods } from './pods.ts';
@@ -153,60 +153,72 @@ describe('rollingUpdate.partition', () => {
           h ? [newPod(d, n, { hash: h.replace('!', ''), deleting: h.endsWith('!') })] : [],
         ),
       );
-    const rows: [string, DaemonSet, Record<string, string | undefined>, string[], string[]][] = [
-      ['partition 0', ds(0), { n1: 'v1', n2: 'v2', n3: 'v1' }, [], ['n2', 'n3', 'n1']],
-      ['partition 1 with n1 updated', ds(1), { n1: 'v2', n2: 'v1', n3: 'v1' }, [], ['n1', 'n3']],
+    const rows: {
+      name: string;
+      d: DaemonSet;
+      spec: Record<string, string | undefined>;
+      canary: string[];
+      want: string[];
+    }[] = [
+      { name: 'partition 0', d: ds(0), spec: { n1: 'v1', n2: 'v2', n3: 'v1' }, canary: [], want: ['n2', 'n3', 'n1'] },
+      {
+        name: 'partition 1 with n1 updated',
+        d: ds(1),
+        spec: { n1: 'v2', n2: 'v1', n3: 'v1' },
+        canary: [],
+        want: ['n1', 'n3'],
+      },
       // Kruise's table says [n2, n3]: it counts the partition over all nodes. Ours counts it within the selected
       // nodes (docs/differences.md), so the one canary n3 is the one kept old; n2 is listed as already updated.
-      [
-        'partition 1 + selector (n3 canary): the partition holds the only canary',
-        ds(1, { canary: 'true' }),
-        { n1: 'v1', n2: 'v2', n3: 'v1' },
-        ['n3'],
-        ['n2'],
-      ],
-      [
-        'partition 1 + selector (n1, n3 canary): one of the two canaries is updated, the highest name',
-        ds(1, { canary: 'true' }),
-        { n1: 'v1', n2: 'v1', n3: 'v1' },
-        ['n1', 'n3'],
-        ['n3'],
-      ],
-      [
-        'partition 2 + selector (n1, n3, n4 canary)',
-        ds(2, { canary: 'true' }),
-        { n1: 'v1', n2: 'v2', n3: 'v1', n4: 'v1' },
-        ['n1', 'n3', 'n4'],
-        ['n2', 'n4'],
-      ],
-      [
-        'partition 0, terminating pod on n3 is "updating"',
-        ds(0),
-        { n1: 'v1', n2: 'v2', n3: 'v1!' },
-        [],
-        ['n2', 'n3', 'n1'],
-      ],
+      {
+        name: 'partition 1 + selector (n3 canary): the partition holds the only canary',
+        d: ds(1, { canary: 'true' }),
+        spec: { n1: 'v1', n2: 'v2', n3: 'v1' },
+        canary: ['n3'],
+        want: ['n2'],
+      },
+      {
+        name: 'partition 1 + selector (n1, n3 canary): one of the two canaries is updated, the highest name',
+        d: ds(1, { canary: 'true' }),
+        spec: { n1: 'v1', n2: 'v1', n3: 'v1' },
+        canary: ['n1', 'n3'],
+        want: ['n3'],
+      },
+      {
+        name: 'partition 2 + selector (n1, n3, n4 canary)',
+        d: ds(2, { canary: 'true' }),
+        spec: { n1: 'v1', n2: 'v2', n3: 'v1', n4: 'v1' },
+        canary: ['n1', 'n3', 'n4'],
+        want: ['n2', 'n4'],
+      },
+      {
+        name: 'partition 0, terminating pod on n3 is "updating"',
+        d: ds(0),
+        spec: { n1: 'v1', n2: 'v2', n3: 'v1!' },
+        canary: [],
+        want: ['n2', 'n3', 'n1'],
+      },
     ];
     const emptySelector = (partition: number) =>
       newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { partition, selector: {} } });
     rows.push(
       // An empty selector selects every node (Kruise: labels.Everything()), so it reads as no selector at all.
-      [
-        'partition 0 + selector {}: every node',
-        emptySelector(0),
-        { n1: 'v1', n2: 'v2', n3: 'v1' },
-        [],
-        ['n2', 'n3', 'n1'],
-      ],
-      [
-        'partition 1 + selector {}: as partition 1 alone',
-        emptySelector(1),
-        { n1: 'v2', n2: 'v1', n3: 'v1' },
-        [],
-        ['n1', 'n3'],
-      ],
+      {
+        name: 'partition 0 + selector {}: every node',
+        d: emptySelector(0),
+        spec: { n1: 'v1', n2: 'v2', n3: 'v1' },
+        canary: [],
+        want: ['n2', 'n3', 'n1'],
+      },
+      {
+        name: 'partition 1 + selector {}: as partition 1 alone',
+        d: emptySelector(1),
+        spec: { n1: 'v2', n2: 'v1', n3: 'v1' },
+        canary: [],
+        want: ['n1', 'n3'],
+      },
     );
-    for (const [name, d, spec, canary, want] of rows) {
+    for (const { name, d, spec, canary, want } of rows) {
       const map = pods(d, spec);
       for (const n of Object.keys(spec)) if (!map.has(n)) map.set(n, []);
       const partition = (d.spec.updateStrategy?.rollingUpdate as { partition: number }).partition;
@@ -255,6 +267,18 @@ describe('rollingUpdate.selector', () => {
   });
 });
 
+/**
+ * After a rollout: `wantNew` live pods run the last plan's revision and Progressing is `progressing` (status/reason).
+ * Returns the Progressing condition.
+ */
+function assertRolledOut(c: FakeCluster, wantNew: number, progressing: string): DaemonSetCondition | undefined {
+  const hash = c.lastPlan?.hash;
+  assert.equal(c.live().filter((p) => c.hashOf(p) === hash).length, wantNew, 'pods of the new revision');
+  const p = c.ds.status?.conditions?.find((x) => x.type === 'Progressing');
+  assert.equal(`${p?.status}/${p?.reason}`, progressing);
+  return p;
+}
+
 describe('rollingUpdate.selector {} selects every node', () => {
   // Kruise reads an empty LabelSelector as "everything" (metav1.LabelSelectorAsSelector -> labels.Everything()).
   const rows: { name: string; rollingUpdate: Record<string, unknown>; wantNew: number; progressing: string }[] = [
@@ -289,11 +313,8 @@ describe('rollingUpdate.selector {} selects every node', () => {
         c.sync();
         c.markReady();
       }
-      const hash = c.lastPlan?.hash;
-      assert.equal(c.live().filter((p) => c.hashOf(p) === hash).length, row.wantNew, 'pods of the new revision');
+      assertRolledOut(c, row.wantNew, row.progressing);
       assert.equal(c.live().length, 5, 'one pod per node');
-      const p = c.ds.status?.conditions?.find((x) => x.type === 'Progressing');
-      assert.equal(`${p?.status}/${p?.reason}`, row.progressing);
     });
   }
 });
@@ -410,10 +431,7 @@ describe('selector + partition: the Progressing message and an event say when th
         });
         run(5);
       }
-      const hash = c.lastPlan?.hash;
-      assert.equal(c.live().filter((p) => c.hashOf(p) === hash).length, row.wantNew, 'pods of the new revision');
-      const p = c.ds.status?.conditions?.find((x) => x.type === 'Progressing');
-      assert.equal(`${p?.status}/${p?.reason}`, row.progressing);
+      const p = assertRolledOut(c, row.wantNew, row.progressing);
       if (row.hold) {
         assert.ok(p?.message?.endsWith(`; ${row.hold}`), `Progressing message says it: ${p?.message}`);
         assert.deepEqual(events, [`Normal: ${row.hold}`], 'one Normal event, not one per sync');

@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { findUpdatedPodsOnNode, getNodesToDaemonPods, isPodHooked, kruisePodReadyPatch, newPod } from './pods.ts';
 import { addNotReadyKeyPatch, PRE_DELETE_HOLDER } from './pods.ts';
-import { newDaemonSet, newPod as fixturePod, T0 } from './test-fixtures.ts';
+import { FOO_CONTROLLER_REF, newDaemonSet, newPod as fixturePod, T0 } from './test-fixtures.ts';
 
 describe('newPod', () => {
   const ds = newDaemonSet({
@@ -41,16 +41,7 @@ describe('newPod', () => {
     });
     assert.deepEqual(pod.metadata.annotations, { a: 'b' });
     assert.deepEqual(pod.metadata.finalizers, ['f']);
-    assert.deepEqual(pod.metadata.ownerReferences, [
-      {
-        apiVersion: 'apps.kruise.io/v1alpha1',
-        kind: 'DaemonSet',
-        name: 'foo',
-        uid: 'foo-uid',
-        controller: true,
-        blockOwnerDeletion: true,
-      },
-    ]);
+    assert.deepEqual(pod.metadata.ownerReferences, [FOO_CONTROLLER_REF]);
   });
   test('affinity pinned to the node with one matchFields term; other affinity kept; nodeName left to the scheduler', () => {
     assert.deepEqual(pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution, {

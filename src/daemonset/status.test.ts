@@ -95,31 +95,22 @@ describe('status writes', () => {
 describe('conditions', () => {
   test('RolloutComplete / Progressing / Available through a rollout, lastTransitionTime kept while unchanged', () => {
     const c = new FakeCluster(newDaemonSet({ strategy: 'RollingUpdate' }), addNodes(3));
+    /** The three conditions as status/reason, in the order RolloutComplete, Progressing, Available. */
+    const expectConditions = (RolloutComplete: string, Progressing: string, Available: string) =>
+      assert.deepEqual(conditions(c.ds), { RolloutComplete, Progressing, Available });
     c.sync();
     c.sync();
-    assert.deepEqual(conditions(c.ds), {
-      RolloutComplete: 'False/RolloutInProgress',
-      Progressing: 'True/Updating',
-      Available: 'False/NodesUnavailable',
-    });
+    expectConditions('False/RolloutInProgress', 'True/Updating', 'False/NodesUnavailable');
     c.markReady();
     c.now = T0 + 7_000;
     c.sync();
-    assert.deepEqual(conditions(c.ds), {
-      RolloutComplete: 'True/RolloutComplete',
-      Progressing: 'False/RolloutComplete',
-      Available: 'True/AllNodesAvailable',
-    });
+    expectConditions('True/RolloutComplete', 'False/RolloutComplete', 'True/AllNodesAvailable');
     const complete = condition(c.ds, 'RolloutComplete');
     assert.equal(complete?.lastTransitionTime, '2024-01-01T00:00:07Z');
     c.setImage('v2');
     c.now = T0 + 9_000;
     c.sync();
-    assert.deepEqual(conditions(c.ds), {
-      RolloutComplete: 'False/RolloutInProgress',
-      Progressing: 'True/Updating',
-      Available: 'True/AllNodesAvailable',
-    });
+    expectConditions('False/RolloutInProgress', 'True/Updating', 'True/AllNodesAvailable');
     const available = condition(c.ds, 'Available');
     assert.equal(available?.lastTransitionTime, '2024-01-01T00:00:07Z', 'Available did not flip');
     for (let i = 0; i < 8; i++) {
@@ -199,28 +190,35 @@ describe('isStatusMilestone (written at once; counter moves alone wait for the n
     ...MID_ROLLOUT,
     conditions: [cond('RolloutComplete', 'False'), cond('Progressing', 'True'), cond('Available', 'False')],
   };
-  const rows: [string, DaemonSetStatus | undefined, Partial<DaemonSetStatus>, boolean][] = [
-    ['first status of a new DaemonSet', undefined, {}, true],
-    ['pods turned Ready and available', base, { numberReady: 7, numberAvailable: 7, numberUnavailable: 3 }, false],
-    ['more pods updated', base, { updatedNumberScheduled: 8 }, false],
-    [
-      'condition message only (counts in it)',
-      base,
-      { conditions: base.conditions!.map((c) => ({ ...c, message: 'x' })) },
-      false,
-    ],
-    ['a new generation observed', base, { observedGeneration: 3 }, true],
-    ['a new revision hash', base, { daemonSetHash: 'h3' }, true],
-    ['collisionCount raised', base, { collisionCount: 1 }, true],
-    ['a node more to run on', base, { desiredNumberScheduled: 11 }, true],
-    [
-      'rollout complete (conditions flip)',
-      base,
-      { conditions: [cond('RolloutComplete', 'True'), cond('Progressing', 'False'), cond('Available', 'True')] },
-      true,
-    ],
+  const rows: { name: string; prev: DaemonSetStatus | undefined; change: Partial<DaemonSetStatus>; want: boolean }[] = [
+    { name: 'first status of a new DaemonSet', prev: undefined, change: {}, want: true },
+    {
+      name: 'pods turned Ready and available',
+      prev: base,
+      change: { numberReady: 7, numberAvailable: 7, numberUnavailable: 3 },
+      want: false,
+    },
+    { name: 'more pods updated', prev: base, change: { updatedNumberScheduled: 8 }, want: false },
+    {
+      name: 'condition message only (counts in it)',
+      prev: base,
+      change: { conditions: base.conditions!.map((c) => ({ ...c, message: 'x' })) },
+      want: false,
+    },
+    { name: 'a new generation observed', prev: base, change: { observedGeneration: 3 }, want: true },
+    { name: 'a new revision hash', prev: base, change: { daemonSetHash: 'h3' }, want: true },
+    { name: 'collisionCount raised', prev: base, change: { collisionCount: 1 }, want: true },
+    { name: 'a node more to run on', prev: base, change: { desiredNumberScheduled: 11 }, want: true },
+    {
+      name: 'rollout complete (conditions flip)',
+      prev: base,
+      change: {
+        conditions: [cond('RolloutComplete', 'True'), cond('Progressing', 'False'), cond('Available', 'True')],
+      },
+      want: true,
+    },
   ];
-  for (const [name, prev, change, want] of rows) {
+  for (const { name, prev, change, want } of rows) {
     test(name, () => assert.equal(isStatusMilestone(prev, { ...base, ...change }), want));
   }
 });

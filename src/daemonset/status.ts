@@ -87,6 +87,19 @@ export interface StatusResult {
   requeueAfterMs?: number;
 }
 
+/** Every counter at 0, to count up from. */
+export function zeroCounters(): StatusCounters {
+  return {
+    desiredNumberScheduled: 0,
+    currentNumberScheduled: 0,
+    numberMisscheduled: 0,
+    numberReady: 0,
+    numberAvailable: 0,
+    numberUnavailable: 0,
+    updatedNumberScheduled: 0,
+  };
+}
+
 export interface CountersResult {
   counters: StatusCounters;
   requeueAfterMs?: number;
@@ -105,15 +118,7 @@ export function calculateCounters(ctx: SyncContext): CountersResult {
 
 function countersOf(ctx: SyncContext): CountersResult {
   const minReady = ctx.ds.spec.minReadySeconds ?? 0;
-  const c: StatusCounters = {
-    desiredNumberScheduled: 0,
-    currentNumberScheduled: 0,
-    numberMisscheduled: 0,
-    numberReady: 0,
-    numberAvailable: 0,
-    numberUnavailable: 0,
-    updatedNumberScheduled: 0,
-  };
+  const c = zeroCounters();
   let requeueAfterMs: number | undefined;
   for (const node of ctx.nodes) {
     const name = node.metadata.name ?? '';

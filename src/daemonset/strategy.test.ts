@@ -20,60 +20,226 @@ const names = (n: number, start = 0) => Array.from({ length: n }, (_, i) => `nod
 
 describe('GetNodesNeedingPods', () => {
   // [name, newPods, desired, partition, progressive, nodesNeedingPods, want]
-  const rows: [string, number, number, number, boolean, string[], string[]][] = [
-    ['not progressive, partition 0: all, sorted', 0, 10, 0, false, names(10), names(10)],
-    ['not progressive, partition 5: all (partition ignored)', 0, 10, 5, false, names(10), names(10)],
-    ['not progressive, unsorted input: sorted', 0, 3, 1, false, ['node-2', 'node-0', 'node-1'], names(3)],
-    ['progressive, partition 10 of 10: none', 0, 10, 10, true, names(10), []],
-    ['progressive, partition 9 of 10: one', 0, 10, 9, true, names(10), ['node-0']],
-    ['progressive, partition 5 of 10: the five lowest names', 0, 10, 5, true, names(10), names(5)],
-    ['progressive, partition 0: all', 0, 10, 0, true, names(10), names(10)],
-    ['progressive, partition above desired: none', 0, 10, 20, true, names(10), []],
-    ['progressive, negative partition: treated as 0', 0, 4, -1, true, names(4), names(4)],
-    ['progressive, 3 new pods exist, partition 5: two more', 3, 10, 5, true, names(7, 3), ['node-3', 'node-4']],
-    ['progressive, 5 new pods exist, partition 5: none', 5, 10, 5, true, names(5, 5), []],
-    ['progressive, more new pods than allowed: none', 8, 10, 5, true, names(2, 8), []],
-    ['joining nodes: 10 running new, 2 joined, partition 2: none', 10, 12, 2, true, names(2, 10), []],
-    ['joining nodes: 10 running new, 2 joined, partition 1: one', 10, 12, 1, true, names(2, 10), ['node-10']],
-    ['joining nodes: 10 running new, 2 joined, partition 0: both', 10, 12, 0, true, names(2, 10), names(2, 10)],
-    ['offline nodes: desired 8 of 10 names, partition 3: five', 0, 8, 3, true, names(10), names(5)],
-    ['offline nodes: desired 2 of 3 needing, partition 0: capped by desired', 0, 2, 0, true, names(3), names(2)],
-    ['no node needs a pod', 0, 10, 0, true, [], []],
-    ['desired 0', 0, 0, 0, true, [], []],
-    ['partition equal to desired minus new pods: none', 4, 6, 2, true, names(2, 4), []],
-    [
-      'lexicographic order: node-10 before node-5',
-      0,
-      3,
-      1,
-      true,
-      ['node-5', 'node-10', 'node-1'],
-      ['node-1', 'node-10'],
-    ],
-    [
-      'lexicographic order, not progressive',
-      0,
-      3,
-      0,
-      false,
-      ['node-5', 'node-10', 'node-1'],
-      ['node-1', 'node-10', 'node-5'],
-    ],
+  const rows: {
+    name: string;
+    newPods: number;
+    desired: number;
+    partition: number;
+    progressive: boolean;
+    needing: string[];
+    want: string[];
+  }[] = [
+    {
+      name: 'not progressive, partition 0: all, sorted',
+      newPods: 0,
+      desired: 10,
+      partition: 0,
+      progressive: false,
+      needing: names(10),
+      want: names(10),
+    },
+    {
+      name: 'not progressive, partition 5: all (partition ignored)',
+      newPods: 0,
+      desired: 10,
+      partition: 5,
+      progressive: false,
+      needing: names(10),
+      want: names(10),
+    },
+    {
+      name: 'not progressive, unsorted input: sorted',
+      newPods: 0,
+      desired: 3,
+      partition: 1,
+      progressive: false,
+      needing: ['node-2', 'node-0', 'node-1'],
+      want: names(3),
+    },
+    {
+      name: 'progressive, partition 10 of 10: none',
+      newPods: 0,
+      desired: 10,
+      partition: 10,
+      progressive: true,
+      needing: names(10),
+      want: [],
+    },
+    {
+      name: 'progressive, partition 9 of 10: one',
+      newPods: 0,
+      desired: 10,
+      partition: 9,
+      progressive: true,
+      needing: names(10),
+      want: ['node-0'],
+    },
+    {
+      name: 'progressive, partition 5 of 10: the five lowest names',
+      newPods: 0,
+      desired: 10,
+      partition: 5,
+      progressive: true,
+      needing: names(10),
+      want: names(5),
+    },
+    {
+      name: 'progressive, partition 0: all',
+      newPods: 0,
+      desired: 10,
+      partition: 0,
+      progressive: true,
+      needing: names(10),
+      want: names(10),
+    },
+    {
+      name: 'progressive, partition above desired: none',
+      newPods: 0,
+      desired: 10,
+      partition: 20,
+      progressive: true,
+      needing: names(10),
+      want: [],
+    },
+    {
+      name: 'progressive, negative partition: treated as 0',
+      newPods: 0,
+      desired: 4,
+      partition: -1,
+      progressive: true,
+      needing: names(4),
+      want: names(4),
+    },
+    {
+      name: 'progressive, 3 new pods exist, partition 5: two more',
+      newPods: 3,
+      desired: 10,
+      partition: 5,
+      progressive: true,
+      needing: names(7, 3),
+      want: ['node-3', 'node-4'],
+    },
+    {
+      name: 'progressive, 5 new pods exist, partition 5: none',
+      newPods: 5,
+      desired: 10,
+      partition: 5,
+      progressive: true,
+      needing: names(5, 5),
+      want: [],
+    },
+    {
+      name: 'progressive, more new pods than allowed: none',
+      newPods: 8,
+      desired: 10,
+      partition: 5,
+      progressive: true,
+      needing: names(2, 8),
+      want: [],
+    },
+    {
+      name: 'joining nodes: 10 running new, 2 joined, partition 2: none',
+      newPods: 10,
+      desired: 12,
+      partition: 2,
+      progressive: true,
+      needing: names(2, 10),
+      want: [],
+    },
+    {
+      name: 'joining nodes: 10 running new, 2 joined, partition 1: one',
+      newPods: 10,
+      desired: 12,
+      partition: 1,
+      progressive: true,
+      needing: names(2, 10),
+      want: ['node-10'],
+    },
+    {
+      name: 'joining nodes: 10 running new, 2 joined, partition 0: both',
+      newPods: 10,
+      desired: 12,
+      partition: 0,
+      progressive: true,
+      needing: names(2, 10),
+      want: names(2, 10),
+    },
+    {
+      name: 'offline nodes: desired 8 of 10 names, partition 3: five',
+      newPods: 0,
+      desired: 8,
+      partition: 3,
+      progressive: true,
+      needing: names(10),
+      want: names(5),
+    },
+    {
+      name: 'offline nodes: desired 2 of 3 needing, partition 0: capped by desired',
+      newPods: 0,
+      desired: 2,
+      partition: 0,
+      progressive: true,
+      needing: names(3),
+      want: names(2),
+    },
+    { name: 'no node needs a pod', newPods: 0, desired: 10, partition: 0, progressive: true, needing: [], want: [] },
+    { name: 'desired 0', newPods: 0, desired: 0, partition: 0, progressive: true, needing: [], want: [] },
+    {
+      name: 'partition equal to desired minus new pods: none',
+      newPods: 4,
+      desired: 6,
+      partition: 2,
+      progressive: true,
+      needing: names(2, 4),
+      want: [],
+    },
+    {
+      name: 'lexicographic order: node-10 before node-5',
+      newPods: 0,
+      desired: 3,
+      partition: 1,
+      progressive: true,
+      needing: ['node-5', 'node-10', 'node-1'],
+      want: ['node-1', 'node-10'],
+    },
+    {
+      name: 'lexicographic order, not progressive',
+      newPods: 0,
+      desired: 3,
+      partition: 0,
+      progressive: false,
+      needing: ['node-5', 'node-10', 'node-1'],
+      want: ['node-1', 'node-10', 'node-5'],
+    },
+    {
+      // The planner passes every node name; only newPods says how many already run the new revision.
+      name: 'partition 5 with 2 new pods already: three',
+      newPods: 2,
+      desired: 10,
+      partition: 5,
+      progressive: true,
+      needing: names(10),
+      want: names(3),
+    },
   ];
-  for (const [name, newPods, desired, partition, progressive, needing, want] of rows) {
+  for (const { name, newPods, desired, partition, progressive, needing, want } of rows) {
     test(name, () => assert.deepEqual(getNodesNeedingPods(newPods, desired, partition, progressive, needing), want));
   }
 });
 
 describe('isDaemonSetCreationProgressively', () => {
-  const rows: [string, Record<string, string> | undefined, boolean][] = [
-    ['no annotations', undefined, false],
-    ['annotation "true"', { 'daemonset.kruise.io/progressive-create-pod': 'true' }, true],
-    ['annotation "false"', { 'daemonset.kruise.io/progressive-create-pod': 'false' }, false],
-    ['annotation "True" (exact value only)', { 'daemonset.kruise.io/progressive-create-pod': 'True' }, false],
-    ['other annotation', { 'example.io/x': 'true' }, false],
+  const rows: { name: string; annotations: Record<string, string> | undefined; want: boolean }[] = [
+    { name: 'no annotations', annotations: undefined, want: false },
+    { name: 'annotation "true"', annotations: { 'daemonset.kruise.io/progressive-create-pod': 'true' }, want: true },
+    { name: 'annotation "false"', annotations: { 'daemonset.kruise.io/progressive-create-pod': 'false' }, want: false },
+    {
+      name: 'annotation "True" (exact value only)',
+      annotations: { 'daemonset.kruise.io/progressive-create-pod': 'True' },
+      want: false,
+    },
+    { name: 'other annotation', annotations: { 'example.io/x': 'true' }, want: false },
   ];
-  for (const [name, annotations, want] of rows) {
+  for (const { name, annotations, want } of rows) {
     test(name, () =>
       assert.equal(isDaemonSetCreationProgressively(newDaemonSet(annotations ? { annotations } : {})), want),
     );
@@ -85,25 +251,30 @@ describe('NodeShouldUpdateBySelector', () => {
     newDaemonSet({ strategy, rollingUpdate: selector ? { selector } : {} });
   const canary = newNode('n1', { nodeType: 'canary' });
   const plain = newNode('n2', { nodeType: 'stable' });
-  const rows: [string, DaemonSet, boolean, boolean][] = [
-    ['no selector', ds(), false, false],
-    ['empty selector', ds({}), false, false],
-    ['matchLabels', ds({ matchLabels: { nodeType: 'canary' } }), true, false],
-    [
-      'matchExpressions In',
-      ds({ matchExpressions: [{ key: 'nodeType', operator: 'In', values: ['canary'] }] }),
-      true,
-      false,
-    ],
-    [
-      'matchExpressions NotIn',
-      ds({ matchExpressions: [{ key: 'nodeType', operator: 'NotIn', values: ['canary'] }] }),
-      false,
-      true,
-    ],
-    ['OnDelete ignores the selector', ds({ matchLabels: { nodeType: 'canary' } }, 'OnDelete'), false, false],
+  const rows: { name: string; d: DaemonSet; onCanary: boolean; onPlain: boolean }[] = [
+    { name: 'no selector', d: ds(), onCanary: false, onPlain: false },
+    { name: 'empty selector', d: ds({}), onCanary: false, onPlain: false },
+    { name: 'matchLabels', d: ds({ matchLabels: { nodeType: 'canary' } }), onCanary: true, onPlain: false },
+    {
+      name: 'matchExpressions In',
+      d: ds({ matchExpressions: [{ key: 'nodeType', operator: 'In', values: ['canary'] }] }),
+      onCanary: true,
+      onPlain: false,
+    },
+    {
+      name: 'matchExpressions NotIn',
+      d: ds({ matchExpressions: [{ key: 'nodeType', operator: 'NotIn', values: ['canary'] }] }),
+      onCanary: false,
+      onPlain: true,
+    },
+    {
+      name: 'OnDelete ignores the selector',
+      d: ds({ matchLabels: { nodeType: 'canary' } }, 'OnDelete'),
+      onCanary: false,
+      onPlain: false,
+    },
   ];
-  for (const [name, d, onCanary, onPlain] of rows) {
+  for (const { name, d, onCanary, onPlain } of rows) {
     test(name, () => {
       assert.equal(nodeShouldUpdateBySelector(canary, d), onCanary, 'canary node');
       assert.equal(nodeShouldUpdateBySelector(plain, d), onPlain, 'stable node');
@@ -150,26 +321,26 @@ describe('nodeSelectedForUpdate: which nodes rollingUpdate.selector lets the rol
 describe('partition and burstReplicas from the live desired count', () => {
   const ru = (partition: number | string | undefined, strategy: 'RollingUpdate' | 'OnDelete' = 'RollingUpdate') =>
     newDaemonSet({ strategy, rollingUpdate: partition === undefined ? {} : { partition } });
-  const partitions: [string, DaemonSet, number, number][] = [
-    ['absent', ru(undefined), 8, 0],
-    ['int', ru(3), 8, 3],
-    ['13% of 8 rounds down to 1', ru('13%'), 8, 1],
-    ['100% of 5', ru('100%'), 5, 5],
-    ['60% of 5 = 3', ru('60%'), 5, 3],
-    ['OnDelete: 0', ru(3, 'OnDelete'), 8, 0],
+  const partitions: { name: string; d: DaemonSet; desired: number; want: number }[] = [
+    { name: 'absent', d: ru(undefined), desired: 8, want: 0 },
+    { name: 'int', d: ru(3), desired: 8, want: 3 },
+    { name: '13% of 8 rounds down to 1', d: ru('13%'), desired: 8, want: 1 },
+    { name: '100% of 5', d: ru('100%'), desired: 5, want: 5 },
+    { name: '60% of 5 = 3', d: ru('60%'), desired: 5, want: 3 },
+    { name: 'OnDelete: 0', d: ru(3, 'OnDelete'), desired: 8, want: 0 },
   ];
-  for (const [name, d, desired, want] of partitions)
+  for (const { name, d, desired, want } of partitions)
     test(`partition ${name}`, () => assert.equal(partitionCount(d, desired), want));
 
-  const bursts: [string, number | string | undefined, number, number][] = [
-    ['default 250', undefined, 10, 250],
-    ['int', 5, 10, 5],
-    ['50% of 10', '50%', 10, 5],
-    ['10% of 4 is 0.4: at least 1, never zero work', '10%', 4, 1],
-    ['10% of 0 desired (first sync of a stale status): 1', '10%', 0, 1],
-    ['33% of 10 rounds down to 3', '33%', 10, 3],
+  const bursts: { name: string; value: number | string | undefined; desired: number; want: number }[] = [
+    { name: 'default 250', value: undefined, desired: 10, want: 250 },
+    { name: 'int', value: 5, desired: 10, want: 5 },
+    { name: '50% of 10', value: '50%', desired: 10, want: 5 },
+    { name: '10% of 4 is 0.4: at least 1, never zero work', value: '10%', desired: 4, want: 1 },
+    { name: '10% of 0 desired (first sync of a stale status): 1', value: '10%', desired: 0, want: 1 },
+    { name: '33% of 10 rounds down to 3', value: '33%', desired: 10, want: 3 },
   ];
-  for (const [name, value, desired, want] of bursts) {
+  for (const { name, value, desired, want } of bursts) {
     test(`burstReplicas ${name}`, () =>
       assert.equal(burstReplicas(newDaemonSet(value === undefined ? {} : { burstReplicas: value }), desired), want));
   }

@@ -14,6 +14,16 @@ export const T0 = Date.parse('2024-01-01T00:00:00Z');
 
 export const SIMPLE_DAEMON_LABELS = { name: 'simple-daemon', type: 'production' };
 
+/** The controllerRef that pods of newDaemonSet() (name foo) must carry: set on new pods, written on adoption. */
+export const FOO_CONTROLLER_REF = {
+  apiVersion: 'apps.kruise.io/v1alpha1',
+  kind: 'DaemonSet',
+  name: 'foo',
+  uid: 'foo-uid',
+  controller: true,
+  blockOwnerDeletion: true,
+};
+
 export function newNode(name: string, labels: Record<string, string> = {}, taints?: Taint[]): Node {
   const node: Node = { apiVersion: 'v1', kind: 'Node', metadata: { name, labels } };
   if (taints) node.spec = { taints };

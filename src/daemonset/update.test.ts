@@ -254,65 +254,74 @@ describe('rolling update (sequences of syncs)', () => {
 describe('GetUnavailableNumbers (updatedDesiredNodeCounts)', () => {
   const ready = (ds: DaemonSet, node: string, extra: Partial<Parameters<typeof newPod>[2]> = {}): Pod =>
     newPod(ds, node, { ready: true, ...extra });
-  const rows: [string, Record<string, unknown>, number, (ds: DaemonSet) => Pod[], number, number, number][] = [
-    ['no nodes', { maxUnavailable: 0 }, 0, () => [], 0, 0, 0],
-    [
-      'two ready nodes, maxUnavailable 1',
-      { maxUnavailable: 1 },
-      2,
-      (d) => [ready(d, 'node-0'), ready(d, 'node-1')],
-      0,
-      1,
-      0,
-    ],
-    [
-      'maxUnavailable 0 with one empty node defaults to 1',
-      { maxUnavailable: 0 },
-      2,
-      (d) => [ready(d, 'node-0')],
-      0,
-      1,
-      1,
-    ],
-    [
-      'maxSurge 0 defaults to unavailable 1',
-      { maxSurge: 0, maxUnavailable: 0 },
-      2,
-      (d) => [ready(d, 'node-0')],
-      0,
-      1,
-      1,
-    ],
-    ['50% of 2', { maxUnavailable: '50%' }, 2, (d) => [ready(d, 'node-0'), ready(d, 'node-1')], 0, 1, 0],
-    [
-      'surge 50% of 2',
-      { maxSurge: '50%', maxUnavailable: 0 },
-      2,
-      (d) => [ready(d, 'node-0'), ready(d, 'node-1')],
-      1,
-      0,
-      0,
-    ],
-    [
-      'surge 100% of 2',
-      { maxSurge: '100%', maxUnavailable: 0 },
-      2,
-      (d) => [ready(d, 'node-0'), ready(d, 'node-1')],
-      2,
-      0,
-      0,
-    ],
-    [
-      '50% of 3 with a terminating pod and an empty node',
-      { maxUnavailable: '50%' },
-      3,
-      (d) => [ready(d, 'node-0'), ready(d, 'node-1', { deleting: true })],
-      0,
-      2,
-      1,
-    ],
+  const bothReady = (ds: DaemonSet): Pod[] => [ready(ds, 'node-0'), ready(ds, 'node-1')];
+  const rows: {
+    name: string;
+    ru: Record<string, unknown>;
+    nodes: number;
+    pods: (ds: DaemonSet) => Pod[];
+    surge: number;
+    unavailable: number;
+    empty: number;
+  }[] = [
+    { name: 'no nodes', ru: { maxUnavailable: 0 }, nodes: 0, pods: () => [], surge: 0, unavailable: 0, empty: 0 },
+    {
+      name: 'two ready nodes, maxUnavailable 1',
+      ru: { maxUnavailable: 1 },
+      nodes: 2,
+      pods: bothReady,
+      surge: 0,
+      unavailable: 1,
+      empty: 0,
+    },
+    {
+      name: 'maxUnavailable 0 with one empty node defaults to 1',
+      ru: { maxUnavailable: 0 },
+      nodes: 2,
+      pods: (d) => [ready(d, 'node-0')],
+      surge: 0,
+      unavailable: 1,
+      empty: 1,
+    },
+    {
+      name: 'maxSurge 0 defaults to unavailable 1',
+      ru: { maxSurge: 0, maxUnavailable: 0 },
+      nodes: 2,
+      pods: (d) => [ready(d, 'node-0')],
+      surge: 0,
+      unavailable: 1,
+      empty: 1,
+    },
+    { name: '50% of 2', ru: { maxUnavailable: '50%' }, nodes: 2, pods: bothReady, surge: 0, unavailable: 1, empty: 0 },
+    {
+      name: 'surge 50% of 2',
+      ru: { maxSurge: '50%', maxUnavailable: 0 },
+      nodes: 2,
+      pods: bothReady,
+      surge: 1,
+      unavailable: 0,
+      empty: 0,
+    },
+    {
+      name: 'surge 100% of 2',
+      ru: { maxSurge: '100%', maxUnavailable: 0 },
+      nodes: 2,
+      pods: bothReady,
+      surge: 2,
+      unavailable: 0,
+      empty: 0,
+    },
+    {
+      name: '50% of 3 with a terminating pod and an empty node',
+      ru: { maxUnavailable: '50%' },
+      nodes: 3,
+      pods: (d) => [ready(d, 'node-0'), ready(d, 'node-1', { deleting: true })],
+      surge: 0,
+      unavailable: 2,
+      empty: 1,
+    },
   ];
-  for (const [name, ru, nodes, pods, surge, unavailable, empty] of rows) {
+  for (const { name, ru, nodes, pods, surge, unavailable, empty } of rows) {
     test(name, () => {
       const ds = newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: ru });
       if (!('maxUnavailable' in ru))

@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeApiServer } from '../../controller/runtime/testing/fake-apiserver.ts';
+import { FakeApiServer } from './testing/fake-apiserver.ts';
 import {
   ApiError,
   defaultUserAgent,
@@ -19,6 +19,7 @@ import {
   type WatchEvent,
 } from './client.ts';
 import type { KubeObject, Pod } from './types.ts';
+import { until } from '../testing/wait.ts';
 
 const pod = (name: string, labels: Record<string, string> = {}): Pod => ({
   apiVersion: 'v1',
@@ -224,7 +225,7 @@ describe('KubeClient against the fake apiserver', () => {
       events.push(e);
       if (events.length === 2) ac.abort();
     });
-    await waitFor(() => server.watchCount === 1);
+    await until('a watch', () => server.watchCount === 1, 1000);
     server.upsert('core/v1/pods', pod('w1'));
     server.remove('core/v1/pods', 'ns', 'w1');
     await assert.rejects(done, (err) => (err as Error).name === 'AbortError');
@@ -317,7 +318,7 @@ describe('KubeClient against the fake apiserver', () => {
     server.hook = (r) => r.path.endsWith('/pods/hang'); // never answered
     const pending = scoped.get(resources.pods, { namespace: 'ns', name: 'hang' });
     const watching = scoped.watch(resources.pods, { namespace: 'ns' }, () => {});
-    await waitFor(() => server.requests.some((r) => r.path.endsWith('/pods/hang')));
+    await until('the hanging request', () => server.requests.some((r) => r.path.endsWith('/pods/hang')), 1000);
     ac.abort(new Error('leadership ended'));
     await assert.rejects(pending, /leadership ended/);
     await assert.rejects(watching, /leadership ended/);
@@ -328,11 +329,3 @@ describe('KubeClient against the fake apiserver', () => {
     await client.delete(resources.pods, { namespace: 'ns', name: 'unscoped-after-abort' });
   });
 });
-
-async function waitFor(cond: () => boolean, ms = 1000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}

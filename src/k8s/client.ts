@@ -244,10 +244,7 @@ export const isConflict = (err: unknown) => hasReason(err, 'Conflict');
 /** 410: resourceVersion too old (watch or list continue token); the cure is a relist. */
 export const isGone = (err: unknown) =>
   err instanceof ApiError && (err.code === 410 || hasReason(err, 'Gone', 'Expired'));
-export const isTooManyRequests = (err: unknown) => err instanceof ApiError && err.code === 429;
-export const isInvalid = (err: unknown) => hasReason(err, 'Invalid');
 export const isForbidden = (err: unknown) => hasReason(err, 'Forbidden');
-export const isTransportError = (err: unknown): err is TransportError => err instanceof TransportError;
 export const isAbortError = (err: unknown) =>
   err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
 

@@ -31,8 +31,3 @@ export function getScaledValueFromIntOrPercent(
   // Integer arithmetic as upstream (Ceil/Floor of a float64 of the product / 100).
   return roundUp ? Math.ceil(scaled) : Math.floor(scaled);
 }
-
-/** ValueOrDefault: v when set, else def. */
-export function valueOrDefault(v: IntOrStringValue | null | undefined, def: IntOrStringValue): IntOrStringValue {
-  return v === undefined || v === null ? def : v;
-}

@@ -18,16 +18,16 @@ import type { Node, NodeSelectorTerm, Pod, Taint, Toleration } from './types.ts'
 const node = (name: string, labels: Record<string, string> = {}): Node => ({ metadata: { name, labels } });
 
 describe('intstr', () => {
-  const rows: [number | string, number, boolean, number][] = [
-    [3, 10, true, 3],
-    ['50%', 3, true, 2],
-    ['50%', 3, false, 1],
-    ['10%', 5, true, 1],
-    ['10%', 5, false, 0],
-    ['100%', 7, true, 7],
-    ['0%', 7, true, 0],
+  const rows: { v: number | string; total: number; up: boolean; want: number }[] = [
+    { v: 3, total: 10, up: true, want: 3 },
+    { v: '50%', total: 3, up: true, want: 2 },
+    { v: '50%', total: 3, up: false, want: 1 },
+    { v: '10%', total: 5, up: true, want: 1 },
+    { v: '10%', total: 5, up: false, want: 0 },
+    { v: '100%', total: 7, up: true, want: 7 },
+    { v: '0%', total: 7, up: true, want: 0 },
   ];
-  for (const [v, total, up, want] of rows) {
+  for (const { v, total, up, want } of rows) {
     test(`${v} of ${total} roundUp=${up} -> ${want}`, () => {
       assert.equal(getScaledValueFromIntOrPercent(v, total, up), want);
     });
@@ -43,19 +43,31 @@ describe('intstr', () => {
 
 describe('label selectors', () => {
   const labels = { app: 'a', tier: 'web' };
-  const rows: [string, Parameters<typeof labelSelectorMatches>[0], boolean][] = [
-    ['nil matches nothing', undefined, false],
-    ['empty matches everything', {}, true],
-    ['matchLabels hit', { matchLabels: { app: 'a' } }, true],
-    ['matchLabels miss', { matchLabels: { app: 'b' } }, false],
-    ['In', { matchExpressions: [{ key: 'tier', operator: 'In', values: ['web', 'db'] }] }, true],
-    ['NotIn on absent key matches', { matchExpressions: [{ key: 'zone', operator: 'NotIn', values: ['x'] }] }, true],
-    ['NotIn hit', { matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['web'] }] }, false],
-    ['Exists', { matchExpressions: [{ key: 'app', operator: 'Exists' }] }, true],
-    ['DoesNotExist', { matchExpressions: [{ key: 'app', operator: 'DoesNotExist' }] }, false],
-    ['invalid In without values matches nothing', { matchExpressions: [{ key: 'app', operator: 'In' }] }, false],
+  const rows: { name: string; sel: Parameters<typeof labelSelectorMatches>[0]; want: boolean }[] = [
+    { name: 'nil matches nothing', sel: undefined, want: false },
+    { name: 'empty matches everything', sel: {}, want: true },
+    { name: 'matchLabels hit', sel: { matchLabels: { app: 'a' } }, want: true },
+    { name: 'matchLabels miss', sel: { matchLabels: { app: 'b' } }, want: false },
+    { name: 'In', sel: { matchExpressions: [{ key: 'tier', operator: 'In', values: ['web', 'db'] }] }, want: true },
+    {
+      name: 'NotIn on absent key matches',
+      sel: { matchExpressions: [{ key: 'zone', operator: 'NotIn', values: ['x'] }] },
+      want: true,
+    },
+    {
+      name: 'NotIn hit',
+      sel: { matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['web'] }] },
+      want: false,
+    },
+    { name: 'Exists', sel: { matchExpressions: [{ key: 'app', operator: 'Exists' }] }, want: true },
+    { name: 'DoesNotExist', sel: { matchExpressions: [{ key: 'app', operator: 'DoesNotExist' }] }, want: false },
+    {
+      name: 'invalid In without values matches nothing',
+      sel: { matchExpressions: [{ key: 'app', operator: 'In' }] },
+      want: false,
+    },
   ];
-  for (const [name, sel, want] of rows) test(name, () => assert.equal(labelSelectorMatches(sel, labels), want));
+  for (const { name, sel, want } of rows) test(name, () => assert.equal(labelSelectorMatches(sel, labels), want));
   test('errors and emptiness', () => {
     assert.equal(
       labelSelectorErrors({ matchExpressions: [{ key: 'a', operator: 'Exists', values: ['x'] }] }).length,
@@ -69,17 +81,17 @@ describe('label selectors', () => {
 
 describe('tolerations', () => {
   const taint: Taint = { key: 'k', value: 'v', effect: 'NoSchedule' };
-  const rows: [string, Toleration, boolean][] = [
-    ['Equal same value', { key: 'k', operator: 'Equal', value: 'v' }, true],
-    ['empty operator means Equal', { key: 'k', value: 'v' }, true],
-    ['Equal other value', { key: 'k', operator: 'Equal', value: 'w' }, false],
-    ['Exists ignores value', { key: 'k', operator: 'Exists' }, true],
-    ['empty key Exists tolerates all', { operator: 'Exists' }, true],
-    ['other effect', { key: 'k', operator: 'Exists', effect: 'NoExecute' }, false],
-    ['same effect', { key: 'k', operator: 'Exists', effect: 'NoSchedule' }, true],
-    ['other key', { key: 'x', operator: 'Exists' }, false],
+  const rows: { name: string; tol: Toleration; want: boolean }[] = [
+    { name: 'Equal same value', tol: { key: 'k', operator: 'Equal', value: 'v' }, want: true },
+    { name: 'empty operator means Equal', tol: { key: 'k', value: 'v' }, want: true },
+    { name: 'Equal other value', tol: { key: 'k', operator: 'Equal', value: 'w' }, want: false },
+    { name: 'Exists ignores value', tol: { key: 'k', operator: 'Exists' }, want: true },
+    { name: 'empty key Exists tolerates all', tol: { operator: 'Exists' }, want: true },
+    { name: 'other effect', tol: { key: 'k', operator: 'Exists', effect: 'NoExecute' }, want: false },
+    { name: 'same effect', tol: { key: 'k', operator: 'Exists', effect: 'NoSchedule' }, want: true },
+    { name: 'other key', tol: { key: 'x', operator: 'Exists' }, want: false },
   ];
-  for (const [name, tol, want] of rows) test(name, () => assert.equal(toleratesTaint(tol, taint), want));
+  for (const { name, tol, want } of rows) test(name, () => assert.equal(toleratesTaint(tol, taint), want));
 
   test('findMatchingUntoleratedTaint honours the filter', () => {
     const taints: Taint[] = [
@@ -125,34 +137,38 @@ describe('tolerations', () => {
 
 describe('node affinity', () => {
   const n = node('node-1', { zone: 'a', cpus: '8' });
-  const rows: [string, Parameters<typeof requiredNodeAffinityMatches>[0], boolean][] = [
-    ['no constraints', {}, true],
-    ['nodeSelector hit', { nodeSelector: { zone: 'a' } }, true],
-    ['nodeSelector miss', { nodeSelector: { zone: 'b' } }, false],
-    [
-      'matchFields metadata.name In',
-      aff([{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-1'] }] }]),
-      true,
-    ],
-    [
-      'matchFields other node',
-      aff([{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-2'] }] }]),
-      false,
-    ],
-    [
-      'matchFields NotIn other node',
-      aff([{ matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: ['node-2'] }] }]),
-      true,
-    ],
-    [
-      'matchFields with two values is a parse error: term ignored',
-      aff([{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-1', 'node-2'] }] }]),
-      false,
-    ],
-    ['terms are ORed', aff([{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }] }, zoneA()]), true],
-    [
-      'expressions in a term are ANDed',
-      aff([
+  const rows: { name: string; spec: Parameters<typeof requiredNodeAffinityMatches>[0]; want: boolean }[] = [
+    { name: 'no constraints', spec: {}, want: true },
+    { name: 'nodeSelector hit', spec: { nodeSelector: { zone: 'a' } }, want: true },
+    { name: 'nodeSelector miss', spec: { nodeSelector: { zone: 'b' } }, want: false },
+    {
+      name: 'matchFields metadata.name In',
+      spec: aff([{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-1'] }] }]),
+      want: true,
+    },
+    {
+      name: 'matchFields other node',
+      spec: aff([{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-2'] }] }]),
+      want: false,
+    },
+    {
+      name: 'matchFields NotIn other node',
+      spec: aff([{ matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: ['node-2'] }] }]),
+      want: true,
+    },
+    {
+      name: 'matchFields with two values is a parse error: term ignored',
+      spec: aff([{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-1', 'node-2'] }] }]),
+      want: false,
+    },
+    {
+      name: 'terms are ORed',
+      spec: aff([{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }] }, zoneA()]),
+      want: true,
+    },
+    {
+      name: 'expressions in a term are ANDed',
+      spec: aff([
         {
           matchExpressions: [
             { key: 'zone', operator: 'In', values: ['a'] },
@@ -160,14 +176,14 @@ describe('node affinity', () => {
           ],
         },
       ]),
-      false,
-    ],
-    ['Gt', aff([{ matchExpressions: [{ key: 'cpus', operator: 'Gt', values: ['4'] }] }]), true],
-    ['Lt', aff([{ matchExpressions: [{ key: 'cpus', operator: 'Lt', values: ['4'] }] }]), false],
-    ['empty term matches nothing', aff([{}]), false],
-    ['nodeSelector AND affinity', { nodeSelector: { zone: 'b' }, ...aff([zoneA()]) }, false],
+      want: false,
+    },
+    { name: 'Gt', spec: aff([{ matchExpressions: [{ key: 'cpus', operator: 'Gt', values: ['4'] }] }]), want: true },
+    { name: 'Lt', spec: aff([{ matchExpressions: [{ key: 'cpus', operator: 'Lt', values: ['4'] }] }]), want: false },
+    { name: 'empty term matches nothing', spec: aff([{}]), want: false },
+    { name: 'nodeSelector AND affinity', spec: { nodeSelector: { zone: 'b' }, ...aff([zoneA()]) }, want: false },
   ];
-  for (const [name, spec, want] of rows) test(name, () => assert.equal(requiredNodeAffinityMatches(spec, n), want));
+  for (const { name, spec, want } of rows) test(name, () => assert.equal(requiredNodeAffinityMatches(spec, n), want));
 
   test('ReplaceDaemonSetPodNodeNameNodeAffinity drops user required terms, keeps preferred', () => {
     const preferred = [{ weight: 1 }];

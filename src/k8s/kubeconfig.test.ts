@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
-import { createCA, createLeaf } from '../../certs/pki.ts';
+import { createCA, createLeaf } from '../pki/pki.ts';
 import { isForbidden } from './client.ts';
 import { createKubeClient, currentNamespace, loadKubeConfig } from './kubeconfig.ts';
 import { resources } from './client.ts';

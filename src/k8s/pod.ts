@@ -52,16 +52,6 @@ export function podAvailableWaitingTimeMs(pod: Pod, minReadySeconds: number, now
   return remaining >= 0 ? remaining + 1 : 0;
 }
 
-export function isPodTerminating(pod: Pod): boolean {
-  return !!pod.metadata.deletionTimestamp;
-}
-
-/** Succeeded or Failed. */
-export function isPodTerminal(pod: Pod): boolean {
-  const phase = pod.status?.phase;
-  return phase === 'Succeeded' || phase === 'Failed';
-}
-
 export function hasReadinessGate(pod: Pod, conditionType: string): boolean {
   return (pod.spec.readinessGates ?? []).some((g) => g.conditionType === conditionType);
 }

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { CERT_MODES } from '../../certs/modes.ts';
 import { webhookConfigurations } from '../../certs/webhook-config.ts';
-import { controllerOptions, webhookOptions } from '../../controller/command.ts';
-import { parseFeatureGates } from '../../src/cli/feature-gates.ts';
+import { assertDaemonSetWebhookPolicy } from '../../certs/testing/webhook-policy.ts';
+import { managerCommand, managerFlags } from '../../controller/command.ts';
+import { parseFlags } from '../../src/cli/command.ts';
 import { chartDir, ciValues, find, helm, helmMissing, helmOk, render, templateArgs, type Rendered } from './helm.ts';
 
 const ns = 'kruise-system';
@@ -88,10 +88,11 @@ describe('helm chart', { skip: helmMissing() }, () => {
     for (const f of readdirSync(join(chartDir, 'ci')).filter((f) => f.endsWith('-values.yaml'))) {
       const [command, ...rest] = args(await render({ valuesFiles: [join(chartDir, 'ci', f)] }));
       assert.equal(command, 'manager', f);
-      // strict: a flag the manager does not define throws, naming it.
-      const { values } = parseArgs({ args: rest, options: { ...controllerOptions, ...webhookOptions }, strict: true });
-      assert.ok((CERT_MODES as readonly string[]).includes(values['cert-mode']!), `${f}: --cert-mode`);
-      assert.doesNotThrow(() => parseFeatureGates(values['feature-gates']), `${f}: --feature-gates`);
+      // The manager's own parser: a flag it does not define, or a value it refuses (--feature-gates,
+      // --cert-mode, ...), throws, naming it.
+      const parsed = parseFlags(managerCommand, rest, managerFlags);
+      assert.ok(parsed?.given.has('cert-mode'), `${f}: --cert-mode`);
+      assert.ok((CERT_MODES as readonly string[]).includes(parsed!.values['cert-mode']), `${f}: --cert-mode`);
     }
   });
 
@@ -221,9 +222,9 @@ describe('helm chart', { skip: helmMissing() }, () => {
         endpoint: { service: { namespace: ns, name: `${fullname}-webhook`, port: 443 } },
         caBundle: '',
       });
-      for (const [rendered, want] of [
-        [find(objects, 'MutatingWebhookConfiguration'), expected.mutating],
-        [find(objects, 'ValidatingWebhookConfiguration'), expected.validating],
+      for (const { rendered, want } of [
+        { rendered: find(objects, 'MutatingWebhookConfiguration'), want: expected.mutating },
+        { rendered: find(objects, 'ValidatingWebhookConfiguration'), want: expected.validating },
       ] as const) {
         assert.equal(rendered.metadata.name, want.metadata.name);
         const wantHook = structuredClone((want.webhooks as Record<string, { caBundle?: string }>[])[0]!);
@@ -234,17 +235,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
         assert.equal(rendered.webhooks.length, 1);
       }
       for (const w of webhooks(objects)) {
-        assert.equal(w.failurePolicy, 'Fail');
-        assert.equal(w.sideEffects, 'None');
-        assert.deepEqual(w.rules, [
-          {
-            apiGroups: ['apps.kruise.io'],
-            apiVersions: ['v1alpha1'],
-            resources: ['daemonsets'],
-            operations: ['CREATE', 'UPDATE'],
-            scope: 'Namespaced',
-          },
-        ]);
+        assertDaemonSetWebhookPolicy(w);
         assert.equal(w.clientConfig.caBundle, undefined, 'self-signed: the manager injects caBundle');
       }
     });
@@ -484,43 +475,59 @@ describe('helm chart', { skip: helmMissing() }, () => {
   });
 
   describe('bad values are refused with a message naming the value', () => {
-    const cases: [string, string[], RegExp[]][] = [
-      [
-        'an unknown certificate mode',
-        ['certificates.mode=vault'],
-        [/certificates\/mode/, /'self-signed', 'cert-manager', 'external'/],
-      ],
-      ['a timeout above 30s', ['webhook.timeoutSeconds=60'], [/webhook\/timeoutSeconds/, /maximum: got 60, want 30/]],
-      ['a misspelt key', ['webhook.timeout=5'], [/additional properties 'timeout' not allowed/]],
-      ['zero replicas', ['replicas=0'], [/\/replicas/, /minimum: got 0, want 1/]],
-      ['a log level typo', ['logLevel=verbose'], [/logLevel/]],
-      ['a malformed duration', ['leaderElection.leaseDuration=15'], [/leaderElection\/leaseDuration/]],
-      ['malformed feature gates', ['featureGates=Foo'], [/featureGates/]],
-      ['a string where a number belongs', ['webhook.port=https'], [/webhook\/port/, /want integer/]],
-      ['a bind address without a port', ['metrics.bindAddress=127.0.0.1'], [/metrics\/bindAddress/]],
-      [
-        'a NetworkPolicy selector that is not a label selector',
-        ['networkPolicy.metrics.podSelector.app=x'],
-        [/networkPolicy\/metrics\/podSelector/],
-      ],
-      [
-        'two replicas without leader election',
-        ['leaderElection.enabled=false'],
-        [/leaderElection.enabled is false: every replica would reconcile/],
-      ],
-      [
-        'a grace period shorter than the drain',
-        ['terminationGracePeriodSeconds=10', 'webhook.drainSeconds=10'],
-        [/terminationGracePeriodSeconds \(10\) must be at least webhook.drainSeconds \(10\) \+ 5/],
-      ],
-      [
-        'external mode without a Secret',
-        ['certificates.mode=external'],
-        [/set certificates.secretName to your Secret/],
-      ],
+    const cases: { name: string; set: string[]; messages: RegExp[] }[] = [
+      {
+        name: 'an unknown certificate mode',
+        set: ['certificates.mode=vault'],
+        messages: [/certificates\/mode/, /'self-signed', 'cert-manager', 'external'/],
+      },
+      {
+        name: 'a timeout above 30s',
+        set: ['webhook.timeoutSeconds=60'],
+        messages: [/webhook\/timeoutSeconds/, /maximum: got 60, want 30/],
+      },
+      { name: 'a misspelt key', set: ['webhook.timeout=5'], messages: [/additional properties 'timeout' not allowed/] },
+      { name: 'zero replicas', set: ['replicas=0'], messages: [/\/replicas/, /minimum: got 0, want 1/] },
+      { name: 'a log level typo', set: ['logLevel=verbose'], messages: [/logLevel/] },
+      {
+        name: 'a malformed duration',
+        set: ['leaderElection.leaseDuration=15'],
+        messages: [/leaderElection\/leaseDuration/],
+      },
+      { name: 'malformed feature gates', set: ['featureGates=Foo'], messages: [/featureGates/] },
+      {
+        name: 'a string where a number belongs',
+        set: ['webhook.port=https'],
+        messages: [/webhook\/port/, /want integer/],
+      },
+      {
+        name: 'a bind address without a port',
+        set: ['metrics.bindAddress=127.0.0.1'],
+        messages: [/metrics\/bindAddress/],
+      },
+      {
+        name: 'a NetworkPolicy selector that is not a label selector',
+        set: ['networkPolicy.metrics.podSelector.app=x'],
+        messages: [/networkPolicy\/metrics\/podSelector/],
+      },
+      {
+        name: 'two replicas without leader election',
+        set: ['leaderElection.enabled=false'],
+        messages: [/leaderElection.enabled is false: every replica would reconcile/],
+      },
+      {
+        name: 'a grace period shorter than the drain',
+        set: ['terminationGracePeriodSeconds=10', 'webhook.drainSeconds=10'],
+        messages: [/terminationGracePeriodSeconds \(10\) must be at least webhook.drainSeconds \(10\) \+ 5/],
+      },
+      {
+        name: 'external mode without a Secret',
+        set: ['certificates.mode=external'],
+        messages: [/set certificates.secretName to your Secret/],
+      },
     ];
-    for (const [what, set, messages] of cases) {
-      test(what, async () => {
+    for (const { name, set, messages } of cases) {
+      test(name, async () => {
         const r = await helm(templateArgs({ set }));
         assert.notEqual(r.code, 0, `helm template --set ${set.join(',')} should fail`);
         for (const m of messages) assert.match(r.stderr, m);

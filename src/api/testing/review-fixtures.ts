@@ -1,5 +1,5 @@
 // AdmissionReview bodies for the webhook tests, as kube-apiserver sends them.
-import type { JsonObject } from '../src/api/defaults.ts';
+import type { JsonObject } from '../defaults.ts';
 
 /** A minimal apps.kruise.io/v1alpha1 DaemonSet as a user writes it. */
 export function daemonSetManifest(name = 'x'): JsonObject {
@@ -23,6 +23,9 @@ export interface ReviewOptions {
   group?: string;
   oldObject?: unknown;
   subResource?: string;
+  /** request.name and request.namespace (default x and ns). */
+  name?: string;
+  namespace?: string;
 }
 
 export function admissionReview(object: unknown, o: ReviewOptions = {}): JsonObject {
@@ -36,8 +39,8 @@ export function admissionReview(object: unknown, o: ReviewOptions = {}): JsonObj
       kind: { group, version, kind: o.kind ?? 'DaemonSet' },
       resource: { group, version, resource: 'daemonsets' },
       requestKind: { group, version, kind: o.kind ?? 'DaemonSet' },
-      name: 'x',
-      namespace: 'ns',
+      name: o.name ?? 'x',
+      namespace: o.namespace ?? 'ns',
       operation: o.operation ?? 'CREATE',
       userInfo: { username: 'admin' },
       object,

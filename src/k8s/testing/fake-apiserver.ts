@@ -8,8 +8,9 @@
 // resourceVersion, and exposes knobs to misbehave.
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { RestConfig } from '../../../src/k8s/client.ts';
-import type { KubeObject } from '../../../src/k8s/types.ts';
+import { after, before } from 'node:test';
+import { KubeClient, type RestConfig } from '../client.ts';
+import type { KubeObject } from '../types.ts';
 
 interface Watcher {
   collection: string;
@@ -429,4 +430,21 @@ function json(res: http.ServerResponse, code: number, body: unknown): void {
 
 function status(res: http.ServerResponse, code: number, reason: string, message: string): void {
   json(res, code, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason, message, code });
+}
+
+/**
+ * Starts `server` before the calling describe's tests, with a KubeClient on it (no client-side rate limit) handed
+ * to `onStarted`; closes both after them.
+ */
+export function startForSuite(server: FakeApiServer, onStarted: (client: KubeClient) => void): void {
+  let client: KubeClient | undefined;
+  before(async () => {
+    await server.start();
+    client = new KubeClient(server.restConfig(), { qps: 0 });
+    onStarted(client);
+  });
+  after(async () => {
+    client?.close();
+    await server.stop();
+  });
 }

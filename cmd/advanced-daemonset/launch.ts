@@ -1,9 +1,9 @@
-// dist/launch.mjs, the image's entrypoint: sizes V8's heap from the container's memory limit (heap.ts), then
+// dist/launch.mjs, the image's entrypoint: sizes V8's heap from the container's memory limit (src/cli/heap.ts), then
 // becomes `node <flags> --max-old-space-size=N dist/main.mjs <args>` through execve (same pid, so still PID 1
 // and the receiver of SIGTERM; no second process). Without a limit it loads main.mjs in this process.
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { heapFlags, readMemoryLimit } from './heap.ts';
+import { heapFlags, readMemoryLimit } from '../../src/cli/heap.ts';
 
 const main = join(dirname(fileURLToPath(import.meta.url)), 'main.mjs');
 const flags = heapFlags(process.execArgv, process.env.NODE_OPTIONS, readMemoryLimit());

@@ -8,8 +8,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { repoRoot } from './cluster/binaries.ts';
-import type { BenchResults } from '../bench/report.ts';
+import { repoRoot } from '../e2e/cluster/binaries.ts';
+import type { BenchResults } from './report.ts';
 
 const run = promisify(execFile);
 
@@ -68,8 +68,10 @@ describe('benchmarks smoke run', () => {
         r.webhook?.map((w) => `${w.webhook}/${w.mode}`),
         ['mutate/max', 'mutate/fixed', 'validate/max', 'validate/fixed', 'echo/max', 'echo/fixed'],
       );
+      // Sized to the app's cap on admission requests in flight, the load gets no 429 (counted apart) and no other
+      // refusal or error.
       for (const w of r.webhook ?? [])
-        assert.ok(w.requestsPerSecond > 0 && w.errors + w.non2xx === 0, JSON.stringify(w));
+        assert.ok(w.requestsPerSecond > 0 && w.errors + w.non2xx + w.tooMany === 0, JSON.stringify(w));
       assert.equal(r.planning?.length, 6);
       for (const p of r.planning ?? []) finite(`planning ${p.nodes} ${p.scenario}`, p.medianMs);
     },

@@ -130,11 +130,6 @@ export async function createKeyPair(): Promise<{ publicPem: string; privatePem: 
   return { publicPem: x509.PemConverter.encode(spki, 'PUBLIC KEY'), privatePem: await privateKeyPem(keys.privateKey) };
 }
 
-/** Expiry of the first certificate in a PEM bundle. */
-export function certificateNotAfter(certPem: string): Date {
-  return new x509.X509Certificate(certPem).notAfter;
-}
-
 /**
  * Writes `data` to `file` and leaves it at `mode`. writeFileSync's mode applies only when it creates the file (and
  * is reduced by the umask): an existing file, say a key that was 0644, would keep its permissions when

@@ -1,0 +1,19 @@
+// What every admission webhook entry of this project must say, whoever writes it (the manager through
+// certs/webhook-config.ts, or the Helm chart): one expectation for both their tests, written out here rather than
+// read from webhook-config.ts so that it checks the code instead of repeating it. Used by tests only.
+import assert from 'node:assert/strict';
+
+/** Fails closed, has no side effects, and sees only CREATE and UPDATE of apps.kruise.io/v1alpha1 daemonsets. */
+export function assertDaemonSetWebhookPolicy(w: { failurePolicy?: unknown; sideEffects?: unknown; rules?: unknown }) {
+  assert.equal(w.failurePolicy, 'Fail');
+  assert.equal(w.sideEffects, 'None');
+  assert.deepEqual(w.rules, [
+    {
+      apiGroups: ['apps.kruise.io'],
+      apiVersions: ['v1alpha1'],
+      resources: ['daemonsets'],
+      operations: ['CREATE', 'UPDATE'],
+      scope: 'Namespaced',
+    },
+  ]);
+}
