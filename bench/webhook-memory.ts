@@ -10,6 +10,7 @@ import { repoRoot } from '../e2e/cluster/binaries.ts';
 import { clusterDown, clusterUp, kubectl } from '../e2e/cluster/cluster.ts';
 import { startManager } from '../e2e/lib/manager.ts';
 import { MUTATE_PATH } from '../src/api/constants.ts';
+import { admissionReview } from '../src/api/testing/review-fixtures.ts';
 import { heapFlags } from '../src/cli/heap.ts';
 import { BODY_LIMIT } from '../webhook/limits.ts';
 import { rssMiB } from './lib/proc.ts';
@@ -52,28 +53,16 @@ export interface WebhookMemoryResult {
 
 /** An AdmissionReview of `bytes` or just under: a DaemonSet with as many minimal containers as fit. */
 export function maxSizeReview(bytes: number): string {
-  const head = JSON.stringify({
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: 'bench-max-size',
-      kind: { group: 'apps.kruise.io', version: 'v1alpha1', kind: 'DaemonSet' },
-      resource: { group: 'apps.kruise.io', version: 'v1alpha1', resource: 'daemonsets' },
-      name: 'big',
-      namespace: 'bench',
-      operation: 'CREATE',
-      userInfo: { username: 'bench' },
-      object: {
-        apiVersion: 'apps.kruise.io/v1alpha1',
-        kind: 'DaemonSet',
-        metadata: { name: 'big', namespace: 'bench' },
-        spec: {
-          selector: { matchLabels: { app: 'big' } },
-          template: { metadata: { labels: { app: 'big' } }, spec: { containers: ['CONTAINERS'] } },
-        },
-      },
+  const object = {
+    apiVersion: 'apps.kruise.io/v1alpha1',
+    kind: 'DaemonSet',
+    metadata: { name: 'big', namespace: 'bench' },
+    spec: {
+      selector: { matchLabels: { app: 'big' } },
+      template: { metadata: { labels: { app: 'big' } }, spec: { containers: ['CONTAINERS'] } },
     },
-  });
+  };
+  const head = JSON.stringify(admissionReview(object, { uid: 'bench-max-size', name: 'big', namespace: 'bench' }));
   const [before, after] = head.split('"CONTAINERS"') as [string, string];
   const parts: string[] = [];
   let size = before.length + after.length;

@@ -10,6 +10,7 @@ import fastJsonPatch from 'fast-json-patch';
 import { createCA, createLeaf } from '../src/pki/pki.ts';
 import { repoRoot } from '../e2e/cluster/binaries.ts';
 import { MUTATE_PATH, VALIDATE_PATH } from '../src/api/constants.ts';
+import { admissionReview } from '../src/api/testing/review-fixtures.ts';
 import { handleAdmissionReview, mutateDaemonSet } from '../webhook/admission.ts';
 import { cpuSeconds } from './lib/proc.ts';
 import { NODE } from './lib/programs.ts';
@@ -115,25 +116,7 @@ function daemonSet(): Record<string, unknown> {
 }
 
 function review(object: unknown): string {
-  return JSON.stringify({
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: '705ab4f5-6393-11e8-b7cc-42010a800002',
-      kind: { group: 'apps.kruise.io', version: 'v1alpha1', kind: 'DaemonSet' },
-      resource: { group: 'apps.kruise.io', version: 'v1alpha1', resource: 'daemonsets' },
-      requestKind: { group: 'apps.kruise.io', version: 'v1alpha1', kind: 'DaemonSet' },
-      requestResource: { group: 'apps.kruise.io', version: 'v1alpha1', resource: 'daemonsets' },
-      name: 'node-exporter',
-      namespace: 'monitoring',
-      operation: 'CREATE',
-      userInfo: { username: 'kubernetes-admin', groups: ['system:masters', 'system:authenticated'] },
-      object,
-      oldObject: null,
-      dryRun: false,
-      options: { apiVersion: 'meta.k8s.io/v1', kind: 'CreateOptions', fieldManager: 'kubectl-client-side-apply' },
-    },
-  });
+  return JSON.stringify(admissionReview(object, { name: 'node-exporter', namespace: 'monitoring' }));
 }
 
 /** Mutate gets the object as written; validate gets it after defaulting, as the apiserver sends it. */
