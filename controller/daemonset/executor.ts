@@ -39,6 +39,7 @@ import { objectKey, type ControllerRevision, type Pod } from '../../src/k8s/type
 import { errorMessage as message, ignoreNotFound, newAggregate } from '../runtime/errors.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { ResourceVersionExpectations, UIDTrackingControllerExpectations } from '../runtime/expectations.ts';
+import { monotonic } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/log.ts';
 import { slowStartBatch } from '../runtime/slowstart.ts';
 import type { WorkQueue } from '../runtime/workqueue.ts';
@@ -126,7 +127,7 @@ export class SyncExecutor {
       status: step.status,
       statusChanged: step.statusChanged,
       actedOnPods: [plan, step].some((s) => s.creates.length + s.deletes.length + s.inPlaceUpdates.length > 0),
-      sinceLastWriteMs: lastWrite === undefined ? undefined : Date.now() - lastWrite,
+      sinceLastWriteMs: lastWrite === undefined ? undefined : monotonic() - lastWrite,
     });
     if (write.action === 'write') errors.push(await this.writeStatus(ds, key, step, log));
 
@@ -163,7 +164,7 @@ export class SyncExecutor {
 
   /** Writes the step's status over the copy this sync planned on; returns the error, if any. */
   private async writeStatus(ds: DaemonSet, key: string, step: PlanStep, log: Logger): Promise<unknown> {
-    this.lastStatusWrite.set(key, Date.now());
+    this.lastStatusWrite.set(key, monotonic());
     try {
       // Only over the copy this sync planned on (resourceVersion precondition, as upstream's UpdateStatus): a
       // status never replaces a newer one, whoever wrote it.
@@ -237,7 +238,7 @@ export class SyncExecutor {
     const namespace = ds.metadata.namespace ?? '';
     const podKey = `${namespace}/${u.podName}`;
     const failed = this.inPlaceFailures.get(podKey);
-    const waitMs = inPlaceRetryWaitMs(failed, u.toHash, Date.now());
+    const waitMs = inPlaceRetryWaitMs(failed, u.toHash, monotonic());
     if (waitMs > 0) {
       log.debug({ pod: u.podName, retryAt: failed?.retryAt }, 'in-place update backing off after a failure');
       this.o.queue.addAfter(key, waitMs);
@@ -281,7 +282,7 @@ export class SyncExecutor {
           outcome = `; restoring its InPlaceUpdateReady condition failed too (${message(revertErr)}), the next sync sets it True`;
         }
       }
-      const now = Date.now();
+      const now = monotonic();
       const next = nextInPlaceFailure(failed, u.toHash, now);
       for (const [k, f] of this.inPlaceFailures) if (inPlaceFailureExpired(f, now)) this.inPlaceFailures.delete(k);
       this.inPlaceFailures.set(podKey, next);
