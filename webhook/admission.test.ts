@@ -3,7 +3,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { handleAdmissionReview, mutateDaemonSet, validateDaemonSetAdmission } from './admission.ts';
-import { admissionReview, daemonSetManifest } from '../src/api/testing/review-fixtures.ts';
+import fastJsonPatch from 'fast-json-patch';
+import { defaultDaemonSet } from '../src/api/defaults.ts';
+import { SPEC_UPDATE_FORBIDDEN_V1BETA1 } from '../src/api/validation.ts';
+import { admissionReview, daemonSetManifest, daemonSetManifestV1beta1 } from '../src/api/testing/review-fixtures.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -41,9 +44,22 @@ describe('handleAdmissionReview: reviews the webhook cannot handle get an errore
   const cases: { name: string; body: unknown; code: number; message: string }[] = [
     {
       name: 'unknown version (Kruise: "unsupported version")',
+      body: admissionReview({ ...daemonSetManifest(), apiVersion: 'apps.kruise.io/v2' }),
+      code: 400,
+      message: 'unsupported version: v2',
+    },
+    {
+      name: 'object apiVersion other than request.kind',
       body: admissionReview(daemonSetManifest(), { version: 'v1beta1' }),
       code: 400,
-      message: 'unsupported version: v1beta1',
+      message: 'request.object apiVersion "apps.kruise.io/v1alpha1" does not match request.kind apps.kruise.io/v1beta1',
+    },
+    {
+      name: 'oldObject apiVersion other than request.kind',
+      body: admissionReview(daemonSetManifestV1beta1(), { operation: 'UPDATE', oldObject: daemonSetManifest() }),
+      code: 400,
+      message:
+        'request.oldObject apiVersion "apps.kruise.io/v1alpha1" does not match request.kind apps.kruise.io/v1beta1',
     },
     {
       name: 'unknown kind',
@@ -238,5 +254,172 @@ describe('hostile objects: a 400 naming the field, never an exception', () => {
     assert.ok(!JSON.stringify(patchOf(hostile)).includes('__proto__'));
     const validated = handleAdmissionReview(admissionReview(JSON.parse(text)), validateDaemonSetAdmission);
     assert.equal(validated.cause, undefined);
+  });
+});
+
+describe('v1beta1 reviews: defaulting and validation of the version the object is sent in', () => {
+  const UID = '705ab4f5-6393-11e8-b7cc-42010a800002';
+  const RU = 'spec.updateStrategy.rollingUpdate';
+  const SURGING_REFUSED = `${RU}.rollingUpdateType: Unsupported value: "Surging": supported values: "Standard", "InPlaceIfPossible"`;
+  const v1beta1 = (edit: (d: any) => void = () => {}): any => {
+    const ds: any = daemonSetManifestV1beta1();
+    edit(ds);
+    return ds;
+  };
+  const patchOf = (out: any) => JSON.parse(Buffer.from(out.body.response.patch, 'base64').toString());
+  const byPath = (ops: any[]) => [...ops].sort((a, b) => a.path.localeCompare(b.path));
+
+  test('the review names v1beta1 (request.kind follows the object)', () => {
+    const review: any = admissionReview(v1beta1());
+    assert.deepEqual(review.request.kind, { group: 'apps.kruise.io', version: 'v1beta1', kind: 'DaemonSet' });
+  });
+
+  test('mutate: the v1beta1 defaults as a JSON patch on the object as sent, which applies', () => {
+    const ds = v1beta1((d) => (d.spec.scaleStrategy = { partitionedScaling: true }));
+    const out: any = handleAdmissionReview(admissionReview(ds), mutateDaemonSet);
+    assert.equal(out.verdict, 'patched');
+    assert.equal(out.body.response.uid, UID);
+    assert.equal(out.body.response.patchType, 'JSONPatch');
+    const patch = patchOf(out);
+    assert.deepEqual(
+      byPath(patch.filter((op: any) => !op.path.startsWith('/spec/template'))),
+      byPath([
+        { op: 'add', path: '/spec/burstReplicas', value: 250 },
+        {
+          op: 'add',
+          path: '/spec/updateStrategy',
+          value: {
+            type: 'RollingUpdate',
+            rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 },
+          },
+        },
+        { op: 'add', path: '/spec/revisionHistoryLimit', value: 10 },
+      ]),
+    );
+    const patched: any = fastJsonPatch.applyPatch(structuredClone(ds), patch, true).newDocument;
+    assert.equal(patched.apiVersion, 'apps.kruise.io/v1beta1');
+    assert.deepEqual(patched.spec.scaleStrategy, { partitionedScaling: true });
+    assert.deepEqual(patched, defaultDaemonSet(ds, undefined, 'v1beta1'));
+  });
+
+  test('mutate: Surging is not rewritten in v1beta1 (the validating webhook refuses it)', () => {
+    const ds = v1beta1(
+      (d) => (d.spec.updateStrategy = { rollingUpdate: { rollingUpdateType: 'Surging', maxSurge: 1 } }),
+    );
+    const patch = patchOf(handleAdmissionReview(admissionReview(ds), mutateDaemonSet));
+    assert.ok(!patch.some((op: any) => op.path.includes('rollingUpdateType')), JSON.stringify(patch));
+    // The same object sent as v1alpha1 is rewritten, as before.
+    const asV1alpha1 = patchOf(
+      handleAdmissionReview(admissionReview({ ...ds, apiVersion: 'apps.kruise.io/v1alpha1' }), mutateDaemonSet),
+    );
+    assert.ok(
+      asV1alpha1.some(
+        (op: any) => op.path === '/spec/updateStrategy/rollingUpdate/rollingUpdateType' && op.value === 'Standard',
+      ),
+      JSON.stringify(asV1alpha1),
+    );
+  });
+
+  test('validate: a defaulted v1beta1 object with partitionedScaling and a percent partition is allowed', () => {
+    const ds = defaultDaemonSet(
+      v1beta1((d) => {
+        d.spec.scaleStrategy = { partitionedScaling: true };
+        d.spec.updateStrategy = { rollingUpdate: { partition: '30%', rollingUpdateType: 'InPlaceIfPossible' } };
+      }),
+      undefined,
+      'v1beta1',
+    );
+    const out: any = handleAdmissionReview(admissionReview(ds), validateDaemonSetAdmission);
+    assert.deepEqual(out.body.response, { uid: UID, allowed: true });
+  });
+
+  const refusals: { name: string; edit: (d: any) => void; fields: string[]; message: string }[] = [
+    {
+      name: "Surging, with Kruise's v1beta1 list of types",
+      edit: (d) => (d.spec.updateStrategy.rollingUpdate.rollingUpdateType = 'Surging'),
+      fields: [`${RU}.rollingUpdateType`],
+      message: `DaemonSet.apps.kruise.io "x" is invalid: ${SURGING_REFUSED}`,
+    },
+    {
+      name: 'a partition above 100%',
+      edit: (d) => (d.spec.updateStrategy.rollingUpdate.partition = '150%'),
+      fields: [`${RU}.partition`],
+      message: `DaemonSet.apps.kruise.io "x" is invalid: ${RU}.partition: Invalid value: "150%": must not be greater than 100%`,
+    },
+    {
+      name: 'a negative partition and InPlaceIfPossible with maxSurge',
+      edit: (d) =>
+        Object.assign(d.spec.updateStrategy.rollingUpdate, {
+          partition: -1,
+          rollingUpdateType: 'InPlaceIfPossible',
+          maxSurge: 1,
+          maxUnavailable: 0,
+        }),
+      fields: [`${RU}.maxSurge`, `${RU}.partition`],
+      message: `DaemonSet.apps.kruise.io "x" is invalid: [${RU}.maxSurge: Invalid value: "1": must be 0 for InPlaceIfPossible type, ${RU}.partition: Invalid value: "-1": must be greater than or equal to 0]`,
+    },
+  ];
+  for (const row of refusals)
+    test(`validate: ${row.name} → 422 Invalid with the field paths`, () => {
+      const ds: any = defaultDaemonSet(v1beta1(), undefined, 'v1beta1');
+      row.edit(ds);
+      const out: any = handleAdmissionReview(admissionReview(ds), validateDaemonSetAdmission);
+      assert.equal(out.verdict, 'denied');
+      const status = out.body.response.status;
+      assert.equal(status.code, 422);
+      assert.equal(status.reason, 'Invalid');
+      assert.equal(status.message, row.message);
+      assert.deepEqual(
+        status.details.causes.map((c: any) => c.field),
+        row.fields,
+      );
+    });
+
+  test('mutate and validate: partitionedScaling of the wrong type is a 400 naming the field (v1beta1 schema)', () => {
+    const ds = v1beta1((d) => (d.spec.scaleStrategy = { partitionedScaling: 'true' }));
+    for (const handler of [mutateDaemonSet, validateDaemonSetAdmission]) {
+      const out: any = handleAdmissionReview(admissionReview(ds), handler);
+      const status = out.body.response.status;
+      assert.equal(status.code, 400);
+      assert.equal(status.reason, 'BadRequest');
+      assert.equal(status.details.causes[0].field, 'spec.scaleStrategy.partitionedScaling');
+      assert.match(status.message, /must be of type boolean: "string"/);
+    }
+    // In a v1alpha1 review scaleStrategy is no field (the apiserver prunes it): not this webhook's to refuse.
+    const asV1alpha1 = { ...ds, apiVersion: 'apps.kruise.io/v1alpha1' };
+    const out: any = handleAdmissionReview(admissionReview(defaultDaemonSet(asV1alpha1)), validateDaemonSetAdmission);
+    assert.equal(out.body.response.allowed, true);
+  });
+
+  test("validate UPDATE: scaleStrategy may change; a selector change gets Kruise's v1beta1 text", () => {
+    const old = defaultDaemonSet(v1beta1(), undefined, 'v1beta1');
+    const scaled: any = structuredClone(old);
+    scaled.spec.scaleStrategy = { partitionedScaling: true };
+    const allowedOut: any = handleAdmissionReview(
+      admissionReview(scaled, { operation: 'UPDATE', oldObject: old }),
+      validateDaemonSetAdmission,
+    );
+    assert.deepEqual(allowedOut.body.response, { uid: UID, allowed: true });
+    const reselected: any = structuredClone(old);
+    reselected.spec.selector.matchExpressions = [{ key: 'tier', operator: 'DoesNotExist' }];
+    const out: any = handleAdmissionReview(
+      admissionReview(reselected, { operation: 'UPDATE', oldObject: old }),
+      validateDaemonSetAdmission,
+    );
+    const status = out.body.response.status;
+    assert.equal(status.code, 422);
+    assert.equal(
+      status.message,
+      `DaemonSet.apps.kruise.io "x" is invalid: spec: Forbidden: ${SPEC_UPDATE_FORBIDDEN_V1BETA1}`,
+    );
+  });
+
+  test('status subresource and DELETE reviews in v1beta1 are admitted as they are', () => {
+    for (const review of [
+      admissionReview(null, { operation: 'DELETE', oldObject: v1beta1(), version: 'v1beta1' }),
+      admissionReview(v1beta1(), { operation: 'UPDATE', subResource: 'status', oldObject: v1beta1() }),
+    ])
+      for (const handler of [mutateDaemonSet, validateDaemonSetAdmission])
+        assert.deepEqual((handleAdmissionReview(review, handler).body as any).response, { uid: UID, allowed: true });
   });
 });

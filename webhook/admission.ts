@@ -1,6 +1,6 @@
 // AdmissionReview handling as pure functions: body in, HTTP status + body + verdict out. No I/O, no API calls;
 // the Fastify layer (app.ts) only parses, times and logs around these.
-import { API_GROUP, KIND, VERSION } from '../src/api/constants.ts';
+import { API_GROUP, isServedVersion, KIND, type ServedVersion } from '../src/api/constants.ts';
 import { defaultingPatch, isObject, type JsonObject } from '../src/api/defaults.ts';
 import { invalidStatus, type FieldError } from '../src/api/field.ts';
 import { jsonTypeName, nestingError } from '../src/api/shape.ts';
@@ -101,23 +101,45 @@ function objectKey(req: AdmissionRequest): string {
   return namespace ? `${namespace}/${name}` : name;
 }
 
+/** `object.apiVersion` when it names another version than `version` (an absent, null or empty one is not checked). */
+function apiVersionMismatch(obj: unknown, version: ServedVersion): string | undefined {
+  const apiVersion = isObject(obj) ? obj.apiVersion : undefined;
+  if (apiVersion === undefined || apiVersion === null || apiVersion === '') return undefined;
+  if (apiVersion === `${API_GROUP}/${version}`) return undefined;
+  return typeof apiVersion === 'string' ? JSON.stringify(cut(apiVersion)) : jsonTypeName(apiVersion);
+}
+
 /**
- * Checks the request is for an apps.kruise.io/v1alpha1 DaemonSet with decodable objects; returns the error
- * response when not (Kruise answers these with an errored review, code 400).
+ * Checks the request is for an apps.kruise.io DaemonSet of a served version with decodable objects in that
+ * version, and returns that version; or the error response when not (Kruise answers these with an errored review,
+ * code 400: "unsupported version" in
+ * https://github.com/openkruise/kruise/blob/v1.9.0/pkg/webhook/daemonset/validating/daemonset_create_update_handler.go).
+ * The version is request.kind.version: the apiserver sends the objects in the version the webhook registered for.
  */
-function checkRequest(req: AdmissionRequest): Response | undefined {
+function checkRequest(req: AdmissionRequest): { error: Response } | { version: ServedVersion } {
   const { group, version, kind } = req.kind;
   if (typeof group !== 'string' || typeof version !== 'string' || typeof kind !== 'string')
-    return errored(400, 'request.kind is not a group, version and kind of strings');
+    return { error: errored(400, 'request.kind is not a group, version and kind of strings') };
   if (group !== API_GROUP || kind !== KIND)
-    return errored(400, `unsupported kind: ${cut(group)}/${cut(version)}, Kind=${cut(kind)}`);
-  if (version !== VERSION) return errored(400, `unsupported version: ${cut(version)}`);
+    return { error: errored(400, `unsupported kind: ${cut(group)}/${cut(version)}, Kind=${cut(kind)}`) };
+  // Kruise's text; the webhook configurations register only the served versions (SERVED_VERSIONS).
+  if (!isServedVersion(version)) return { error: errored(400, `unsupported version: ${cut(version)}`) };
   if (req.operation === 'CREATE' || req.operation === 'UPDATE') {
-    if (!isObject(req.object)) return errored(400, 'request.object is not a JSON object');
+    if (!isObject(req.object)) return { error: errored(400, 'request.object is not a JSON object') };
     if (req.operation === 'UPDATE' && !isObject(req.oldObject))
-      return errored(400, 'request.oldObject is not a JSON object');
+      return { error: errored(400, 'request.oldObject is not a JSON object') };
   }
-  return undefined;
+  for (const [name, obj] of [
+    ['request.object', req.object],
+    ['request.oldObject', req.oldObject],
+  ] as const) {
+    const other = apiVersionMismatch(obj, version);
+    if (other)
+      return {
+        error: errored(400, `${name} apiVersion ${other} does not match request.kind ${API_GROUP}/${version}`),
+      };
+  }
+  return { version };
 }
 
 /** Only CREATE and UPDATE of the main resource are checked; everything else is let through. */
@@ -130,8 +152,8 @@ const admitsAsIs = (req: AdmissionRequest) =>
  * causes of an Invalid status. The old object (already stored) is only measured: its shape is not the user's to
  * fix in this request, and it is only ever compared, never walked alone.
  */
-function shapeResponse(req: AdmissionRequest): Response | undefined {
-  let errors: FieldError[] = shapeErrors(req.object as JsonObject);
+function shapeResponse(req: AdmissionRequest, version: ServedVersion): Response | undefined {
+  let errors: FieldError[] = shapeErrors(req.object as JsonObject, version);
   if (errors.length === 0 && req.operation === 'UPDATE') {
     const oldTooDeep = nestingError(req.oldObject, 'oldObject');
     if (oldTooDeep) errors = [oldTooDeep];
@@ -141,15 +163,19 @@ function shapeResponse(req: AdmissionRequest): Response | undefined {
   return denied({ ...status, reason: 'BadRequest', code: 400 });
 }
 
-/** The mutating webhook: Kruise defaults and, for a new or changed template, apps/v1 template defaults. */
+/**
+ * The mutating webhook: Kruise defaults of the request's version and, for a new or changed template, apps/v1
+ * template defaults. The patch's paths are into the object as sent, in its version.
+ */
 export const mutateDaemonSet: AdmissionHandler = (req) => {
-  const error = checkRequest(req);
-  if (error) return error;
+  const checked = checkRequest(req);
+  if ('error' in checked) return checked.error;
+  const { version } = checked;
   if (admitsAsIs(req)) return allowed();
-  const malformed = shapeResponse(req);
+  const malformed = shapeResponse(req, version);
   if (malformed) return malformed;
   const old = req.operation === 'UPDATE' ? (req.oldObject as JsonObject) : undefined;
-  const patch = defaultingPatch(req.object as JsonObject, old);
+  const patch = defaultingPatch(req.object as JsonObject, old, version);
   // Measured op by op before the one big JSON.stringify, which a hostile object could make tens of MiB.
   if (jsonSizeWithin(patch, MAX_PATCH_BYTES) === undefined)
     return errored(
@@ -159,16 +185,19 @@ export const mutateDaemonSet: AdmissionHandler = (req) => {
   return patched(patch);
 };
 
-/** The validating webhook: a rejection is 422 Invalid with one cause per field error. */
+/** The validating webhook, by the request's version: a rejection is 422 Invalid with one cause per field error. */
 export const validateDaemonSetAdmission: AdmissionHandler = (req) => {
-  const error = checkRequest(req);
-  if (error) return error;
+  const checked = checkRequest(req);
+  if ('error' in checked) return checked.error;
+  const { version } = checked;
   if (admitsAsIs(req)) return allowed();
-  const malformed = shapeResponse(req);
+  const malformed = shapeResponse(req, version);
   if (malformed) return malformed;
   const obj = req.object as JsonObject;
   const errors =
-    req.operation === 'UPDATE' ? validateDaemonSetUpdate(obj, req.oldObject as JsonObject) : validateDaemonSet(obj);
+    req.operation === 'UPDATE'
+      ? validateDaemonSetUpdate(obj, req.oldObject as JsonObject, version)
+      : validateDaemonSet(obj, version);
   if (errors.length === 0) return allowed();
   return denied(invalidStatus(API_GROUP, KIND, objectName(req), errors));
 };

@@ -1,5 +1,5 @@
-// Seeded fuzzing of the real webhook app through `inject`: valid DaemonSets (the test fixtures and a template
-// that uses most of core/v1) with random subtrees replaced by wrong types, nulls, huge or negative numbers,
+// Seeded fuzzing of the real webhook app through `inject`: valid DaemonSets of both served versions (the test
+// fixtures and a template that uses most of core/v1, as v1alpha1 and as v1beta1) with random subtrees replaced by wrong types, nulls, huge or negative numbers,
 // `__proto__` / `constructor` / `prototype` keys, deep nesting, dropped fields, and random changes to the review
 // around them. Every reply must be a valid AdmissionReview that carries the request's uid (or a 4xx for a body
 // that is no review), never a 5xx and never an error code 5xx inside the review, and every patch must apply
@@ -11,7 +11,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fastJsonPatch from 'fast-json-patch';
 import { pino } from 'pino';
-import { MUTATE_PATH, VALIDATE_PATH } from '../src/api/constants.ts';
+import { API_GROUP, MUTATE_PATH, VALIDATE_PATH, VERSION, type ServedVersion } from '../src/api/constants.ts';
 import { defaultDaemonSet, defaultingPatch, type JsonObject } from '../src/api/defaults.ts';
 import { MAX_NESTING_DEPTH, nestingError } from '../src/api/shape.ts';
 import { validateDaemonSet, validateDaemonSetUpdate } from '../src/api/validation.ts';
@@ -85,12 +85,25 @@ function bases(): JsonObject[] {
   };
   rich.spec.lifecycle = { preDelete: { labelsHandler: { 'example.com/block': 'true' } } };
   rich.spec.minReadySeconds = 3;
-  return [
+  const v1alpha1 = [
     daemonSetManifest(),
     rich,
     newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 }, burstReplicas: '50%' }),
     newDaemonSet({ strategy: 'OnDelete', templateSpec: { hostNetwork: true } }),
   ].map((o) => JSON.parse(JSON.stringify(o)) as JsonObject);
+  // The same objects as v1beta1, with partitionedScaling; the rich one keeps Surging, which v1beta1 refuses.
+  const v1beta1 = v1alpha1.map((o, i) => {
+    const b: any = structuredClone(o);
+    b.apiVersion = `${API_GROUP}/v1beta1`;
+    if (i % 2 === 0) b.spec.scaleStrategy = { partitionedScaling: i === 0 };
+    return b as JsonObject;
+  });
+  return [...v1alpha1, ...v1beta1];
+}
+
+/** The version a base object is written in. */
+function versionOf(obj: JsonObject): ServedVersion {
+  return obj.apiVersion === `${API_GROUP}/v1beta1` ? 'v1beta1' : VERSION;
 }
 
 /** A marker replaced in the JSON text by a nesting too deep for JSON.stringify to build. */
@@ -215,12 +228,15 @@ function reviewText(r: Rand, review: unknown): string {
 
 function buildReview(r: Rand, base: JsonObject[], uid: string): { text: string; object: unknown } {
   const obj = structuredClone(pick(r, base));
+  const version = versionOf(obj);
   const update = r() < 0.35;
-  const old = update ? defaultDaemonSet(structuredClone(pick(r, base))) : undefined;
+  const sameVersion = base.filter((b) => versionOf(b) === version);
+  const old = update ? defaultDaemonSet(structuredClone(pick(r, sameVersion)), undefined, version) : undefined;
   if (r() < 0.9) mutate(r, obj);
   if (old && r() < 0.2) mutate(r, old);
   const review: any = admissionReview(obj, {
     uid,
+    version,
     operation: update ? 'UPDATE' : 'CREATE',
     ...(old ? { oldObject: old } : {}),
     apiVersion: r() < 0.8 ? 'admission.k8s.io/v1' : 'admission.k8s.io/v1beta1',
@@ -323,17 +339,18 @@ test(`defaulting and validation, without the shape check in front, never throw o
   const base = bases();
   for (let i = 0; i < REVIEWS; i++) {
     const obj = structuredClone(pick(r, base));
+    const version = versionOf(obj);
     mutate(r, obj);
     const text = JSON.stringify(obj);
     // Deep values are the shape check's to refuse: these functions recurse.
     if (text.includes(JSON.stringify(DEEP_MARK)) || nestingError(obj)) continue;
-    const old = r() < 0.3 ? defaultDaemonSet(structuredClone(pick(r, base))) : undefined;
-    const where = () => `object ${i} (seed ${SEED}): ${text.slice(0, 2000)}`;
+    const old = r() < 0.3 ? defaultDaemonSet(structuredClone(pick(r, base)), undefined, version) : undefined;
+    const where = () => `object ${i} as ${version} (seed ${SEED}): ${text.slice(0, 2000)}`;
     try {
-      const patch = defaultingPatch(obj, old);
+      const patch = defaultingPatch(obj, old, version);
       fastJsonPatch.applyPatch(JSON.parse(text), patch, true);
-      if (old) validateDaemonSetUpdate(obj, old);
-      else validateDaemonSet(obj);
+      if (old) validateDaemonSetUpdate(obj, old, version);
+      else validateDaemonSet(obj, version);
     } catch (err) {
       assert.fail(`${(err as Error).stack}\n${where()}`);
     }

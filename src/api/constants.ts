@@ -3,6 +3,16 @@
 export const API_GROUP = 'apps.kruise.io';
 export const VERSION = 'v1alpha1';
 export const API_VERSION = 'apps.kruise.io/v1alpha1';
+/** v1beta1: served next to v1alpha1 and the storage version, as in Kruise 1.9
+ * (https://github.com/openkruise/kruise/blob/v1.9.0/apis/apps/v1beta1/daemonset_types.go). */
+export const V1BETA1 = 'v1beta1';
+export const API_VERSION_V1BETA1 = 'apps.kruise.io/v1beta1';
+/** The versions the CRD serves, oldest first. */
+export const SERVED_VERSIONS = [VERSION, V1BETA1] as const;
+export type ServedVersion = (typeof SERVED_VERSIONS)[number];
+export const isServedVersion = (v: unknown): v is ServedVersion => SERVED_VERSIONS.includes(v as ServedVersion);
+/** The CRD's default storage version (Kruise 1.9 stores v1beta1). */
+export const STORAGE_VERSION = V1BETA1;
 export const KIND = 'DaemonSet';
 export const LIST_KIND = 'DaemonSetList';
 export const PLURAL = 'daemonsets';
@@ -14,6 +24,8 @@ export const RESOURCE = `${PLURAL}.${API_GROUP}`;
 /** Webhook paths, as kruise-manager serves them. */
 export const MUTATE_PATH = '/mutate-apps-kruise-io-daemonset';
 export const VALIDATE_PATH = '/validate-apps-kruise-io-daemonset';
+/** CRD conversion webhook path (ConversionReview), on the same server as admission. */
+export const CONVERT_PATH = '/convert';
 
 // Defaults (SetDefaultsDaemonSet).
 export const DEFAULT_BURST_REPLICAS = 250;

@@ -1,20 +1,28 @@
 // The committed CRD must be what the generator makes from schema.ts; the CRD itself must have what kubectl and
 // Kruise users rely on (structural schema with descriptions, preserved pod template, status subresource, short
-// names, printer columns; docs/kruise-rules.md#api).
+// names, printer columns; docs/kruise-rules.md#api), in both served versions, with v1beta1 stored by default and
+// conversion through the webhook when it is given one (as Kruise 1.9's CRD:
+// https://github.com/openkruise/kruise/blob/v1.9.0/apis/apps/v1beta1/daemonset_types.go).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { SERVED_VERSIONS, STORAGE_VERSION } from './constants.ts';
 import { crdObject, openAPIV3Schema } from './crd.ts';
 import { CRD_PATH, renderCrdYaml } from './gen-crd.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
+
+const versionsOf = (crd: any): any[] => crd.spec.versions;
+const versionNamed = (crd: any, name: string): any => versionsOf(crd).find((v) => v.name === name);
+const rollingUpdateOf = (version: (typeof SERVED_VERSIONS)[number]): any =>
+  (openAPIV3Schema(version) as any).properties.spec.properties.updateStrategy.properties.rollingUpdate;
 
 describe('CRD', () => {
   test('the committed chart CRD is not stale (run `npm run gen:crd` after editing src/api/schema.ts)', () => {
     assert.equal(readFileSync(CRD_PATH, 'utf8'), renderCrdYaml(), `${CRD_PATH} differs from the generator`);
   });
 
-  test('names, scope, status subresource and short names', () => {
+  test('names, scope and short names', () => {
     const crd: any = crdObject();
     assert.equal(crd.metadata.name, 'daemonsets.apps.kruise.io');
     assert.deepEqual(crd.spec.names, {
@@ -25,61 +33,162 @@ describe('CRD', () => {
       shortNames: ['daemon', 'ads'],
     });
     assert.equal(crd.spec.scope, 'Namespaced');
-    assert.deepEqual(crd.spec.versions[0].subresources, { status: {} });
   });
 
-  test('printer columns, CONTAINERS and IMAGES only at -o wide', () => {
-    const cols: any[] = (crdObject() as any).spec.versions[0].additionalPrinterColumns;
+  test('serves v1alpha1 and v1beta1, each with the status subresource; v1beta1 is stored by default', () => {
+    const crd: any = crdObject();
+    assert.deepEqual(SERVED_VERSIONS, ['v1alpha1', 'v1beta1']);
+    assert.equal(STORAGE_VERSION, 'v1beta1');
     assert.deepEqual(
-      cols.map((c) => [c.name, c.jsonPath, c.priority ?? 0]),
+      versionsOf(crd).map((v) => [v.name, v.served, v.storage, v.subresources]),
       [
-        ['DESIRED', '.status.desiredNumberScheduled', 0],
-        ['CURRENT', '.status.currentNumberScheduled', 0],
-        ['READY', '.status.numberReady', 0],
-        ['UP-TO-DATE', '.status.updatedNumberScheduled', 0],
-        ['AVAILABLE', '.status.numberAvailable', 0],
-        ['AGE', '.metadata.creationTimestamp', 0],
-        ['CONTAINERS', '.spec.template.spec.containers[*].name', 1],
-        ['IMAGES', '.spec.template.spec.containers[*].image', 1],
+        ['v1alpha1', true, false, { status: {} }],
+        ['v1beta1', true, true, { status: {} }],
       ],
     );
   });
 
-  test('structural: every node has a type (or int-or-string / preserve-unknown-fields) and no forbidden keywords', () => {
-    const problems: string[] = [];
-    const walk = (node: any, at: string) => {
-      if (!node['x-kubernetes-int-or-string'] && !node.type) problems.push(`${at}: no type`);
-      for (const k of ['$id', '$schema', 'patternProperties', 'const', 'additionalItems'])
-        if (k in node) problems.push(`${at}: ${k}`);
-      for (const [name, child] of Object.entries(node.properties ?? {})) walk(child, `${at}.${name}`);
-      if (node.items) walk(node.items, `${at}[]`);
-      if (typeof node.additionalProperties === 'object') walk(node.additionalProperties, `${at}{}`);
-    };
-    walk(openAPIV3Schema(), '');
-    assert.deepEqual(problems, []);
+  test('storageVersion v1alpha1 keeps v1alpha1 as the one storage version', () => {
+    const crd: any = crdObject({ storageVersion: 'v1alpha1' });
+    assert.deepEqual(
+      versionsOf(crd).map((v) => [v.name, v.storage]),
+      [
+        ['v1alpha1', true],
+        ['v1beta1', false],
+      ],
+    );
+    assert.throws(() => crdObject({ storageVersion: 'v2' as any }), /storage version v2 is not served/);
   });
 
-  test('descriptions for kubectl explain; pod template preserved as Kruise does', () => {
-    const spec: any = (openAPIV3Schema() as any).properties.spec;
-    const partition = spec.properties.updateStrategy.properties.rollingUpdate.properties.partition;
-    assert.match(partition.description, /remain at the old revision/);
-    assert.equal(partition['x-kubernetes-int-or-string'], true);
-    assert.equal(spec.properties.template['x-kubernetes-preserve-unknown-fields'], true);
-    assert.deepEqual(spec.required, ['selector', 'template']);
-    const missing: string[] = [];
-    const walk = (node: any, at: string) => {
-      for (const [name, child] of Object.entries<any>(node.properties ?? {})) {
-        if (!child.description && name !== 'metadata') missing.push(`${at}.${name}`);
-        walk(child, `${at}.${name}`);
-      }
-    };
-    walk(openAPIV3Schema(), '');
-    assert.deepEqual(missing, [], 'every field has a description');
+  test('conversion: None without a client config, Webhook (ConversionReview v1) with one', () => {
+    assert.deepEqual((crdObject() as any).spec.conversion, { strategy: 'None' });
+    const rows = [
+      { service: { namespace: 'kruise-system', name: 'advanced-daemonset-webhook', path: '/convert', port: 443 }, caBundle: 'Q0E=' },
+      { url: 'https://127.0.0.1:9443/convert', caBundle: 'Q0E=' },
+    ]; // prettier-ignore
+    for (const clientConfig of rows)
+      assert.deepEqual((crdObject({ conversion: clientConfig }) as any).spec.conversion, {
+        strategy: 'Webhook',
+        webhook: { conversionReviewVersions: ['v1'], clientConfig },
+      });
   });
 
-  test('status has daemonSetHash and collisionCount', () => {
-    const status: any = (openAPIV3Schema() as any).properties.status;
+  test('printer columns, the same in both versions, CONTAINERS and IMAGES only at -o wide', () => {
+    for (const version of versionsOf(crdObject()))
+      assert.deepEqual(
+        version.additionalPrinterColumns.map((c: any) => [c.name, c.jsonPath, c.priority ?? 0]),
+        [
+          ['DESIRED', '.status.desiredNumberScheduled', 0],
+          ['CURRENT', '.status.currentNumberScheduled', 0],
+          ['READY', '.status.numberReady', 0],
+          ['UP-TO-DATE', '.status.updatedNumberScheduled', 0],
+          ['AVAILABLE', '.status.numberAvailable', 0],
+          ['AGE', '.metadata.creationTimestamp', 0],
+          ['CONTAINERS', '.spec.template.spec.containers[*].name', 1],
+          ['IMAGES', '.spec.template.spec.containers[*].image', 1],
+        ],
+        version.name,
+      );
+  });
+
+  for (const version of SERVED_VERSIONS) {
+    test(`${version} structural: every node has a type (or int-or-string / preserve-unknown-fields) and no forbidden keywords`, () => {
+      const problems: string[] = [];
+      const walk = (node: any, at: string) => {
+        if (!node['x-kubernetes-int-or-string'] && !node.type) problems.push(`${at}: no type`);
+        for (const k of ['$id', '$schema', 'patternProperties', 'const', 'additionalItems'])
+          if (k in node) problems.push(`${at}: ${k}`);
+        // Structural schemas allow anyOf only in the int-or-string form (no types, no descriptions inside).
+        if (node.anyOf && !node['x-kubernetes-int-or-string']) problems.push(`${at}: anyOf`);
+        for (const [name, child] of Object.entries(node.properties ?? {})) walk(child, `${at}.${name}`);
+        if (node.items) walk(node.items, `${at}[]`);
+        if (typeof node.additionalProperties === 'object') walk(node.additionalProperties, `${at}{}`);
+      };
+      walk(openAPIV3Schema(version), '');
+      assert.deepEqual(problems, []);
+    });
+
+    test(`${version} descriptions on every field for kubectl explain; pod template preserved as Kruise does`, () => {
+      const spec: any = (openAPIV3Schema(version) as any).properties.spec;
+      const partition = spec.properties.updateStrategy.properties.rollingUpdate.properties.partition;
+      assert.match(partition.description, /remain at the old revision/);
+      assert.equal(partition['x-kubernetes-int-or-string'], true);
+      assert.equal(spec.properties.template['x-kubernetes-preserve-unknown-fields'], true);
+      assert.deepEqual(spec.required, ['selector', 'template']);
+      const missing: string[] = [];
+      const walk = (node: any, at: string) => {
+        for (const [name, child] of Object.entries<any>(node.properties ?? {})) {
+          if (!child.description && name !== 'metadata') missing.push(`${at}.${name}`);
+          walk(child, `${at}.${name}`);
+        }
+        if (node.items) walk(node.items, `${at}[]`);
+      };
+      walk(openAPIV3Schema(version), '');
+      assert.deepEqual(missing, [], 'every field has a description');
+    });
+
+    test(`${version} in the CRD is openAPIV3Schema('${version}')`, () => {
+      assert.deepEqual(versionNamed(crdObject(), version).schema.openAPIV3Schema, openAPIV3Schema(version));
+    });
+  }
+
+  test('openAPIV3Schema() without a version is v1alpha1 (the internal model)', () => {
+    assert.deepEqual(openAPIV3Schema(), openAPIV3Schema('v1alpha1'));
+  });
+
+  test('v1alpha1: rollingUpdate.type alias, status.daemonSetHash (required) and collisionCount', () => {
+    const ru = rollingUpdateOf('v1alpha1');
+    assert.equal(ru.properties.type.type, 'string');
+    assert.match(ru.properties.rollingUpdateType.description, /Deprecated Surging is rewritten to Standard/);
+    const status: any = (openAPIV3Schema('v1alpha1') as any).properties.status;
     assert.equal(status.properties.daemonSetHash.type, 'string');
+    assert.ok(status.required.includes('daemonSetHash'));
+    assert.equal(status.properties.updateRevision, undefined);
     assert.equal(status.properties.collisionCount.format, 'int32');
+    assert.equal((openAPIV3Schema('v1alpha1') as any).properties.spec.properties.scaleStrategy, undefined);
+  });
+
+  test('v1beta1: no Surging and no rollingUpdate.type, scaleStrategy.partitionedScaling, status.updateRevision', () => {
+    const ru = rollingUpdateOf('v1beta1');
+    assert.equal(ru.properties.type, undefined);
+    assert.deepEqual(Object.keys(ru.properties).sort(), [
+      'maxSurge',
+      'maxUnavailable',
+      'partition',
+      'paused',
+      'rollingUpdateType',
+      'selector',
+    ]);
+    assert.doesNotMatch(ru.properties.rollingUpdateType.description, /Surging/);
+    for (const k of ['maxSurge', 'maxUnavailable', 'partition'])
+      assert.equal(ru.properties[k]['x-kubernetes-int-or-string'], true, k);
+    const spec: any = (openAPIV3Schema('v1beta1') as any).properties.spec;
+    assert.deepEqual(Object.keys(spec.properties).sort(), [
+      'burstReplicas',
+      'lifecycle',
+      'minReadySeconds',
+      'revisionHistoryLimit',
+      'scaleStrategy',
+      'selector',
+      'template',
+      'updateStrategy',
+    ]);
+    const partitionedScaling = spec.properties.scaleStrategy.properties.partitionedScaling;
+    assert.equal(partitionedScaling.type, 'boolean');
+    // Kruise's own description of the field.
+    assert.match(
+      partitionedScaling.description,
+      /^PartitionedScaling indicates daemon pods created in manage phase will be controlled by partition\./,
+    );
+    const status: any = (openAPIV3Schema('v1beta1') as any).properties.status;
+    assert.equal(status.properties.daemonSetHash, undefined);
+    assert.equal(status.properties.updateRevision.type, 'string');
+    assert.deepEqual(status.required, [
+      'currentNumberScheduled',
+      'numberMisscheduled',
+      'desiredNumberScheduled',
+      'numberReady',
+      'updatedNumberScheduled',
+    ]);
   });
 });

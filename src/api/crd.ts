@@ -1,7 +1,18 @@
-// The CustomResourceDefinition of apps.kruise.io/v1alpha1 DaemonSet, built from the one schema in schema.ts.
-// gen-crd.ts writes it to the chart; the e2e suite applies crdObject() directly.
-import { API_GROUP, KIND, LIST_KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION } from './constants.ts';
-import { DaemonSetSchema } from './schema.ts';
+// The CustomResourceDefinition of apps.kruise.io DaemonSet with both served versions (v1alpha1 and v1beta1), built
+// from the schemas in schema.ts. gen-crd.ts writes it to the chart; the e2e suite applies crdObject() directly.
+import {
+  API_GROUP,
+  KIND,
+  LIST_KIND,
+  PLURAL,
+  SERVED_VERSIONS,
+  SHORT_NAMES,
+  SINGULAR,
+  STORAGE_VERSION,
+  VERSION,
+  type ServedVersion,
+} from './constants.ts';
+import { DAEMONSET_SCHEMAS } from './schema.ts';
 
 /** Keys TypeBox may leave that a CRD schema does not accept. Symbol keys ([Kind] etc.) vanish in the JSON round trip. */
 const TYPEBOX_ONLY_KEYS = new Set(['$id', '$schema', 'static', 'params']);
@@ -18,9 +29,11 @@ function stripTypeBoxKeys(node: unknown): unknown {
   return out;
 }
 
-/** The structural openAPIV3Schema of the CRD version. */
-export function openAPIV3Schema(): Record<string, unknown> {
-  const schema = stripTypeBoxKeys(JSON.parse(JSON.stringify(DaemonSetSchema))) as Record<string, unknown>;
+/** The structural openAPIV3Schema of a served version (v1alpha1 when not given). */
+export function openAPIV3Schema(version: ServedVersion = VERSION): Record<string, unknown> {
+  const source = DAEMONSET_SCHEMAS[version];
+  if (!source) throw new Error(`no DaemonSet schema for version ${String(version)}`);
+  const schema = stripTypeBoxKeys(JSON.parse(JSON.stringify(source))) as Record<string, unknown>;
   // metadata is always present and validated by the apiserver; listing it as required is noise.
   const requiredRoot = (schema.required as string[] | undefined)?.filter((k) => k !== 'metadata');
   if (requiredRoot?.length) schema.required = requiredRoot;
@@ -39,8 +52,35 @@ const printerColumns = [
   { name: 'IMAGES', type: 'string', priority: 1, jsonPath: '.spec.template.spec.containers[*].image', description: 'The images of the pod template.' },
 ]; // prettier-ignore
 
-/** The CRD as a plain object, ready to apply. */
-export function crdObject(): Record<string, unknown> {
+/**
+ * Where the apiserver sends ConversionReviews: apiextensions.k8s.io/v1 WebhookClientConfig (a Service or a URL,
+ * plus the CA bundle, base64 PEM, that signs the webhook's serving certificate).
+ */
+export interface ConversionClientConfig {
+  service?: { namespace: string; name: string; path?: string; port?: number };
+  url?: string;
+  caBundle?: string;
+}
+
+export interface CrdOptions {
+  /** The version objects are stored in (default v1beta1, as Kruise 1.9). */
+  storageVersion?: ServedVersion;
+  /** With a client config, conversion strategy Webhook through it; without, strategy None. */
+  conversion?: ConversionClientConfig;
+}
+
+/** The CRD as a plain object, ready to apply: every served version, one of them the storage version. */
+export function crdObject(opts: CrdOptions = {}): Record<string, unknown> {
+  const storageVersion = opts.storageVersion ?? STORAGE_VERSION;
+  if (!SERVED_VERSIONS.includes(storageVersion))
+    throw new Error(`storage version ${String(storageVersion)} is not served (${SERVED_VERSIONS.join(', ')})`);
+  const conversion = opts.conversion
+    ? {
+        strategy: 'Webhook',
+        // apiextensions.k8s.io/v1 ConversionReview is all the /convert handler speaks.
+        webhook: { conversionReviewVersions: ['v1'], clientConfig: opts.conversion },
+      }
+    : { strategy: 'None' };
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
@@ -49,16 +89,16 @@ export function crdObject(): Record<string, unknown> {
       group: API_GROUP,
       names: { kind: KIND, listKind: LIST_KIND, plural: PLURAL, singular: SINGULAR, shortNames: [...SHORT_NAMES] },
       scope: 'Namespaced',
-      versions: [
-        {
-          name: VERSION,
-          served: true,
-          storage: true,
-          schema: { openAPIV3Schema: openAPIV3Schema() },
-          subresources: { status: {} },
-          additionalPrinterColumns: printerColumns,
-        },
-      ],
+      conversion,
+      versions: SERVED_VERSIONS.map((name) => ({
+        name,
+        served: true,
+        storage: name === storageVersion,
+        schema: { openAPIV3Schema: openAPIV3Schema(name) },
+        subresources: { status: {} },
+        // A copy per version: a shared object would become a YAML anchor and alias in the chart file.
+        additionalPrinterColumns: printerColumns.map((c) => ({ ...c })),
+      })),
     },
   };
 }

@@ -1,5 +1,6 @@
 // Table tests of the mutating webhook's defaults: Kruise's SetDefaultsDaemonSet
-// (https://github.com/openkruise/kruise/blob/master/apis/apps/defaults/v1alpha1.go),
+// (https://github.com/openkruise/kruise/blob/master/apis/apps/defaults/v1alpha1.go) and SetDefaultsDaemonSetV1beta1
+// (https://github.com/openkruise/kruise/blob/v1.9.0/apis/apps/defaults/v1beta1.go), every row in both versions,
 // the apps/v1 pod-template defaults, and the JSON patch (computed against the raw object, empty when nothing
 // changes).
 import { describe, test } from 'node:test';
@@ -12,18 +13,20 @@ import {
   setDefaultsPodTemplate,
   type JsonObject,
 } from './defaults.ts';
-import { daemonSetManifest } from './testing/review-fixtures.ts';
+import { SERVED_VERSIONS, type ServedVersion } from './constants.ts';
+import { daemonSetManifest, daemonSetManifestV1beta1 } from './testing/review-fixtures.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
-describe('setDefaultsDaemonSet: Kruise defaults exactly', () => {
+describe('setDefaultsDaemonSet: Kruise defaults exactly, per version', () => {
   /** The spec Kruise's defaults give around `updateStrategy`: burstReplicas 250, revisionHistoryLimit 10. */
   const defaulted = (updateStrategy: JsonObject): JsonObject => ({
     burstReplicas: 250,
     updateStrategy,
     revisionHistoryLimit: 10,
   });
-  const cases: { name: string; spec: JsonObject; want: JsonObject }[] = [
+  /** `want` in both versions, unless `v1beta1` says what v1beta1 (no Surging, no `type` alias) gives instead. */
+  const cases: { name: string; spec: JsonObject; want: JsonObject; v1beta1?: JsonObject }[] = [
     {
       name: 'empty spec: every default',
       spec: {},
@@ -66,17 +69,19 @@ describe('setDefaultsDaemonSet: Kruise defaults exactly', () => {
       want: defaulted({ type: 'OnDelete', rollingUpdate: { partition: 1 } }),
     },
     {
-      name: 'Surging: maxSurge 1 and maxUnavailable 0, then type Standard',
+      name: 'Surging: maxSurge 1 and maxUnavailable 0, then type Standard (v1beta1: left for validation to refuse)',
       spec: { updateStrategy: { rollingUpdate: { rollingUpdateType: 'Surging' } } },
       want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 1, maxUnavailable: 0 } }),
+      v1beta1: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Surging', maxUnavailable: 1, maxSurge: 0 } }),
     },
     {
-      name: '`rollingUpdate.type: Surging`, as articles write it, is the alias of rollingUpdateType (moved, then defaulted)',
+      name: '`rollingUpdate.type: Surging`, as articles write it, is the alias of rollingUpdateType (moved, then defaulted; v1beta1 has no alias)',
       spec: { updateStrategy: { rollingUpdate: { type: 'Surging', maxSurge: '30%' } } },
       want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: '30%', maxUnavailable: 0 } }),
+      v1beta1: defaulted({ type: 'RollingUpdate', rollingUpdate: { type: 'Surging', rollingUpdateType: 'Standard', maxSurge: '30%' } }),
     },
     {
-      name: 'alias equal to rollingUpdateType is dropped; a different one stays for validation to refuse',
+      name: 'alias equal to rollingUpdateType is dropped; a different one stays for validation to refuse (v1beta1: not touched)',
       spec: { updateStrategy: { rollingUpdate: { type: 'InPlaceIfPossible', rollingUpdateType: 'Standard' } } },
       want: defaulted({
           type: 'RollingUpdate',
@@ -84,9 +89,19 @@ describe('setDefaultsDaemonSet: Kruise defaults exactly', () => {
         }),
     },
     {
+      name: 'alias equal to rollingUpdateType is dropped (v1beta1: not touched)',
+      spec: { updateStrategy: { rollingUpdate: { type: 'InPlaceIfPossible', rollingUpdateType: 'InPlaceIfPossible' } } },
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 1, maxSurge: 0 } }),
+      v1beta1: defaulted({
+          type: 'RollingUpdate',
+          rollingUpdate: { type: 'InPlaceIfPossible', rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 1, maxSurge: 0 },
+        }),
+    },
+    {
       name: 'Surging keeps a set maxSurge',
       spec: { updateStrategy: { rollingUpdate: { rollingUpdateType: 'Surging', maxSurge: '20%' } } },
       want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: '20%', maxUnavailable: 0 } }),
+      v1beta1: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Surging', maxSurge: '20%' } }),
     },
     {
       name: 'only maxSurge set: maxUnavailable stays unset',
@@ -111,13 +126,29 @@ describe('setDefaultsDaemonSet: Kruise defaults exactly', () => {
           rollingUpdate: { partition: 2, paused: true, selector: { matchLabels: { canary: 'true' } }, rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 },
         }),
     },
+    {
+      name: 'scaleStrategy is not defaulted, and kept as written',
+      spec: { scaleStrategy: { partitionedScaling: true }, updateStrategy: { type: 'OnDelete' } },
+      want: { scaleStrategy: { partitionedScaling: true }, ...defaulted({ type: 'OnDelete' }) },
+    },
+    {
+      name: 'an empty or false scaleStrategy is kept as written (the patch only adds)',
+      spec: { scaleStrategy: { partitionedScaling: false }, updateStrategy: { type: 'OnDelete' } },
+      want: { scaleStrategy: { partitionedScaling: false }, ...defaulted({ type: 'OnDelete' }) },
+    },
   ]; // prettier-ignore
-  for (const c of cases)
-    test(c.name, () => {
-      const ds: JsonObject = { spec: structuredClone(c.spec) };
-      setDefaultsDaemonSet(ds);
-      assert.deepEqual(ds.spec, c.want);
-    });
+  for (const version of SERVED_VERSIONS)
+    for (const c of cases)
+      test(`${version}: ${c.name}`, () => {
+        const ds: JsonObject = { spec: structuredClone(c.spec) };
+        setDefaultsDaemonSet(ds, version);
+        assert.deepEqual(ds.spec, version === 'v1beta1' ? (c.v1beta1 ?? c.want) : c.want);
+      });
+  test('the version defaults to v1alpha1 (the internal model)', () => {
+    const ds: JsonObject = { spec: { updateStrategy: { rollingUpdate: { rollingUpdateType: 'Surging' } } } };
+    setDefaultsDaemonSet(ds);
+    assert.equal((ds as any).spec.updateStrategy.rollingUpdate.rollingUpdateType, 'Standard');
+  });
 });
 
 describe('setDefaultsPodTemplate: as the apiserver defaults an apps/v1 DaemonSet template', () => {
@@ -415,6 +446,98 @@ describe('defaultDaemonSet and defaultingPatch', () => {
     const out: any = defaultDaemonSet(next, old);
     assert.equal(out.spec.template.spec.restartPolicy, 'Always');
     assert.equal(out.spec.template.spec.containers[0].imagePullPolicy, 'IfNotPresent');
+  });
+});
+
+describe('defaultingPatch in v1beta1: paths into the object as sent in v1beta1', () => {
+  const v1beta1 = (edit: (d: any) => void = () => {}): any => {
+    const m: any = daemonSetManifestV1beta1();
+    edit(m);
+    return m;
+  };
+  const rows: { name: string; object: () => any; version: ServedVersion; ops: unknown[] }[] = [
+    {
+      name: 'a minimal manifest: Kruise defaults under /spec, like v1alpha1',
+      object: () => v1beta1(),
+      version: 'v1beta1',
+      ops: [
+        { op: 'add', path: '/spec/burstReplicas', value: 250 },
+        {
+          op: 'add',
+          path: '/spec/updateStrategy',
+          value: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 } },
+        },
+        { op: 'add', path: '/spec/revisionHistoryLimit', value: 10 },
+      ],
+    },
+    {
+      name: 'partitionedScaling and the partition are left as sent',
+      object: () =>
+        v1beta1((d) => {
+          d.spec.scaleStrategy = { partitionedScaling: true };
+          d.spec.updateStrategy = { rollingUpdate: { partition: '50%' } };
+        }),
+      version: 'v1beta1',
+      ops: [
+        { op: 'add', path: '/spec/burstReplicas', value: 250 },
+        { op: 'add', path: '/spec/updateStrategy/type', value: 'RollingUpdate' },
+        { op: 'add', path: '/spec/updateStrategy/rollingUpdate/rollingUpdateType', value: 'Standard' },
+        { op: 'add', path: '/spec/updateStrategy/rollingUpdate/maxUnavailable', value: 1 },
+        { op: 'add', path: '/spec/updateStrategy/rollingUpdate/maxSurge', value: 0 },
+        { op: 'add', path: '/spec/revisionHistoryLimit', value: 10 },
+      ],
+    },
+    {
+      name: 'Surging is not rewritten in v1beta1 (validation refuses it)',
+      object: () => v1beta1((d) => (d.spec.updateStrategy = { rollingUpdate: { rollingUpdateType: 'Surging', maxSurge: 1 } })),
+      version: 'v1beta1',
+      ops: [
+        { op: 'add', path: '/spec/burstReplicas', value: 250 },
+        { op: 'add', path: '/spec/updateStrategy/type', value: 'RollingUpdate' },
+        { op: 'add', path: '/spec/revisionHistoryLimit', value: 10 },
+      ],
+    },
+    {
+      name: 'the same Surging sent as v1alpha1 is rewritten to Standard',
+      object: () => v1beta1((d) => (d.spec.updateStrategy = { rollingUpdate: { rollingUpdateType: 'Surging', maxSurge: 1 } })),
+      version: 'v1alpha1',
+      ops: [
+        { op: 'add', path: '/spec/burstReplicas', value: 250 },
+        { op: 'add', path: '/spec/updateStrategy/type', value: 'RollingUpdate' },
+        { op: 'replace', path: '/spec/updateStrategy/rollingUpdate/rollingUpdateType', value: 'Standard' },
+        { op: 'add', path: '/spec/updateStrategy/rollingUpdate/maxUnavailable', value: 0 },
+        { op: 'add', path: '/spec/revisionHistoryLimit', value: 10 },
+      ],
+    },
+  ]; // prettier-ignore
+  for (const row of rows)
+    test(`${row.version}: ${row.name}`, () => {
+      const obj = row.object();
+      // The template's apps/v1 defaults are the same in both versions; the rows look at the Kruise part, in
+      // path order (fast-json-patch's order is its walk's).
+      const byPath = (ops: any[]) => [...ops].sort((a, b) => a.path.localeCompare(b.path));
+      const patch = defaultingPatch(obj, undefined, row.version).filter((op) => !op.path.startsWith('/spec/template'));
+      assert.deepEqual(byPath(patch), byPath(row.ops));
+      const full = defaultingPatch(obj, undefined, row.version);
+      assert.deepEqual(
+        fastJsonPatch.applyPatch(structuredClone(obj), full).newDocument,
+        defaultDaemonSet(obj, undefined, row.version),
+      );
+    });
+
+  test('the v1beta1 and v1alpha1 patches of the same manifest are the same (no Surging, no alias)', () => {
+    assert.deepEqual(
+      defaultingPatch(daemonSetManifestV1beta1(), undefined, 'v1beta1'),
+      defaultingPatch(daemonSetManifest()),
+    );
+  });
+
+  test('on update, an unchanged template is not defaulted in v1beta1 either', () => {
+    const old = v1beta1((d) => (d.spec.scaleStrategy = { partitionedScaling: false }));
+    const next = v1beta1((d) => (d.spec.scaleStrategy = { partitionedScaling: true }));
+    const out: any = defaultDaemonSet(next, old, 'v1beta1');
+    assert.equal(out.spec.template.spec.restartPolicy, undefined);
+    assert.deepEqual(out.spec.scaleStrategy, { partitionedScaling: true });
   });
 });
 

@@ -1,6 +1,9 @@
-// Defaulting of apps.kruise.io/v1alpha1 DaemonSet, as pure functions over plain JSON.
+// Defaulting of apps.kruise.io DaemonSet (v1alpha1 and v1beta1), as pure functions over plain JSON, each object
+// defaulted in the version it was sent in.
 //
-// 1. Kruise's SetDefaultsDaemonSet (apis/apps/defaults/v1alpha1.go), exactly.
+// 1. Kruise's SetDefaultsDaemonSet (apis/apps/defaults/v1alpha1.go) and, for v1beta1, SetDefaultsDaemonSetV1beta1
+//    (https://github.com/openkruise/kruise/blob/v1.9.0/apis/apps/defaults/v1beta1.go: the same minus Surging and
+//    the `rollingUpdate.type` alias, which v1beta1 does not have), exactly.
 // 2. Beyond Kruise: a new or changed pod template is defaulted as kube-apiserver defaults the template of an
 //    apps/v1 DaemonSet (pkg/apis/apps/v1 SetObjectDefaults_DaemonSet → core/v1 SetDefaults_PodSpec, _Container,
 //    _Probe, _Volume ...), plus the two artifacts of its typed serialization that `kubectl get -o yaml` shows
@@ -14,7 +17,7 @@
 // cloneJson, which keeps a `__proto__` key (JSON.parse makes it an own property) as an own property.
 import fastJsonPatch from 'fast-json-patch';
 import type { Operation } from 'fast-json-patch';
-import { DEFAULT_BURST_REPLICAS, DEFAULT_REVISION_HISTORY_LIMIT } from './constants.ts';
+import { DEFAULT_BURST_REPLICAS, DEFAULT_REVISION_HISTORY_LIMIT, VERSION, type ServedVersion } from './constants.ts';
 import { defaultImagePullPolicy } from './image.ts';
 import { cloneJson } from '../k8s/json.ts';
 import { formatQuantity, quantityFromJSON, roundUpToMilli } from './quantity.ts';
@@ -73,19 +76,25 @@ function moveRollingUpdateTypeAlias(ru: unknown): void {
   if (unset || ru.rollingUpdateType === ru.type) delete ru.type;
 }
 
-/** Kruise's SetDefaultsDaemonSet on `ds` (mutated in place). */
-export function setDefaultsDaemonSet(ds: JsonObject): void {
+/**
+ * Kruise's SetDefaultsDaemonSet (v1alpha1) or SetDefaultsDaemonSetV1beta1 on `ds` (mutated in place). They differ
+ * only in what v1alpha1 has and v1beta1 lacks: the `rollingUpdate.type` alias and the deprecated Surging type
+ * (in v1beta1 `Surging` is left for the validating webhook to refuse).
+ */
+export function setDefaultsDaemonSet(ds: JsonObject, version: ServedVersion = VERSION): void {
+  const v1alpha1 = version === VERSION;
   const spec = ensureObject(ds, 'spec');
   if (!spec) return;
   setIfNil(spec, 'burstReplicas', DEFAULT_BURST_REPLICAS);
   const strategy = ensureObject(spec, 'updateStrategy');
   if (strategy) {
     setIfZero(strategy, 'type', 'RollingUpdate');
-    moveRollingUpdateTypeAlias(strategy.rollingUpdate);
+    if (v1alpha1) moveRollingUpdateTypeAlias(strategy.rollingUpdate);
     if (strategy.type === 'RollingUpdate') {
       const ru = ensureObject(strategy, 'rollingUpdate');
       if (ru) {
-        if (ru.rollingUpdateType === 'Surging') {
+        const surging = v1alpha1 && ru.rollingUpdateType === 'Surging';
+        if (surging) {
           setIfNil(ru, 'maxSurge', 1);
           setIfNil(ru, 'maxUnavailable', 0);
         }
@@ -93,7 +102,7 @@ export function setDefaultsDaemonSet(ds: JsonObject): void {
           ru.rollingUpdateType === undefined ||
           ru.rollingUpdateType === null ||
           ru.rollingUpdateType === '' ||
-          ru.rollingUpdateType === 'Surging'
+          surging
         )
           ru.rollingUpdateType = 'Standard';
         const unset = (k: string) => ru[k] === undefined || ru[k] === null;
@@ -316,15 +325,16 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
 }
 
 /**
- * The defaulted copy of a DaemonSet (the input is not modified). The template is defaulted only when it is new
- * (no old object) or differs from the old object's template, so stored templates, and with them the revision
- * hash, never change behind the user's back.
+ * The defaulted copy of a DaemonSet of `version` (the input is not modified). The template is defaulted only when
+ * it is new (no old object) or differs from the old object's template, so stored templates, and with them the
+ * revision hash, never change behind the user's back. `oldObj` is in the same version (the apiserver sends both
+ * in the version the webhook is called for).
  */
-export function defaultDaemonSet(obj: JsonObject, oldObj?: JsonObject): JsonObject {
+export function defaultDaemonSet(obj: JsonObject, oldObj?: JsonObject, version: ServedVersion = VERSION): JsonObject {
   // Defaulting changes only spec: metadata and status are shared with the input, which also lets the patch's
   // comparison skip them (same references).
   const out: JsonObject = { ...obj, ...(obj.spec !== undefined ? { spec: cloneJson(obj.spec) } : {}) };
-  setDefaultsDaemonSet(out);
+  setDefaultsDaemonSet(out, version);
   const spec = objectAt(out, 'spec');
   const template = spec ? objectAt(spec, 'template') : undefined;
   const oldSpec = oldObj ? objectAt(oldObj, 'spec') : undefined;
@@ -333,7 +343,10 @@ export function defaultDaemonSet(obj: JsonObject, oldObj?: JsonObject): JsonObje
   return out;
 }
 
-/** JSON patch (RFC 6902) from the raw object to its defaulted form; empty when nothing changed. */
-export function defaultingPatch(obj: JsonObject, oldObj?: JsonObject): Operation[] {
-  return fastJsonPatch.compare(obj, defaultDaemonSet(obj, oldObj));
+/**
+ * JSON patch (RFC 6902) from the raw object to its defaulted form, with paths into the object as sent in
+ * `version`; empty when nothing changed.
+ */
+export function defaultingPatch(obj: JsonObject, oldObj?: JsonObject, version: ServedVersion = VERSION): Operation[] {
+  return fastJsonPatch.compare(obj, defaultDaemonSet(obj, oldObj, version));
 }

@@ -1,10 +1,15 @@
-// The apps.kruise.io/v1alpha1 DaemonSet schema: the one source of truth for the TypeScript types (types.ts),
-// the CRD's openAPIV3Schema (gen-crd.ts) and the ajv structural check (validation.ts).
+// The apps.kruise.io DaemonSet schemas of both served versions (v1alpha1 and v1beta1), built from shared pieces: the
+// one source of truth for the TypeScript types (types.ts), the CRD's openAPIV3Schema per version (crd.ts) and the
+// ajv structural check (validation.ts). v1beta1 is v1alpha1 without the deprecated Surging type and the
+// `rollingUpdate.type` alias, with `spec.scaleStrategy.partitionedScaling` and `status.updateRevision` in place of
+// the progressive-create annotation and `status.daemonSetHash`
+// (https://github.com/openkruise/kruise/blob/v1.9.0/apis/apps/v1beta1/daemonset_types.go).
 // Every node is written so that it is already a valid Kubernetes *structural* schema once TypeBox's symbol
 // keys are dropped: no patternProperties (so no Type.Record), no const (so enums are plain strings whose
 // values are checked by the validating webhook, as Kruise does), IntOrString in the int-or-string form.
-import { Type, type SchemaOptions, type Static } from '@sinclair/typebox';
+import { Type, type SchemaOptions, type Static, type TSchema } from '@sinclair/typebox';
 import type { ObjectMeta, PodTemplateSpec } from '../k8s/types.ts';
+import type { ServedVersion } from './constants.ts';
 
 /** Kruise/k8s IntOrString: a JSON integer or a string ("N%"), in the form the structural-schema rules demand. */
 export const IntOrStringSchema = (description: string) =>
@@ -30,6 +35,8 @@ const StringList = (description: string) => Type.Array(Type.String(), { descript
 export const UPDATE_STRATEGY_TYPES = ['RollingUpdate', 'OnDelete'] as const;
 /** v1alpha1 accepts the deprecated `Surging`; the defaulter rewrites it to `Standard`. */
 export const ROLLING_UPDATE_TYPES = ['Standard', 'Surging', 'InPlaceIfPossible'] as const;
+/** v1beta1 has no Surging (Kruise's v1beta1 RollingUpdateType constants). */
+export const ROLLING_UPDATE_TYPES_V1BETA1 = ['Standard', 'InPlaceIfPossible'] as const;
 export const SELECTOR_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
 export const CONDITION_STATUSES = ['True', 'False', 'Unknown'] as const;
 
@@ -73,12 +80,45 @@ export const LabelSelectorSchema = (description: string) =>
     { description, 'x-kubernetes-map-type': 'atomic' },
   );
 
+/** The rolling update fields both versions share. */
+const rollingUpdateFields = {
+  maxUnavailable: Type.Optional(
+    IntOrStringSchema(
+      'The maximum number of DaemonSet pods that can be unavailable during the\nupdate. Value can be an absolute number (ex: 5) or a percentage of total\nnumber of DaemonSet pods at the start of the update (ex: 10%). Absolute\nnumber is calculated from percentage by rounding up.\nThis cannot be 0 if MaxSurge is 0.\nDefault value is 1.',
+    ),
+  ),
+  maxSurge: Type.Optional(
+    IntOrStringSchema(
+      'The maximum number of nodes with an existing available DaemonSet pod that\ncan have an updated DaemonSet pod during an update.\nValue can be an absolute number (ex: 5) or a percentage of desired pods (ex: 10%).\nThis can not be 0 if MaxUnavailable is 0, and must be 0 when MaxUnavailable is not 0\nor the type is InPlaceIfPossible.\nAbsolute number is calculated from percentage by rounding up.\nDefault value is 0.',
+    ),
+  ),
+  selector: Type.Optional(
+    LabelSelectorSchema(
+      'A label query over nodes that are managed by the daemon set RollingUpdate.\nOnly pods on nodes whose labels match are updated; pods on other nodes keep\ntheir current revision until the selector changes.',
+    ),
+  ),
+  partition: Type.Optional(
+    IntOrStringSchema(
+      'The number of DaemonSet pods (nodes) that remain at the old revision during the update.\nValue can be an absolute number (ex: 5) or a percentage of status.desiredNumberScheduled (ex: 10%),\nrounded down. Must be >= 0 and at most 100%.\nDefault value is 0 (every pod is updated). Nodes are chosen in descending node-name order.',
+    ),
+  ),
+  paused: Type.Optional(
+    Type.Boolean({
+      description:
+        'Indicates that the rolling update is paused: the controller keeps creating and deleting pods\nfor node changes but does not update existing pods to the new revision.',
+    }),
+  ),
+};
+
+const ROLLING_UPDATE_DESCRIPTION = 'Rolling update config params. Present only if type = "RollingUpdate".';
+const ROLLING_UPDATE_TYPE_KINDS =
+  'Type is to specify which kind of rollingUpdate: Standard (delete the old pod, then create the new one, or\nsurge first when maxSurge > 0), InPlaceIfPossible (update the pod in place when only images, labels or\nannotations changed, else recreate).';
+
 export const RollingUpdateDaemonSetSchema = Type.Object(
   {
     rollingUpdateType: Type.Optional(
       StringEnum(ROLLING_UPDATE_TYPES, {
-        description:
-          'Type is to specify which kind of rollingUpdate: Standard (delete the old pod, then create the new one, or\nsurge first when maxSurge > 0), InPlaceIfPossible (update the pod in place when only images, labels or\nannotations changed, else recreate). Deprecated Surging is rewritten to Standard. Defaults to Standard.',
+        description: `${ROLLING_UPDATE_TYPE_KINDS} Deprecated Surging is rewritten to Standard. Defaults to Standard.`,
       }),
     ),
     type: Type.Optional(
@@ -87,46 +127,59 @@ export const RollingUpdateDaemonSetSchema = Type.Object(
           'Deprecated spelling of rollingUpdateType that OpenKruise articles use (`type: Surging`). The webhook\nmoves it to rollingUpdateType; it is never stored.',
       }),
     ),
-    maxUnavailable: Type.Optional(
-      IntOrStringSchema(
-        'The maximum number of DaemonSet pods that can be unavailable during the\nupdate. Value can be an absolute number (ex: 5) or a percentage of total\nnumber of DaemonSet pods at the start of the update (ex: 10%). Absolute\nnumber is calculated from percentage by rounding up.\nThis cannot be 0 if MaxSurge is 0.\nDefault value is 1.',
-      ),
-    ),
-    maxSurge: Type.Optional(
-      IntOrStringSchema(
-        'The maximum number of nodes with an existing available DaemonSet pod that\ncan have an updated DaemonSet pod during an update.\nValue can be an absolute number (ex: 5) or a percentage of desired pods (ex: 10%).\nThis can not be 0 if MaxUnavailable is 0, and must be 0 when MaxUnavailable is not 0\nor the type is InPlaceIfPossible.\nAbsolute number is calculated from percentage by rounding up.\nDefault value is 0.',
-      ),
-    ),
-    selector: Type.Optional(
-      LabelSelectorSchema(
-        'A label query over nodes that are managed by the daemon set RollingUpdate.\nOnly pods on nodes whose labels match are updated; pods on other nodes keep\ntheir current revision until the selector changes.',
-      ),
-    ),
-    partition: Type.Optional(
-      IntOrStringSchema(
-        'The number of DaemonSet pods (nodes) that remain at the old revision during the update.\nValue can be an absolute number (ex: 5) or a percentage of status.desiredNumberScheduled (ex: 10%),\nrounded down. Must be >= 0 and at most 100%.\nDefault value is 0 (every pod is updated). Nodes are chosen in descending node-name order.',
-      ),
-    ),
-    paused: Type.Optional(
-      Type.Boolean({
-        description:
-          'Indicates that the rolling update is paused: the controller keeps creating and deleting pods\nfor node changes but does not update existing pods to the new revision.',
+    ...rollingUpdateFields,
+  },
+  { description: ROLLING_UPDATE_DESCRIPTION },
+);
+
+/** v1beta1: Standard or InPlaceIfPossible only, and no `type` alias. */
+export const RollingUpdateDaemonSetV1beta1Schema = Type.Object(
+  {
+    rollingUpdateType: Type.Optional(
+      StringEnum(ROLLING_UPDATE_TYPES_V1BETA1, {
+        description: `${ROLLING_UPDATE_TYPE_KINDS} Defaults to Standard.`,
       }),
     ),
+    ...rollingUpdateFields,
   },
-  { description: 'Rolling update config params. Present only if type = "RollingUpdate".' },
+  { description: ROLLING_UPDATE_DESCRIPTION },
 );
+
+const UPDATE_STRATEGY_DESCRIPTION = 'An update strategy to replace existing DaemonSet pods with new pods.';
+const updateStrategyType = StringEnum(UPDATE_STRATEGY_TYPES, {
+  description: 'Type of daemon set update. Can be "RollingUpdate" or "OnDelete". Default is RollingUpdate.',
+});
 
 export const DaemonSetUpdateStrategySchema = Type.Object(
   {
-    type: Type.Optional(
-      StringEnum(UPDATE_STRATEGY_TYPES, {
-        description: 'Type of daemon set update. Can be "RollingUpdate" or "OnDelete". Default is RollingUpdate.',
-      }),
-    ),
+    type: Type.Optional(updateStrategyType),
     rollingUpdate: Type.Optional(RollingUpdateDaemonSetSchema),
   },
-  { description: 'An update strategy to replace existing DaemonSet pods with new pods.' },
+  { description: UPDATE_STRATEGY_DESCRIPTION },
+);
+
+export const DaemonSetUpdateStrategyV1beta1Schema = Type.Object(
+  {
+    type: Type.Optional(updateStrategyType),
+    rollingUpdate: Type.Optional(RollingUpdateDaemonSetV1beta1Schema),
+  },
+  { description: UPDATE_STRATEGY_DESCRIPTION },
+);
+
+/** v1beta1 only: the field that replaces the `daemonset.kruise.io/progressive-create-pod` annotation. */
+export const DaemonSetScaleStrategyV1beta1Schema = Type.Object(
+  {
+    partitionedScaling: Type.Optional(
+      Type.Boolean({
+        description:
+          'PartitionedScaling indicates daemon pods created in manage phase will be controlled by partition.\nIf set to true, the creation will be controlled by partition and only some of daemon pods\nwill be created. Otherwise daemon pods will be created on every node that need to start a daemon pod.\nDefault is false.',
+      }),
+    ),
+  },
+  {
+    description:
+      'ScaleStrategy indicates the DaemonSetScaleStrategy that will be\nemployed to create Pods in the DaemonSet.',
+  },
 );
 
 export const LifecycleHookSchema = (description: string) =>
@@ -174,31 +227,44 @@ export const PodTemplateSpecSchema = Type.Unsafe<PodTemplateSpec>({
     "An object that describes the pod that will be created.\nThe DaemonSet will create exactly one copy of this pod on every node\nthat matches the template's node selector (or on every node if no node\nselector is specified).\nMore info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#pod-template",
 });
 
+/** The spec fields both versions share (all but updateStrategy and scaleStrategy). */
+const specFields = {
+  selector: LabelSelectorSchema(
+    "A label query over pods that are managed by the daemon set.\nMust match in order to be controlled.\nIt must match the pod template's labels.\nMore info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
+  ),
+  template: PodTemplateSpecSchema,
+  minReadySeconds: Type.Optional(
+    Int32(
+      'The minimum number of seconds for which a newly created DaemonSet pod should\nbe ready without any of its container crashing, for it to be considered\navailable. Defaults to 0 (pod will be considered available as soon as it\nis ready).',
+    ),
+  ),
+  burstReplicas: Type.Optional(
+    IntOrStringSchema(
+      'BurstReplicas is a rate limiter for booting pods on a lot of pods: the maximum number of pod\ncreations, deletions and in-place updates in one sync. Value can be an absolute number or a\npercentage of status.desiredNumberScheduled, rounded down.\nThe default value is 250.',
+    ),
+  ),
+  revisionHistoryLimit: Type.Optional(
+    Int32(
+      'The number of old history to retain to allow rollback.\nThis is a pointer to distinguish between explicit zero and not specified.\nDefaults to 10.',
+    ),
+  ),
+  lifecycle: Type.Optional(LifecycleSchema),
+};
+
+const SPEC_DESCRIPTION = 'DaemonSetSpec defines the desired state of DaemonSet';
+
 export const DaemonSetSpecSchema = Type.Object(
+  { ...specFields, updateStrategy: Type.Optional(DaemonSetUpdateStrategySchema) },
+  { description: SPEC_DESCRIPTION },
+);
+
+export const DaemonSetSpecV1beta1Schema = Type.Object(
   {
-    selector: LabelSelectorSchema(
-      "A label query over pods that are managed by the daemon set.\nMust match in order to be controlled.\nIt must match the pod template's labels.\nMore info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
-    ),
-    template: PodTemplateSpecSchema,
-    updateStrategy: Type.Optional(DaemonSetUpdateStrategySchema),
-    minReadySeconds: Type.Optional(
-      Int32(
-        'The minimum number of seconds for which a newly created DaemonSet pod should\nbe ready without any of its container crashing, for it to be considered\navailable. Defaults to 0 (pod will be considered available as soon as it\nis ready).',
-      ),
-    ),
-    burstReplicas: Type.Optional(
-      IntOrStringSchema(
-        'BurstReplicas is a rate limiter for booting pods on a lot of pods: the maximum number of pod\ncreations, deletions and in-place updates in one sync. Value can be an absolute number or a\npercentage of status.desiredNumberScheduled, rounded down.\nThe default value is 250.',
-      ),
-    ),
-    revisionHistoryLimit: Type.Optional(
-      Int32(
-        'The number of old history to retain to allow rollback.\nThis is a pointer to distinguish between explicit zero and not specified.\nDefaults to 10.',
-      ),
-    ),
-    lifecycle: Type.Optional(LifecycleSchema),
+    ...specFields,
+    updateStrategy: Type.Optional(DaemonSetUpdateStrategyV1beta1Schema),
+    scaleStrategy: Type.Optional(DaemonSetScaleStrategyV1beta1Schema),
   },
-  { description: 'DaemonSetSpec defines the desired state of DaemonSet' },
+  { description: SPEC_DESCRIPTION },
 );
 
 export const DaemonSetConditionSchema = Type.Object(
@@ -219,80 +285,114 @@ export const DaemonSetConditionSchema = Type.Object(
   { description: 'DaemonSetCondition describes the state of a DaemonSet at a certain point.' },
 );
 
+/** The status fields both versions share (all but the revision hash's name). */
+const statusFields = {
+  currentNumberScheduled: Int32(
+    'The number of nodes that are running at least 1\ndaemon pod and are supposed to run the daemon pod.',
+  ),
+  numberMisscheduled: Int32(
+    'The number of nodes that are running the daemon pod, but are\nnot supposed to run the daemon pod.',
+  ),
+  desiredNumberScheduled: Int32(
+    'The total number of nodes that should be running the daemon\npod (including nodes correctly running the daemon pod).',
+  ),
+  numberReady: Int32(
+    'The number of nodes that should be running the daemon pod and have one\nor more of the daemon pod running and ready.',
+  ),
+  observedGeneration: Type.Optional(
+    Type.Integer({
+      format: 'int64',
+      description: 'The most recent generation observed by the daemon set controller.',
+    }),
+  ),
+  updatedNumberScheduled: Int32('The total number of nodes that are running updated daemon pod'),
+  numberAvailable: Type.Optional(
+    Int32(
+      'The number of nodes that should be running the\ndaemon pod and have one or more of the daemon pod running and\navailable (ready for at least spec.minReadySeconds)',
+    ),
+  ),
+  numberUnavailable: Type.Optional(
+    Int32(
+      'The number of nodes that should be running the\ndaemon pod and have none of the daemon pod running and available\n(ready for at least spec.minReadySeconds)',
+    ),
+  ),
+  collisionCount: Type.Optional(
+    Int32(
+      'Count of hash collisions for the DaemonSet. The DaemonSet controller\nuses this field as a collision avoidance mechanism when it needs to\ncreate the name for the newest ControllerRevision.',
+    ),
+  ),
+  conditions: Type.Optional(
+    Type.Array(DaemonSetConditionSchema, {
+      description: "Represents the latest available observations of a DaemonSet's current state.",
+    }),
+  ),
+};
+
+const STATUS_DESCRIPTION = 'DaemonSetStatus defines the observed state of DaemonSet';
+
 export const DaemonSetStatusSchema = Type.Object(
   {
-    currentNumberScheduled: Int32(
-      'The number of nodes that are running at least 1\ndaemon pod and are supposed to run the daemon pod.',
-    ),
-    numberMisscheduled: Int32(
-      'The number of nodes that are running the daemon pod, but are\nnot supposed to run the daemon pod.',
-    ),
-    desiredNumberScheduled: Int32(
-      'The total number of nodes that should be running the daemon\npod (including nodes correctly running the daemon pod).',
-    ),
-    numberReady: Int32(
-      'The number of nodes that should be running the daemon pod and have one\nor more of the daemon pod running and ready.',
-    ),
-    observedGeneration: Type.Optional(
-      Type.Integer({
-        format: 'int64',
-        description: 'The most recent generation observed by the daemon set controller.',
-      }),
-    ),
-    updatedNumberScheduled: Int32('The total number of nodes that are running updated daemon pod'),
-    numberAvailable: Type.Optional(
-      Int32(
-        'The number of nodes that should be running the\ndaemon pod and have one or more of the daemon pod running and\navailable (ready for at least spec.minReadySeconds)',
-      ),
-    ),
-    numberUnavailable: Type.Optional(
-      Int32(
-        'The number of nodes that should be running the\ndaemon pod and have none of the daemon pod running and available\n(ready for at least spec.minReadySeconds)',
-      ),
-    ),
-    collisionCount: Type.Optional(
-      Int32(
-        'Count of hash collisions for the DaemonSet. The DaemonSet controller\nuses this field as a collision avoidance mechanism when it needs to\ncreate the name for the newest ControllerRevision.',
-      ),
-    ),
-    conditions: Type.Optional(
-      Type.Array(DaemonSetConditionSchema, {
-        description: "Represents the latest available observations of a DaemonSet's current state.",
-      }),
-    ),
+    ...statusFields,
     daemonSetHash: Type.String({
       description:
         'DaemonSetHash is the controller-revision-hash, which represents the latest version of the DaemonSet.',
     }),
   },
-  { description: 'DaemonSetStatus defines the observed state of DaemonSet' },
+  { description: STATUS_DESCRIPTION },
+);
+
+/** v1beta1: `updateRevision` (optional, as Kruise's `omitempty`) instead of the required `daemonSetHash`. */
+export const DaemonSetStatusV1beta1Schema = Type.Object(
+  {
+    ...statusFields,
+    updateRevision: Type.Optional(
+      Type.String({
+        description:
+          'UpdateRevision is the controller-revision-hash, which represents the latest version of the DaemonSet.',
+      }),
+    ),
+  },
+  { description: STATUS_DESCRIPTION },
 );
 
 /** ObjectMeta is validated by the apiserver itself; a CRD may only say `type: object` here. */
 const ObjectMetaSchema = Type.Unsafe<ObjectMeta>({ type: 'object' });
 
+const typeMetaFields = {
+  apiVersion: Type.Optional(
+    Type.String({
+      description:
+        'APIVersion defines the versioned schema of this representation of an object.\nServers should convert recognized schemas to the latest internal value, and\nmay reject unrecognized values.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources',
+    }),
+  ),
+  kind: Type.Optional(
+    Type.String({
+      description:
+        'Kind is a string value representing the REST resource this object represents.\nServers may infer this from the endpoint the client submits requests to.\nCannot be updated.\nIn CamelCase.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds',
+    }),
+  ),
+  metadata: ObjectMetaSchema,
+};
+
+const DAEMONSET_DESCRIPTION =
+  'DaemonSet (Advanced DaemonSet) runs one pod per eligible node, like apps/v1 DaemonSet, with\npartitioned, paused, node-selected, surging and in-place rolling updates and lifecycle hooks.';
+
+/** apps.kruise.io/v1alpha1 DaemonSet: the controller's internal model. */
 export const DaemonSetSchema = Type.Object(
-  {
-    apiVersion: Type.Optional(
-      Type.String({
-        description:
-          'APIVersion defines the versioned schema of this representation of an object.\nServers should convert recognized schemas to the latest internal value, and\nmay reject unrecognized values.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources',
-      }),
-    ),
-    kind: Type.Optional(
-      Type.String({
-        description:
-          'Kind is a string value representing the REST resource this object represents.\nServers may infer this from the endpoint the client submits requests to.\nCannot be updated.\nIn CamelCase.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds',
-      }),
-    ),
-    metadata: ObjectMetaSchema,
-    spec: DaemonSetSpecSchema,
-    status: Type.Optional(DaemonSetStatusSchema),
-  },
-  {
-    description:
-      'DaemonSet (Advanced DaemonSet) runs one pod per eligible node, like apps/v1 DaemonSet, with\npartitioned, paused, node-selected, surging and in-place rolling updates and lifecycle hooks.',
-  },
+  { ...typeMetaFields, spec: DaemonSetSpecSchema, status: Type.Optional(DaemonSetStatusSchema) },
+  { description: DAEMONSET_DESCRIPTION },
+);
+
+/** apps.kruise.io/v1beta1 DaemonSet: the storage version. */
+export const DaemonSetV1beta1Schema = Type.Object(
+  { ...typeMetaFields, spec: DaemonSetSpecV1beta1Schema, status: Type.Optional(DaemonSetStatusV1beta1Schema) },
+  { description: DAEMONSET_DESCRIPTION },
 );
 
 export type DaemonSetSchemaType = Static<typeof DaemonSetSchema>;
+
+/** The schema of a served version. */
+export const DAEMONSET_SCHEMAS: Readonly<Record<ServedVersion, TSchema>> = {
+  v1alpha1: DaemonSetSchema,
+  v1beta1: DaemonSetV1beta1Schema,
+};

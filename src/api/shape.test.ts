@@ -9,7 +9,7 @@ import { POD_SHAPES } from './pod-shapes.generated.ts';
 import { FieldPath } from './field.ts';
 import { MAX_NESTING_DEPTH, nestingError, typedShapeErrors } from './shape.ts';
 import { shapeErrors } from './validation.ts';
-import { daemonSetManifest } from './testing/review-fixtures.ts';
+import { daemonSetManifest, daemonSetManifestV1beta1 } from './testing/review-fixtures.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -151,6 +151,55 @@ describe('shapeErrors', () => {
     test(row.name, () => {
       assert.deepEqual(p(row.set).sort(), [...row.errors].sort());
     });
+
+  // The same rows read as v1beta1 (the JSON types of both versions' shared fields are the same), plus the fields
+  // only v1beta1 has.
+  const v1beta1Rows: { name: string; set: (d: any) => void; errors: string[] }[] = [
+    ...rows,
+    {
+      name: 'scaleStrategy.partitionedScaling and status.updateRevision accepted',
+      set: (d) => {
+        d.spec.scaleStrategy = { partitionedScaling: true };
+        d.spec.updateStrategy = { rollingUpdate: { partition: '10%', rollingUpdateType: 'InPlaceIfPossible' } };
+        d.status = { updateRevision: 'abc', currentNumberScheduled: 0 };
+      },
+      errors: [],
+    },
+    {
+      name: 'partitionedScaling not a boolean',
+      set: (d) => (d.spec.scaleStrategy = { partitionedScaling: 'true' }),
+      errors: [
+        'spec.scaleStrategy.partitionedScaling: Invalid value: "string": spec.scaleStrategy.partitionedScaling in body must be of type boolean: "string"',
+      ],
+    },
+    {
+      name: 'scaleStrategy not an object',
+      set: (d) => (d.spec.scaleStrategy = ['x']),
+      errors: [
+        'spec.scaleStrategy: Invalid value: "array": spec.scaleStrategy in body must be of type object: "array"',
+      ],
+    },
+    {
+      name: 'partition neither an integer nor a string',
+      set: (d) => (d.spec.updateStrategy = { rollingUpdate: { partition: true } }),
+      errors: [
+        'spec.updateStrategy.rollingUpdate.partition: Invalid value: "boolean": spec.updateStrategy.rollingUpdate.partition in body must be of type integer,string: "boolean"',
+      ],
+    },
+  ];
+  for (const row of v1beta1Rows)
+    test(`v1beta1: ${row.name}`, () => {
+      const ds: any = daemonSetManifestV1beta1();
+      row.set(ds);
+      assert.deepEqual(shapeErrors(ds, 'v1beta1').map(errorString).sort(), [...row.errors].sort());
+    });
+
+  test('a v1beta1-only field in a v1alpha1 object is an unknown field, not checked (the apiserver prunes it)', () => {
+    assert.deepEqual(
+      p((d) => (d.spec.scaleStrategy = { partitionedScaling: 'true' })),
+      [],
+    );
+  });
 
   test('typedShapeErrors refuses a type it does not know (a programming error)', () => {
     assert.throws(() => typedShapeErrors({}, 'V1Nope', FieldPath.root('x')), /no shape for V1Nope/);

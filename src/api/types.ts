@@ -1,21 +1,40 @@
-// TypeScript types of apps.kruise.io/v1alpha1 DaemonSet, derived from the one schema in schema.ts.
+// TypeScript types of apps.kruise.io DaemonSet, derived from the schemas in schema.ts. `DaemonSet` is v1alpha1, the
+// controller's internal model; `DaemonSetV1beta1` is the v1beta1 (storage) shape, converted to and from the
+// internal model by src/api/conversion.ts.
 import type { Static } from '@sinclair/typebox';
 import type { ObjectMeta } from '../k8s/types.ts';
 import type {
   DaemonSetConditionSchema,
+  DaemonSetScaleStrategyV1beta1Schema,
   DaemonSetSchema,
   DaemonSetSpecSchema,
+  DaemonSetSpecV1beta1Schema,
   DaemonSetStatusSchema,
+  DaemonSetStatusV1beta1Schema,
   DaemonSetUpdateStrategySchema,
+  DaemonSetUpdateStrategyV1beta1Schema,
+  DaemonSetV1beta1Schema,
   LifecycleHookSchema,
   LifecycleSchema,
   RollingUpdateDaemonSetSchema,
+  RollingUpdateDaemonSetV1beta1Schema,
   LabelSelectorSchema,
   ROLLING_UPDATE_TYPES,
+  ROLLING_UPDATE_TYPES_V1BETA1,
   UPDATE_STRATEGY_TYPES,
 } from './schema.ts';
 
-export { API_GROUP, API_VERSION, KIND, VERSION, PLURAL, RESOURCE } from './constants.ts';
+export {
+  API_GROUP,
+  API_VERSION,
+  API_VERSION_V1BETA1,
+  KIND,
+  VERSION,
+  V1BETA1,
+  PLURAL,
+  RESOURCE,
+  type ServedVersion,
+} from './constants.ts';
 
 export type IntOrString = number | string;
 export type DaemonSetSpec = Static<typeof DaemonSetSpecSchema>;
@@ -31,3 +50,14 @@ export type DaemonSetLabelSelector = Static<ReturnType<typeof LabelSelectorSchem
 
 /** The whole object. metadata is ObjectMeta from k8s/types.ts (the CRD only says `type: object`). */
 export type DaemonSet = Omit<Static<typeof DaemonSetSchema>, 'metadata'> & { metadata: ObjectMeta };
+
+// v1beta1. Lifecycle, conditions and selectors are the same types in both versions.
+export type DaemonSetSpecV1beta1 = Static<typeof DaemonSetSpecV1beta1Schema>;
+export type DaemonSetStatusV1beta1 = Static<typeof DaemonSetStatusV1beta1Schema>;
+export type DaemonSetUpdateStrategyV1beta1 = Static<typeof DaemonSetUpdateStrategyV1beta1Schema>;
+export type RollingUpdateDaemonSetV1beta1 = Static<typeof RollingUpdateDaemonSetV1beta1Schema>;
+export type RollingUpdateTypeV1beta1 = (typeof ROLLING_UPDATE_TYPES_V1BETA1)[number];
+export type DaemonSetScaleStrategyV1beta1 = Static<typeof DaemonSetScaleStrategyV1beta1Schema>;
+
+/** The whole v1beta1 object, metadata as in `DaemonSet`. */
+export type DaemonSetV1beta1 = Omit<Static<typeof DaemonSetV1beta1Schema>, 'metadata'> & { metadata: ObjectMeta };

@@ -1,86 +1,117 @@
 // Table tests of the validating webhook's rules (docs/kruise-rules.md#validation; Kruise's cases in
 // https://github.com/openkruise/kruise/blob/master/pkg/webhook/daemonset/validating/daemonset_validation_test.go):
-// each case asserts the exact field errors, in the apiserver's text format, of one invalid (or valid) manifest.
+// each case asserts the exact field errors, in the apiserver's text format, of one invalid (or valid) manifest,
+// in each served version (v1beta1 as Kruise 1.9's v1beta1 functions: no Surging, scaleStrategy).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { SERVED_VERSIONS, type ServedVersion } from './constants.ts';
 import { defaultDaemonSet, type JsonObject } from './defaults.ts';
 import { errorString, invalidStatus } from './field.ts';
 import { PERCENT_ERR } from './names.ts';
-import { SPEC_UPDATE_FORBIDDEN, validateDaemonSet, validateDaemonSetUpdate } from './validation.ts';
-import { daemonSetManifest } from './testing/review-fixtures.ts';
+import {
+  SPEC_UPDATE_FORBIDDEN,
+  SPEC_UPDATE_FORBIDDEN_V1BETA1,
+  validateDaemonSet,
+  validateDaemonSetUpdate,
+} from './validation.ts';
+import { daemonSetManifest, daemonSetManifestV1beta1 } from './testing/review-fixtures.ts';
 
 const RU = 'spec.updateStrategy.rollingUpdate';
-
-/** A minimal manifest as a user writes it (not defaulted). */
-const manifest = (): JsonObject => daemonSetManifest();
 
 // Loose accessors for editing fixtures in table rows.
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Edit = (ds: any) => void;
 
-/** The manifest as it reaches the validating webhook: after the mutating webhook, then `edit`. */
-function defaulted(edit: Edit = () => {}): JsonObject {
-  const ds = defaultDaemonSet(manifest());
-  edit(ds);
-  return ds;
+/** Manifests of one version, as they reach the validating webhook. */
+interface Fixtures {
+  version: ServedVersion;
+  /** The manifest as it reaches the validating webhook: after the mutating webhook, then `edit`. */
+  defaulted(edit?: Edit): JsonObject;
+  /** The manifest edited before defaulting (what the user sent), then defaulted. */
+  sent(edit: Edit): JsonObject;
+  /** The defaulted manifest with `fields` set in spec.updateStrategy.rollingUpdate. */
+  withRollingUpdate(fields: JsonObject): JsonObject;
 }
 
-/** The manifest edited before defaulting (what the user sent), then defaulted. */
-function sent(edit: Edit): JsonObject {
-  const m = manifest();
-  edit(m);
-  return defaultDaemonSet(m);
+function fixtures(version: ServedVersion): Fixtures {
+  /** A minimal manifest as a user writes it (not defaulted). */
+  const manifest = (): JsonObject => (version === 'v1beta1' ? daemonSetManifestV1beta1() : daemonSetManifest());
+  const defaulted = (edit: Edit = () => {}): JsonObject => {
+    const ds = defaultDaemonSet(manifest(), undefined, version);
+    edit(ds);
+    return ds;
+  };
+  return {
+    version,
+    defaulted,
+    sent: (edit) => {
+      const m = manifest();
+      edit(m);
+      return defaultDaemonSet(m, undefined, version);
+    },
+    withRollingUpdate: (fields) => defaulted((d) => Object.assign(d.spec.updateStrategy.rollingUpdate, fields)),
+  };
 }
 
-/** The defaulted manifest with `fields` set in spec.updateStrategy.rollingUpdate. */
-const withRollingUpdate = (fields: JsonObject): JsonObject =>
-  defaulted((d) => Object.assign(d.spec.updateStrategy.rollingUpdate, fields));
+const V1ALPHA1 = fixtures('v1alpha1');
+const ALL = SERVED_VERSIONS.map(fixtures);
+const { defaulted, sent, withRollingUpdate } = V1ALPHA1;
 
-const messages = (ds: JsonObject) => validateDaemonSet(ds).map(errorString);
+const messages = (ds: JsonObject, version: ServedVersion = 'v1alpha1') =>
+  validateDaemonSet(ds, version).map(errorString);
 
 describe('validateDaemonSet: the Kruise webhook test cases and rules', () => {
-  const cases: { name: string; ds: () => JsonObject; want: string[] }[] = [
-    { name: 'valid Standard rolling update accepted', ds: () => defaulted(), want: [] },
+  /** `want` in every version, unless `v1beta1` says what v1beta1 answers instead; `only` limits a row to one. */
+  const cases: {
+    name: string;
+    ds: (f: Fixtures) => JsonObject;
+    want: string[];
+    v1beta1?: string[];
+    only?: ServedVersion;
+  }[] = [
+    { name: 'valid Standard rolling update accepted', ds: (f) => f.defaulted(), want: [] },
     {
       name: 'valid InPlaceIfPossible accepted',
-      ds: () => sent((d) => (d.spec.updateStrategy = { rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible' } })),
+      ds: (f) => f.sent((d) => (d.spec.updateStrategy = { rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible' } })),
       want: [],
     },
     {
       name: 'valid surge (maxSurge 1, maxUnavailable 0) accepted',
-      ds: () => sent((d) => (d.spec.updateStrategy = { rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } })),
+      ds: (f) => f.sent((d) => (d.spec.updateStrategy = { rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } })),
       want: [],
     },
-    { name: 'OnDelete accepted', ds: () => sent((d) => (d.spec.updateStrategy = { type: 'OnDelete' })), want: [] },
+    { name: 'OnDelete accepted', ds: (f) => f.sent((d) => (d.spec.updateStrategy = { type: 'OnDelete' })), want: [] },
     {
       name: 'OnDelete with garbage rollingUpdate accepted (nothing else checked)',
-      ds: () =>
-        sent((d) => (d.spec.updateStrategy = { type: 'OnDelete', rollingUpdate: { maxSurge: 5, maxUnavailable: 5 } })),
+      ds: (f) =>
+        f.sent(
+          (d) => (d.spec.updateStrategy = { type: 'OnDelete', rollingUpdate: { maxSurge: 5, maxUnavailable: 5 } }),
+        ),
       want: [],
     },
     {
       name: 'partition 5 accepted',
-      ds: () => defaulted((d) => (d.spec.updateStrategy.rollingUpdate.partition = 5)),
+      ds: (f) => f.defaulted((d) => (d.spec.updateStrategy.rollingUpdate.partition = 5)),
       want: [],
     },
     {
       name: 'partition 100% accepted',
-      ds: () => defaulted((d) => (d.spec.updateStrategy.rollingUpdate.partition = '100%')),
+      ds: (f) => f.defaulted((d) => (d.spec.updateStrategy.rollingUpdate.partition = '100%')),
       want: [],
     },
     {
       name: 'burstReplicas as a percentage accepted',
-      ds: () => defaulted((d) => (d.spec.burstReplicas = '50%')),
+      ds: (f) => f.defaulted((d) => (d.spec.burstReplicas = '50%')),
       want: [],
     },
     {
       name: 'selector that does not match the template labels',
-      ds: () => defaulted((d) => (d.spec.selector = { matchLabels: { app: 'other' } })),
+      ds: (f) => f.defaulted((d) => (d.spec.selector = { matchLabels: { app: 'other' } })),
       want: ['spec.template.metadata.labels: Invalid value: {"app":"x"}: `selector` does not match template `labels`'],
     },
     {
       name: 'nil selector fails the match',
-      ds: () => defaulted((d) => delete d.spec.selector),
+      ds: (f) => f.defaulted((d) => delete d.spec.selector),
       want: [
         'spec.selector: Required value',
         'spec.template.metadata.labels: Invalid value: {"app":"x"}: `selector` does not match template `labels`',
@@ -88,53 +119,56 @@ describe('validateDaemonSet: the Kruise webhook test cases and rules', () => {
     },
     {
       name: 'empty selector',
-      ds: () => defaulted((d) => (d.spec.selector = {})),
+      ds: (f) => f.defaulted((d) => (d.spec.selector = {})),
       want: ['spec.selector: Invalid value: {}: empty selector is invalid for daemonset'],
     },
     {
       name: 'selector matchExpressions In without values',
-      ds: () =>
-        defaulted((d) => (d.spec.selector = { matchExpressions: [{ key: 'app', operator: 'In', values: [] }] })),
+      ds: (f) =>
+        f.defaulted((d) => (d.spec.selector = { matchExpressions: [{ key: 'app', operator: 'In', values: [] }] })),
       want: [
         "spec.selector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
       ],
     },
     {
       name: 'RollingUpdate without rollingUpdate',
-      ds: () => defaulted((d) => delete d.spec.updateStrategy.rollingUpdate),
+      ds: (f) => f.defaulted((d) => delete d.spec.updateStrategy.rollingUpdate),
       want: ['spec.updateStrategy.rollingUpdate: Required value'],
     },
     {
       name: 'unknown update strategy type',
-      ds: () => defaulted((d) => (d.spec.updateStrategy.type = 'Recreate')),
+      ds: (f) => f.defaulted((d) => (d.spec.updateStrategy.type = 'Recreate')),
       want: ['spec.updateStrategy.type: Unsupported value: "Recreate": supported values: "RollingUpdate", "OnDelete"'],
     },
     {
       name: 'unknown rollingUpdateType (path not doubled)',
-      ds: () => defaulted((d) => (d.spec.updateStrategy.rollingUpdate.rollingUpdateType = 'Fast')),
+      ds: (f) => f.defaulted((d) => (d.spec.updateStrategy.rollingUpdate.rollingUpdateType = 'Fast')),
       want: [
         `${RU}.rollingUpdateType: Unsupported value: "Fast": supported values: "Standard", "Surging", "InPlaceIfPossible"`,
+      ],
+      v1beta1: [
+        `${RU}.rollingUpdateType: Unsupported value: "Fast": supported values: "Standard", "InPlaceIfPossible"`,
       ],
     },
     {
       name: 'maxSurge and maxUnavailable both non-zero',
-      ds: () => defaulted((d) => (d.spec.updateStrategy.rollingUpdate.maxSurge = 1)),
+      ds: (f) => f.defaulted((d) => (d.spec.updateStrategy.rollingUpdate.maxSurge = 1)),
       want: [`${RU}.maxSurge: Invalid value: "1": may not be set when maxUnavailable is non-zero`],
     },
     {
       name: 'maxSurge and maxUnavailable both zero',
-      ds: () => defaulted((d) => (d.spec.updateStrategy.rollingUpdate.maxUnavailable = 0)),
+      ds: (f) => f.defaulted((d) => (d.spec.updateStrategy.rollingUpdate.maxUnavailable = 0)),
       want: [`${RU}.maxUnavailable: Required value: cannot be 0 when maxSurge is 0`],
     },
     {
       name: 'both zero as percentages',
-      ds: () => withRollingUpdate({ maxUnavailable: '0%', maxSurge: '0%' }),
+      ds: (f) => f.withRollingUpdate({ maxUnavailable: '0%', maxSurge: '0%' }),
       want: [`${RU}.maxUnavailable: Required value: cannot be 0 when maxSurge is 0`],
     },
     {
       name: 'InPlaceIfPossible with non-zero maxSurge',
-      ds: () =>
-        withRollingUpdate({
+      ds: (f) =>
+        f.withRollingUpdate({
           rollingUpdateType: 'InPlaceIfPossible',
           maxSurge: 1,
           maxUnavailable: 0,
@@ -143,56 +177,116 @@ describe('validateDaemonSet: the Kruise webhook test cases and rules', () => {
     },
     {
       name: 'Surging with non-zero maxUnavailable (reachable when the mutating webhook is bypassed)',
-      ds: () =>
-        withRollingUpdate({
+      ds: (f) =>
+        f.withRollingUpdate({
           rollingUpdateType: 'Surging',
           maxUnavailable: 1,
           maxSurge: 0,
         }),
       want: [`${RU}.maxUnavailable: Invalid value: "1": must be 0 for Surging type`],
+      // v1beta1 has no Surging: Kruise's NotSupported with its two types, whatever maxUnavailable is.
+      v1beta1: [
+        `${RU}.rollingUpdateType: Unsupported value: "Surging": supported values: "Standard", "InPlaceIfPossible"`,
+      ],
+    },
+    {
+      name: 'Surging as a user sends it: rewritten to Standard in v1alpha1, refused in v1beta1',
+      ds: (f) => f.sent((d) => (d.spec.updateStrategy = { rollingUpdate: { rollingUpdateType: 'Surging' } })),
+      want: [],
+      v1beta1: [
+        `${RU}.rollingUpdateType: Unsupported value: "Surging": supported values: "Standard", "InPlaceIfPossible"`,
+      ],
+    },
+    {
+      name: 'Surging with maxSurge, as Kruise 1.8 users wrote it: refused in v1beta1',
+      ds: (f) =>
+        f.sent((d) => (d.spec.updateStrategy = { rollingUpdate: { rollingUpdateType: 'Surging', maxSurge: '10%' } })),
+      want: [],
+      v1beta1: [
+        `${RU}.rollingUpdateType: Unsupported value: "Surging": supported values: "Standard", "InPlaceIfPossible"`,
+      ],
     },
     {
       name: 'rollingUpdate.type alias disagreeing with rollingUpdateType',
-      ds: () =>
-        withRollingUpdate({ type: 'InPlaceIfPossible', rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 }),
+      ds: (f) =>
+        f.withRollingUpdate({
+          type: 'InPlaceIfPossible',
+          rollingUpdateType: 'Standard',
+          maxUnavailable: 1,
+          maxSurge: 0,
+        }),
       want: [`${RU}.type: Invalid value: "InPlaceIfPossible": conflicts with rollingUpdateType "Standard"`],
+      // Not a v1beta1 field: the apiserver prunes it before admission; validation does not read it.
+      v1beta1: [],
     },
     {
       name: 'maxUnavailable 150%',
-      ds: () => defaulted((d) => (d.spec.updateStrategy.rollingUpdate.maxUnavailable = '150%')),
+      ds: (f) => f.defaulted((d) => (d.spec.updateStrategy.rollingUpdate.maxUnavailable = '150%')),
       want: [`${RU}.maxUnavailable: Invalid value: "150%": must not be greater than 100%`],
     },
     {
       name: 'negative partition',
-      ds: () => defaulted((d) => (d.spec.updateStrategy.rollingUpdate.partition = -1)),
+      ds: (f) => f.defaulted((d) => (d.spec.updateStrategy.rollingUpdate.partition = -1)),
       want: [`${RU}.partition: Invalid value: "-1": must be greater than or equal to 0`],
     },
     {
       name: 'partition above 100%',
-      ds: () => defaulted((d) => (d.spec.updateStrategy.rollingUpdate.partition = '101%')),
+      ds: (f) => f.defaulted((d) => (d.spec.updateStrategy.rollingUpdate.partition = '101%')),
       want: [`${RU}.partition: Invalid value: "101%": must not be greater than 100%`],
     },
     {
+      name: 'v1beta1 partitionedScaling with a percent partition accepted',
+      only: 'v1beta1',
+      ds: (f) =>
+        f.sent((d) => {
+          d.spec.scaleStrategy = { partitionedScaling: true };
+          d.spec.updateStrategy = { rollingUpdate: { partition: '50%' } };
+        }),
+      want: [],
+    },
+    {
+      name: 'v1beta1 empty scaleStrategy and partitionedScaling false accepted',
+      only: 'v1beta1',
+      ds: (f) => f.sent((d) => (d.spec.scaleStrategy = { partitionedScaling: false })),
+      want: [],
+    },
+    {
+      name: 'partitionedScaling not a boolean: a structural error in v1beta1, an unknown (pruned) field in v1alpha1',
+      ds: (f) => f.defaulted((d) => (d.spec.scaleStrategy = { partitionedScaling: 'yes' })),
+      want: [],
+      v1beta1: [
+        'spec.scaleStrategy.partitionedScaling: Invalid value: "string": spec.scaleStrategy.partitionedScaling in body must be of type boolean: "string"',
+      ],
+    },
+    {
+      name: 'scaleStrategy not an object in v1beta1',
+      only: 'v1beta1',
+      ds: (f) => f.defaulted((d) => (d.spec.scaleStrategy = true)),
+      want: [
+        'spec.scaleStrategy: Invalid value: "boolean": spec.scaleStrategy in body must be of type object: "boolean"',
+      ],
+    },
+    {
       name: 'restartPolicy OnFailure',
-      ds: () => sent((d) => (d.spec.template.spec.restartPolicy = 'OnFailure')),
+      ds: (f) => f.sent((d) => (d.spec.template.spec.restartPolicy = 'OnFailure')),
       want: ['spec.template.spec.restartPolicy: Unsupported value: "OnFailure": supported values: "Always"'],
     },
     {
       name: 'activeDeadlineSeconds',
-      ds: () => sent((d) => (d.spec.template.spec.activeDeadlineSeconds = 10)),
+      ds: (f) => f.sent((d) => (d.spec.template.spec.activeDeadlineSeconds = 10)),
       want: [
         'spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in DaemonSet is not Supported',
       ],
     },
     {
       name: 'lifecycle.inPlaceUpdate',
-      ds: () => sent((d) => (d.spec.lifecycle = { inPlaceUpdate: { labelsHandler: { a: 'b' } } })),
+      ds: (f) => f.sent((d) => (d.spec.lifecycle = { inPlaceUpdate: { labelsHandler: { a: 'b' } } })),
       want: ['spec.lifecycle.inPlaceUpdate: Forbidden: inPlaceUpdate hook has not supported yet'],
     },
     {
       name: 'lifecycle.preDelete and preNormal accepted',
-      ds: () =>
-        sent(
+      ds: (f) =>
+        f.sent(
           (d) =>
             (d.spec.lifecycle = {
               preDelete: { labelsHandler: { hold: 'true' }, finalizersHandler: ['x/y'], markPodNotReady: true },
@@ -203,18 +297,18 @@ describe('validateDaemonSet: the Kruise webhook test cases and rules', () => {
     },
     {
       name: 'negative minReadySeconds',
-      ds: () => defaulted((d) => (d.spec.minReadySeconds = -1)),
+      ds: (f) => f.defaulted((d) => (d.spec.minReadySeconds = -1)),
       want: ['spec.minReadySeconds: Invalid value: -1: must be greater than or equal to 0'],
     },
     {
       name: 'negative revisionHistoryLimit',
-      ds: () => defaulted((d) => (d.spec.revisionHistoryLimit = -1)),
+      ds: (f) => f.defaulted((d) => (d.spec.revisionHistoryLimit = -1)),
       want: ['spec.revisionHistoryLimit: Invalid value: -1: must be greater than or equal to 0'],
     },
     {
       name: 'several errors are all listed',
-      ds: () =>
-        defaulted((d) => {
+      ds: (f) =>
+        f.defaulted((d) => {
           d.spec.minReadySeconds = -1;
           d.spec.updateStrategy.rollingUpdate.partition = '-5%';
           d.spec.template.spec.activeDeadlineSeconds = 1;
@@ -226,7 +320,12 @@ describe('validateDaemonSet: the Kruise webhook test cases and rules', () => {
       ],
     },
   ];
-  for (const c of cases) test(c.name, () => assert.deepEqual(messages(c.ds()), c.want));
+  for (const f of ALL)
+    for (const c of cases) {
+      if (c.only && c.only !== f.version) continue;
+      const want = f.version === 'v1beta1' ? (c.v1beta1 ?? c.want) : c.want;
+      test(`${f.version}: ${c.name}`, () => assert.deepEqual(messages(c.ds(f), f.version), want));
+    }
 });
 
 describe('validateDaemonSet: malformed IntOrString values are rejected (stricter than Kruise)', () => {
@@ -245,12 +344,13 @@ describe('validateDaemonSet: malformed IntOrString values are rejected (stricter
     { value: '101%', detail: 'must not be greater than 100%' },
     { value: -1, detail: 'must be greater than or equal to 0' },
   ];
-  for (const f of fields)
-    for (const v of values)
-      test(`${f.name} ${JSON.stringify(v.value)}`, () => {
-        const ds = defaulted((d) => f.set(d, v.value));
-        assert.deepEqual(messages(ds), [`${f.path}: Invalid value: "${String(v.value)}": ${v.detail}`]);
-      });
+  for (const fx of ALL)
+    for (const f of fields)
+      for (const v of values)
+        test(`${fx.version}: ${f.name} ${JSON.stringify(v.value)}`, () => {
+          const ds = fx.defaulted((d) => f.set(d, v.value));
+          assert.deepEqual(messages(ds, fx.version), [`${f.path}: Invalid value: "${String(v.value)}": ${v.detail}`]);
+        });
   test('a non-integer number is reported once, by the structural schema', () => {
     const ds = defaulted((d) => (d.spec.burstReplicas = 1.5));
     assert.deepEqual(messages(ds), [
@@ -405,8 +505,8 @@ describe('invalidStatus: the apiserver rejection format', () => {
 });
 
 describe('validateDaemonSetUpdate: only spec.selector is immutable', () => {
-  const old = () => defaulted();
-  const cases: { name: string; edit: Edit; want: string[] }[] = [
+  /** `want` in every version, unless `v1beta1` says what v1beta1 answers instead. */
+  const cases: { name: string; edit: Edit; want: string[]; v1beta1?: string[]; only?: ServedVersion }[] = [
     { name: 'burstReplicas change allowed', edit: (d) => (d.spec.burstReplicas = 10), want: [] },
     { name: 'partition change allowed', edit: (d) => (d.spec.updateStrategy.rollingUpdate.partition = 2), want: [] },
     {
@@ -431,6 +531,13 @@ describe('validateDaemonSetUpdate: only spec.selector is immutable', () => {
         d.spec.template.metadata.labels.tier = 'web';
       },
       want: [`spec: Forbidden: ${SPEC_UPDATE_FORBIDDEN}`],
+      v1beta1: [`spec: Forbidden: ${SPEC_UPDATE_FORBIDDEN_V1BETA1}`],
+    },
+    {
+      name: 'v1beta1 scaleStrategy change allowed (mutable in Kruise 1.9)',
+      only: 'v1beta1',
+      edit: (d) => (d.spec.scaleStrategy = { partitionedScaling: true }),
+      want: [],
     },
     {
       name: 'the new object is fully validated too',
@@ -438,14 +545,35 @@ describe('validateDaemonSetUpdate: only spec.selector is immutable', () => {
       want: [`${RU}.partition: Invalid value: "-1": must be greater than or equal to 0`],
     },
   ];
-  for (const c of cases)
-    test(c.name, () => {
-      const next = old();
-      c.edit(next);
-      assert.deepEqual(validateDaemonSetUpdate(next, old()).map(errorString), c.want);
-    });
+  for (const f of ALL)
+    for (const c of cases) {
+      if (c.only && c.only !== f.version) continue;
+      const want = f.version === 'v1beta1' ? (c.v1beta1 ?? c.want) : c.want;
+      test(`${f.version}: ${c.name}`, () => {
+        const next = f.defaulted();
+        c.edit(next);
+        assert.deepEqual(validateDaemonSetUpdate(next, f.defaulted(), f.version).map(errorString), want);
+      });
+    }
   test("the forbidden text is Kruise's v1alpha1 text, two spaces after 'lifecycle',", () => {
     assert.match(SPEC_UPDATE_FORBIDDEN, /'lifecycle', {2}'updateStrategy'/);
+  });
+  test("the v1beta1 forbidden text is Kruise's v1beta1 text: scaleStrategy listed, one space throughout", () => {
+    assert.equal(
+      SPEC_UPDATE_FORBIDDEN_V1BETA1,
+      "updates to daemonset spec for fields other than 'BurstReplicas', 'template', 'lifecycle', 'scaleStrategy', 'updateStrategy', 'minReadySeconds', and 'revisionHistoryLimit' are forbidden",
+    );
+  });
+  test('a v1beta1 selector change from an object with partitionedScaling is still refused', () => {
+    const fx = fixtures('v1beta1');
+    const old = fx.sent((d) => (d.spec.scaleStrategy = { partitionedScaling: true }));
+    const next = structuredClone(old) as any;
+    next.spec.selector = { matchLabels: { app: 'x', tier: 'web' } };
+    next.spec.template.metadata.labels.tier = 'web';
+    next.spec.scaleStrategy = {};
+    assert.deepEqual(validateDaemonSetUpdate(next, old, 'v1beta1').map(errorString), [
+      `spec: Forbidden: ${SPEC_UPDATE_FORBIDDEN_V1BETA1}`,
+    ]);
   });
 });
 

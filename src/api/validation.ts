@@ -1,14 +1,20 @@
-// Validation of apps.kruise.io/v1alpha1 DaemonSet as pure functions over plain JSON, returning field errors in
-// the apiserver's format (field.ts). Rules: Kruise's validating webhook
+// Validation of apps.kruise.io DaemonSet (v1alpha1 and v1beta1) as pure functions over plain JSON, returning field
+// errors in the apiserver's format (field.ts). Rules: Kruise's validating webhook
 // (https://github.com/openkruise/kruise/blob/master/pkg/webhook/daemonset/validating/daemonset_validation.go,
 // summed up in docs/kruise-rules.md#validation), the pod-template checks a user gets from apps/v1, and stricter
-// IntOrString checks than Kruise (which silently treats garbage strings as 0; docs/differences.md). The structural
-// part (types, required fields) comes from the same schema as the CRD, through ajv, so an object the apiserver
-// would reject is rejected here with the same kind of message.
+// IntOrString checks than Kruise (which silently treats garbage strings as 0; docs/differences.md). v1beta1 follows
+// Kruise 1.9's v1beta1 functions (validateDaemonSetSpecV1beta1 in
+// https://github.com/openkruise/kruise/blob/v1.9.0/pkg/webhook/daemonset/validating/daemonset_validation.go,
+// validateDaemonSetUpdateV1beta1 in
+// https://github.com/openkruise/kruise/blob/v1.9.0/pkg/webhook/daemonset/validating/daemonset_create_update_handler.go):
+// the same rules without Surging, and scaleStrategy mutable. The structural part (types, required fields) comes
+// from the same schema as the CRD version, through ajv, so an object the apiserver would reject is rejected here
+// with the same kind of message.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { cloneJson } from '../k8s/json.ts';
 import { labelSelectorMatches } from '../k8s/labels.ts';
 import type { LabelSelector } from '../k8s/types.ts';
+import { V1BETA1, VERSION, type ServedVersion } from './constants.ts';
 import { openAPIV3Schema } from './crd.ts';
 import { isObject, setDefaultsPodTemplate, type JsonObject } from './defaults.ts';
 import {
@@ -31,7 +37,7 @@ import {
   isValidPortName,
 } from './names.ts';
 import { compareQuantity, formatQuantity, isNegative, quantityFromJSON, type Quantity } from './quantity.ts';
-import { ROLLING_UPDATE_TYPES, UPDATE_STRATEGY_TYPES } from './schema.ts';
+import { ROLLING_UPDATE_TYPES, ROLLING_UPDATE_TYPES_V1BETA1, UPDATE_STRATEGY_TYPES } from './schema.ts';
 import { jsonTypeName, nestingError, typedShapeErrors, wrongType } from './shape.ts';
 
 export const NEGATIVE_ERROR = 'must be greater than or equal to 0';
@@ -39,10 +45,11 @@ export const NEGATIVE_ERROR = 'must be greater than or equal to 0';
 // ---------------------------------------------------------------------------------------------------------
 // Structural schema (ajv)
 
-let compiled: ValidateFunction | undefined;
+const compiled = new Map<ServedVersion, ValidateFunction>();
 
-function schemaValidator(): ValidateFunction {
-  if (compiled) return compiled;
+function schemaValidator(version: ServedVersion): ValidateFunction {
+  const cached = compiled.get(version);
+  if (cached) return cached;
   const ajv = new Ajv({ allErrors: true, verbose: true, strictTypes: false, strictTuples: false });
   for (const keyword of [
     'x-kubernetes-int-or-string',
@@ -54,8 +61,9 @@ function schemaValidator(): ValidateFunction {
   ajv.addFormat('int32', { type: 'number', validate: (n: number) => n >= -(2 ** 31) && n < 2 ** 31 });
   ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isSafeInteger(n) });
   ajv.addFormat('date-time', { type: 'string', validate: (s: string) => !Number.isNaN(Date.parse(s)) });
-  compiled = ajv.compile(openAPIV3Schema());
-  return compiled;
+  const validate = ajv.compile(openAPIV3Schema(version));
+  compiled.set(version, validate);
+  return validate;
 }
 
 /** "/spec/selector/matchExpressions/0/key" → "spec.selector.matchExpressions[0].key". */
@@ -92,9 +100,9 @@ function inArray(root: unknown, pointer: string): boolean {
  * Required. null fields are ignored (the apiserver prunes nulls of non-nullable fields) but a null list element
  * is a type error, and status is not checked (the apiserver resets it on create).
  */
-export function schemaErrors(obj: JsonObject): FieldError[] {
+export function schemaErrors(obj: JsonObject, version: ServedVersion = VERSION): FieldError[] {
   const { status: _status, ...rest } = obj;
-  const validate = schemaValidator();
+  const validate = schemaValidator(version);
   if (validate(rest)) return [];
   const errors: FieldError[] = [];
   const seen = new Set<string>();
@@ -133,13 +141,13 @@ export function schemaErrors(obj: JsonObject): FieldError[] {
 /**
  * The errors that make an object unreadable rather than invalid, checked before anything else reads it: nesting
  * deeper than MAX_NESTING_DEPTH (reported alone: the other checks recurse), then wrong JSON types of the
- * structural schema, of metadata (core ObjectMeta) and of the schemaless pod template (core/v1
+ * structural schema of `version`, of metadata (core ObjectMeta) and of the schemaless pod template (core/v1
  * PodTemplateSpec). The webhooks refuse such an object as a bad request; defaulting and validation assume none.
  */
-export function shapeErrors(obj: JsonObject): FieldError[] {
+export function shapeErrors(obj: JsonObject, version: ServedVersion = VERSION): FieldError[] {
   const tooDeep = nestingError(obj);
   if (tooDeep) return [tooDeep];
-  const errs = schemaErrors(obj).filter((e) => e.type === 'FieldValueTypeInvalid');
+  const errs = schemaErrors(obj, version).filter((e) => e.type === 'FieldValueTypeInvalid');
   if (errs.length > 0) return errs;
   errs.push(...typedShapeErrors(obj.metadata, 'V1ObjectMeta', path('metadata')));
   const spec = obj.spec;
@@ -412,7 +420,47 @@ export function validatePodTemplate(template: unknown, p: FieldPath): FieldError
 // ---------------------------------------------------------------------------------------------------------
 // DaemonSet
 
-function validateRollingUpdate(ru: JsonObject, p: FieldPath): FieldError[] {
+/** Kruise's v1alpha1 text, including its two spaces after 'lifecycle',. */
+export const SPEC_UPDATE_FORBIDDEN =
+  "updates to daemonset spec for fields other than 'BurstReplicas', 'template', 'lifecycle',  'updateStrategy', 'minReadySeconds', and 'revisionHistoryLimit' are forbidden";
+/** Kruise's v1beta1 text (validateDaemonSetUpdateV1beta1): scaleStrategy is mutable too, one space throughout. */
+export const SPEC_UPDATE_FORBIDDEN_V1BETA1 =
+  "updates to daemonset spec for fields other than 'BurstReplicas', 'template', 'lifecycle', 'scaleStrategy', 'updateStrategy', 'minReadySeconds', and 'revisionHistoryLimit' are forbidden";
+
+/** What the two versions' rules differ in; everything else is shared. */
+interface VersionRules {
+  rollingUpdateTypes: readonly string[];
+  /** v1alpha1's deprecated Surging type and `rollingUpdate.type` alias. */
+  surging: boolean;
+  mutableSpecFields: readonly string[];
+  specUpdateForbidden: string;
+}
+
+const MUTABLE_SPEC_FIELDS = [
+  'template',
+  'updateStrategy',
+  'lifecycle',
+  'burstReplicas',
+  'minReadySeconds',
+  'revisionHistoryLimit',
+];
+
+const RULES: Readonly<Record<ServedVersion, VersionRules>> = {
+  [VERSION]: {
+    rollingUpdateTypes: ROLLING_UPDATE_TYPES,
+    surging: true,
+    mutableSpecFields: MUTABLE_SPEC_FIELDS,
+    specUpdateForbidden: SPEC_UPDATE_FORBIDDEN,
+  },
+  [V1BETA1]: {
+    rollingUpdateTypes: ROLLING_UPDATE_TYPES_V1BETA1,
+    surging: false,
+    mutableSpecFields: [...MUTABLE_SPEC_FIELDS, 'scaleStrategy'],
+    specUpdateForbidden: SPEC_UPDATE_FORBIDDEN_V1BETA1,
+  },
+};
+
+function validateRollingUpdate(ru: JsonObject, p: FieldPath, rules: VersionRules): FieldError[] {
   const errs: FieldError[] = [];
   errs.push(...validateIntOrPercent(ru.maxUnavailable, p.child('maxUnavailable')));
   errs.push(...validateIntOrPercent(ru.maxSurge, p.child('maxSurge')));
@@ -430,29 +478,31 @@ function validateRollingUpdate(ru: JsonObject, p: FieldPath): FieldError[] {
       errs.push(required(p.child('maxUnavailable'), 'cannot be 0 when maxSurge is 0'));
   }
   const type = ru.rollingUpdateType;
-  // The alias is moved away by the mutating webhook; left over, it disagrees with rollingUpdateType.
-  if (isSet(ru.type) && ru.type !== type)
+  // The v1alpha1 alias is moved away by the mutating webhook; left over, it disagrees with rollingUpdateType.
+  // v1beta1 has no such field: the apiserver prunes it before admission.
+  if (rules.surging && isSet(ru.type) && ru.type !== type)
     errs.push(invalid(p.child('type'), text(ru.type), `conflicts with rollingUpdateType "${text(type)}"`));
   if (type === 'InPlaceIfPossible') {
     if (hasSurge)
       errs.push(invalid(p.child('maxSurge'), intOrStringText(ru.maxSurge), 'must be 0 for InPlaceIfPossible type'));
-  } else if (type === 'Surging') {
+  } else if (rules.surging && type === 'Surging') {
     if (hasUnavailable)
       errs.push(invalid(p.child('maxUnavailable'), intOrStringText(ru.maxUnavailable), 'must be 0 for Surging type'));
   } else if (isSet(type) && type !== '' && type !== 'Standard') {
-    errs.push(notSupported(p.child('rollingUpdateType'), type, ROLLING_UPDATE_TYPES));
+    // v1beta1 refuses Surging here, with Kruise's list of its two types.
+    errs.push(notSupported(p.child('rollingUpdateType'), type, rules.rollingUpdateTypes));
   }
   if (isSet(ru.partition)) errs.push(...validateIntOrPercent(ru.partition, p.child('partition')));
   return errs;
 }
 
-function validateUpdateStrategy(strategy: JsonObject | undefined, p: FieldPath): FieldError[] {
+function validateUpdateStrategy(strategy: JsonObject | undefined, p: FieldPath, rules: VersionRules): FieldError[] {
   const type = strategy?.type;
   if (type === 'OnDelete') return [];
   if (type === 'RollingUpdate') {
     const ru = objectAt(strategy, 'rollingUpdate');
     if (!ru) return [required(p.child('rollingUpdate'))];
-    return validateRollingUpdate(ru, p.child('rollingUpdate'));
+    return validateRollingUpdate(ru, p.child('rollingUpdate'), rules);
   }
   // Kruise reports the whole strategy struct at spec.updateStrategy; the type field is what the user must fix.
   return [notSupported(p.child('type'), type ?? '', UPDATE_STRATEGY_TYPES)];
@@ -472,7 +522,7 @@ function wellFormedSelector(selector: unknown): boolean {
   );
 }
 
-function validateSpec(spec: JsonObject | undefined): FieldError[] {
+function validateSpec(spec: JsonObject | undefined, rules: VersionRules): FieldError[] {
   const p = path('spec');
   const errs: FieldError[] = [];
   const selector = spec?.selector;
@@ -516,7 +566,7 @@ function validateSpec(spec: JsonObject | undefined): FieldError[] {
       );
   }
   errs.push(...validateNonNegative(spec?.minReadySeconds, p.child('minReadySeconds')));
-  errs.push(...validateUpdateStrategy(objectAt(spec, 'updateStrategy'), p.child('updateStrategy')));
+  errs.push(...validateUpdateStrategy(objectAt(spec, 'updateStrategy'), p.child('updateStrategy'), rules));
   errs.push(...validateNonNegative(spec?.revisionHistoryLimit, p.child('revisionHistoryLimit')));
   if (isSet(spec?.burstReplicas)) errs.push(...validateIntOrPercent(spec?.burstReplicas, p.child('burstReplicas')));
   const lifecycle = objectAt(spec, 'lifecycle');
@@ -525,31 +575,26 @@ function validateSpec(spec: JsonObject | undefined): FieldError[] {
   return errs;
 }
 
+/** The rules of a served version; throws for any other (the webhook refuses those before validating). */
+function rulesOf(version: ServedVersion): VersionRules {
+  const rules = Object.hasOwn(RULES, version) ? RULES[version] : undefined;
+  if (!rules) throw new Error(`no DaemonSet validation for version ${String(version)}`);
+  return rules;
+}
+
 /**
- * All errors of a DaemonSet on CREATE: the structural schema first, then Kruise's rules in Kruise's order.
- * Errors of the same path and text are reported once.
+ * All errors of a DaemonSet of `version` on CREATE: the structural schema of that version first, then Kruise's
+ * rules in Kruise's order. Errors of the same path and text are reported once.
  */
-export function validateDaemonSet(obj: JsonObject): FieldError[] {
+export function validateDaemonSet(obj: JsonObject, version: ServedVersion = VERSION): FieldError[] {
+  const rules = rulesOf(version);
   const errs = [
-    ...schemaErrors(obj),
+    ...schemaErrors(obj, version),
     ...validateObjectMeta(objectAt(obj, 'metadata')),
-    ...validateSpec(objectAt(obj, 'spec')),
+    ...validateSpec(objectAt(obj, 'spec'), rules),
   ];
   return dedupe(errs);
 }
-
-/** Kruise's v1alpha1 text, including its two spaces after 'lifecycle',. */
-export const SPEC_UPDATE_FORBIDDEN =
-  "updates to daemonset spec for fields other than 'BurstReplicas', 'template', 'lifecycle',  'updateStrategy', 'minReadySeconds', and 'revisionHistoryLimit' are forbidden";
-
-const MUTABLE_SPEC_FIELDS = [
-  'template',
-  'updateStrategy',
-  'lifecycle',
-  'burstReplicas',
-  'minReadySeconds',
-  'revisionHistoryLimit',
-];
 
 /** Semantic equality: null, absent, empty maps and empty lists are the same (apimachinery Semantic.DeepEqual). */
 function semanticEqual(a: unknown, b: unknown): boolean {
@@ -571,17 +616,25 @@ function semanticEqual(a: unknown, b: unknown): boolean {
   return a === b;
 }
 
-/** Errors on UPDATE: the full create validation of the new object, then the immutability rule (only spec.selector). */
-export function validateDaemonSetUpdate(obj: JsonObject, oldObj: JsonObject): FieldError[] {
-  const errs = validateDaemonSet(obj);
+/**
+ * Errors on UPDATE (both objects in `version`): the full create validation of the new object, then the
+ * immutability rule (only spec.selector; every field of the version's mutable list may change).
+ */
+export function validateDaemonSetUpdate(
+  obj: JsonObject,
+  oldObj: JsonObject,
+  version: ServedVersion = VERSION,
+): FieldError[] {
+  const rules = rulesOf(version);
+  const errs = validateDaemonSet(obj, version);
   const spec = objectAt(obj, 'spec') ?? {};
   const oldSpec = objectAt(oldObj, 'spec') ?? {};
   const restored: JsonObject = { ...spec };
-  for (const k of MUTABLE_SPEC_FIELDS) {
-    if (k in oldSpec) restored[k] = oldSpec[k];
+  for (const k of rules.mutableSpecFields) {
+    if (Object.hasOwn(oldSpec, k)) restored[k] = oldSpec[k];
     else delete restored[k];
   }
-  if (!semanticEqual(restored, oldSpec)) errs.push(forbidden(path('spec'), SPEC_UPDATE_FORBIDDEN));
+  if (!semanticEqual(restored, oldSpec)) errs.push(forbidden(path('spec'), rules.specUpdateForbidden));
   return dedupe(errs);
 }
 

@@ -3,8 +3,17 @@ import type { JsonObject } from '../defaults.ts';
 
 /** A minimal apps.kruise.io/v1alpha1 DaemonSet as a user writes it. */
 export function daemonSetManifest(name = 'x'): JsonObject {
+  return manifestOf('apps.kruise.io/v1alpha1', name);
+}
+
+/** The same minimal DaemonSet as apps.kruise.io/v1beta1. */
+export function daemonSetManifestV1beta1(name = 'x'): JsonObject {
+  return manifestOf('apps.kruise.io/v1beta1', name);
+}
+
+function manifestOf(apiVersion: string, name: string): JsonObject {
   return {
-    apiVersion: 'apps.kruise.io/v1alpha1',
+    apiVersion,
     kind: 'DaemonSet',
     metadata: { name, namespace: 'ns' },
     spec: {
@@ -18,6 +27,7 @@ export interface ReviewOptions {
   apiVersion?: string;
   uid?: string;
   operation?: string;
+  /** request.kind.version; default: the version of the object's apiVersion (apps.kruise.io/...), else v1alpha1. */
   version?: string;
   kind?: string;
   group?: string;
@@ -30,7 +40,13 @@ export interface ReviewOptions {
 
 export function admissionReview(object: unknown, o: ReviewOptions = {}): JsonObject {
   const group = o.group ?? 'apps.kruise.io';
-  const version = o.version ?? 'v1alpha1';
+  const objectApiVersion =
+    typeof object === 'object' && object !== null ? (object as JsonObject).apiVersion : undefined;
+  const version =
+    o.version ??
+    (typeof objectApiVersion === 'string' && objectApiVersion.startsWith(`${group}/`)
+      ? objectApiVersion.slice(group.length + 1)
+      : 'v1alpha1');
   return {
     apiVersion: o.apiVersion ?? 'admission.k8s.io/v1',
     kind: 'AdmissionReview',
