@@ -1,7 +1,7 @@
 // AdmissionReview handling as pure functions: body in, HTTP status + body + verdict out. No I/O, no API calls;
 // the Fastify layer (app.ts) only parses, times and logs around these.
 import { API_GROUP, isServedVersion, KIND, type ServedVersion } from '../src/api/constants.ts';
-import { defaultingPatch, isObject, type JsonObject } from '../src/api/defaults.ts';
+import { defaultingPatch, isObject, templatePatchLowerBound, type JsonObject } from '../src/api/defaults.ts';
 import { invalidStatus, type FieldError } from '../src/api/field.ts';
 import { jsonTypeName, nestingError } from '../src/api/shape.ts';
 import { shapeErrors, validateDaemonSet, validateDaemonSetUpdate } from '../src/api/validation.ts';
@@ -163,6 +163,12 @@ function shapeResponse(req: AdmissionRequest, version: ServedVersion): Response 
   return denied({ ...status, reason: 'BadRequest', code: 400 });
 }
 
+const patchTooLarge = (size: string) =>
+  errored(
+    400,
+    `the defaulting patch of this DaemonSet (${size}) would be larger than the webhook's limit of ${formatBytes(MAX_PATCH_BYTES)}; set the defaulted fields in the manifest, or use fewer containers, ports or volumes`,
+  );
+
 /**
  * The mutating webhook: Kruise defaults of the request's version and, for a new or changed template, apps/v1
  * template defaults. The patch's paths are into the object as sent, in its version.
@@ -175,13 +181,12 @@ export const mutateDaemonSet: AdmissionHandler = (req) => {
   const malformed = shapeResponse(req, version);
   if (malformed) return malformed;
   const old = req.operation === 'UPDATE' ? (req.oldObject as JsonObject) : undefined;
+  // The patch's certain part first: an object sure to exceed the limit is refused before it is copied.
+  if (templatePatchLowerBound(req.object as JsonObject, old, MAX_PATCH_BYTES) > MAX_PATCH_BYTES)
+    return patchTooLarge('at least');
   const patch = defaultingPatch(req.object as JsonObject, old, version);
   // Measured op by op before the one big JSON.stringify, which a hostile object could make tens of MiB.
-  if (jsonSizeWithin(patch, MAX_PATCH_BYTES) === undefined)
-    return errored(
-      400,
-      `the defaulting patch of this DaemonSet (${patch.length} operations) would be larger than the webhook's limit of ${formatBytes(MAX_PATCH_BYTES)}; set the defaulted fields in the manifest, or use fewer containers, ports or volumes`,
-    );
+  if (jsonSizeWithin(patch, MAX_PATCH_BYTES) === undefined) return patchTooLarge(`${patch.length} operations`);
   return patched(patch);
 };
 

@@ -11,6 +11,7 @@ import {
   defaultingPatch,
   setDefaultsDaemonSet,
   setDefaultsPodTemplate,
+  templatePatchLowerBound,
   type JsonObject,
 } from './defaults.ts';
 import { SERVED_VERSIONS, type ServedVersion } from './constants.ts';
@@ -569,5 +570,48 @@ describe('hostile keys are plain data', () => {
       patch.every((op) => !op.path.includes('__proto__')),
       JSON.stringify(patch),
     );
+  });
+});
+
+describe('templatePatchLowerBound: never above the real patch, close to it for many bare containers', () => {
+  const withContainers = (containers: unknown[], extra: JsonObject = {}): JsonObject => {
+    const ds: any = daemonSetManifest();
+    ds.spec.template.spec = { ...ds.spec.template.spec, ...extra, containers };
+    return ds;
+  };
+  const bare = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `c${i}`, image: i % 2 ? 'x' : 'x:1' }));
+  const patchBytes = (obj: JsonObject, old?: JsonObject) => JSON.stringify(defaultingPatch(obj, old)).length;
+  const rows: { name: string; obj: JsonObject; old?: JsonObject; tight?: boolean }[] = [
+    { name: 'the fixture', obj: daemonSetManifest() as JsonObject },
+    { name: '2,000 bare containers', obj: withContainers(bare(2_000)), tight: true },
+    {
+      name: 'containers with every certain default already set',
+      obj: withContainers(
+        bare(50).map((c) => ({ ...c, imagePullPolicy: 'Never', terminationMessagePath: '/t', terminationMessagePolicy: 'File', resources: {} })),
+      ),
+    },
+    {
+      name: 'zero and null values (replace operations)',
+      obj: withContainers(bare(50).map((c) => ({ ...c, imagePullPolicy: '', terminationMessagePath: null, resources: null }))),
+    },
+    {
+      name: 'init and ephemeral containers, and items that are not objects',
+      obj: withContainers([...bare(10), 7, null], { initContainers: bare(5), ephemeralContainers: bare(3) }),
+    },
+    { name: 'an update that keeps the template', obj: withContainers(bare(200)), old: withContainers(bare(200)) },
+    { name: 'an update that changes the template', obj: withContainers(bare(200)), old: withContainers(bare(199)) },
+  ]; // prettier-ignore
+  for (const row of rows)
+    test(row.name, () => {
+      const bound = templatePatchLowerBound(row.obj, row.old, Infinity);
+      const real = patchBytes(row.obj, row.old);
+      assert.ok(bound <= real, `bound ${bound} > real patch ${real}`);
+      if (row.tight) assert.ok(bound >= 0.9 * real, `bound ${bound} far below real patch ${real}`);
+    });
+  test('an unchanged template counts nothing; counting stops past the limit', () => {
+    const obj = withContainers(bare(200));
+    assert.equal(templatePatchLowerBound(obj, withContainers(bare(200)), Infinity), 0);
+    const capped = templatePatchLowerBound(withContainers(bare(10_000)), undefined, 1_000);
+    assert.ok(capped > 1_000 && capped < 2_000, `stopped at ${capped}`);
   });
 });
