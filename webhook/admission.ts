@@ -163,10 +163,10 @@ function shapeResponse(req: AdmissionRequest, version: ServedVersion): Response 
   return denied({ ...status, reason: 'BadRequest', code: 400 });
 }
 
-const patchTooLarge = (size: string) =>
+const patchTooLarge = (detail: string) =>
   errored(
     400,
-    `the defaulting patch of this DaemonSet (${size}) would be larger than the webhook's limit of ${formatBytes(MAX_PATCH_BYTES)}; set the defaulted fields in the manifest, or use fewer containers, ports or volumes`,
+    `the defaulting patch of this DaemonSet would be larger than the webhook's limit of ${formatBytes(MAX_PATCH_BYTES)} (${detail}); set the defaulted fields in the manifest, or use fewer containers, ports or volumes`,
   );
 
 /**
@@ -183,7 +183,7 @@ export const mutateDaemonSet: AdmissionHandler = (req) => {
   const old = req.operation === 'UPDATE' ? (req.oldObject as JsonObject) : undefined;
   // The patch's certain part first: an object sure to exceed the limit is refused before it is copied.
   if (templatePatchLowerBound(req.object as JsonObject, old, MAX_PATCH_BYTES) > MAX_PATCH_BYTES)
-    return patchTooLarge('at least');
+    return patchTooLarge('counted from the defaults its containers lack');
   const patch = defaultingPatch(req.object as JsonObject, old, version);
   // Measured op by op before the one big JSON.stringify, which a hostile object could make tens of MiB.
   if (jsonSizeWithin(patch, MAX_PATCH_BYTES) === undefined) return patchTooLarge(`${patch.length} operations`);
