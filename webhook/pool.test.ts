@@ -23,15 +23,18 @@ import { webhookMetrics } from './metrics.ts';
 const MiB = 1024 * 1024;
 const silent = pino({ level: 'silent' });
 
-/** A review just under the body limit: a DaemonSet of ~110k empty containers, the costliest shape per byte. */
-function maxSizeReview(uid: string): string {
+/**
+ * A review just under the body limit: a DaemonSet of ~110k empty containers, the costliest shape per byte; or,
+ * with `container`, of as many copies of that container as fit.
+ */
+function maxSizeReview(uid: string, container = '"image":"x"'): string {
   const ds: any = daemonSetManifest('big');
   ds.spec.template.spec.containers = ['CONTAINERS'];
   const [before, after] = JSON.stringify(admissionReview(ds, { uid })).split('"CONTAINERS"') as [string, string];
   const parts: string[] = [];
   let size = before.length + after.length;
   for (let i = 0; ; i++) {
-    const c = `${i ? ',' : ''}{"name":"c${i}","image":"x"}`;
+    const c = `${i ? ',' : ''}{"name":"c${i}",${container}}`;
     if (size + c.length > BODY_LIMIT - 4096) break;
     parts.push(c);
     size += c.length;
@@ -40,6 +43,15 @@ function maxSizeReview(uid: string): string {
 }
 
 const BIG = maxSizeReview('big');
+/**
+ * As big, but its containers already carry every default a container is sure to get, so the early patch-size
+ * refusal does not apply, and each has 20 ports without a protocol: the thread copies and defaults the whole
+ * object and builds an operation per port (140k of them).
+ */
+const BIG_PORTS = maxSizeReview(
+  'big',
+  `"image":"x:1","imagePullPolicy":"Never","terminationMessagePath":"/t","terminationMessagePolicy":"File","resources":{},"ports":[${Array.from({ length: 20 }, (_, i) => `{"containerPort":${i + 1}}`).join(',')}]`,
+);
 
 describe('admissionPoolSettings: threads from cores, heap from the memory limit', () => {
   const rows: { name: string; cores: number; limit?: number; threads: number; heapMiB: number }[] = [
@@ -64,8 +76,8 @@ describe('admission pool', () => {
     after(() => app.close());
     const post = (url: string, payload: string) =>
       app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload });
-    // Defaulting 110k containers needs about 110 MiB of heap.
-    const refused = await post(MUTATE_PATH, BIG);
+    // Parsing, copying and defaulting 140k ports needs more than 32 MiB of heap.
+    const refused = await post(MUTATE_PATH, BIG_PORTS);
     assert.equal(refused.statusCode, 200);
     const response = refused.json().response;
     assert.equal(response.uid, 'big');
