@@ -11,7 +11,17 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fastJsonPatch from 'fast-json-patch';
 import { pino } from 'pino';
-import { API_GROUP, MUTATE_PATH, VALIDATE_PATH, VERSION, type ServedVersion } from '../src/api/constants.ts';
+import {
+  API_GROUP,
+  API_VERSION,
+  API_VERSION_V1BETA1,
+  CONVERT_PATH,
+  MUTATE_PATH,
+  VALIDATE_PATH,
+  VERSION,
+  type ServedVersion,
+} from '../src/api/constants.ts';
+import { convertDaemonSet, parseStash, STASH_ANNOTATIONS } from '../src/api/conversion.ts';
 import { defaultDaemonSet, defaultingPatch, type JsonObject } from '../src/api/defaults.ts';
 import { MAX_NESTING_DEPTH, nestingError } from '../src/api/shape.ts';
 import { validateDaemonSet, validateDaemonSetUpdate } from '../src/api/validation.ts';
@@ -355,4 +365,105 @@ test(`defaulting and validation, without the shape check in front, never throw o
       assert.fail(`${(err as Error).stack}\n${where()}`);
     }
   }
+});
+
+// The conversion webhook (CONVERT_PATH): ConversionReviews of the same bases, in either version, with mutated
+// objects and envelopes. Every reply is a ConversionReview with the request's uid (or a 4xx Status for a body that
+// has none), never a 5xx; a Success has every object in the desired version, in order, and converting each back
+// gives the object as sent.
+const CONVERSIONS = Number(process.env.WEBHOOK_FUZZ_CONVERSIONS ?? Math.max(1, Math.floor(REVIEWS / 4)));
+const DESIRED = [API_VERSION, API_VERSION_V1BETA1];
+
+function buildConversionReview(r: Rand, base: JsonObject[], uid: string): string {
+  const objects = Array.from({ length: Math.floor(r() * 5) }, () => {
+    const obj = structuredClone(pick(r, base));
+    const inVersion = r() < 0.5 ? obj : convertDaemonSet(obj, API_VERSION_V1BETA1);
+    if (r() < 0.6) mutate(r, inVersion);
+    // Now and then one large enough to be converted in the admission pool.
+    if (r() < 0.02) (inVersion as any).metadata = { name: 'big', annotations: { pad: 'p'.repeat(70_000) } };
+    return inVersion;
+  });
+  const review: any = {
+    apiVersion: r() < 0.9 ? 'apiextensions.k8s.io/v1' : 'apiextensions.k8s.io/v1beta1',
+    kind: 'ConversionReview',
+    request: { uid, desiredAPIVersion: r() < 0.95 ? pick(r, DESIRED) : junk(r), objects },
+  };
+  if (r() < 0.1) mutate(r, review);
+  return reviewText(r, review);
+}
+
+function checkConversionReply(res: { statusCode: number; body: string }, text: string, where: string): string {
+  const ctx = () => `${where}\nrequest: ${text.slice(0, 2000)}\nreply: ${res.body.slice(0, 2000)}`;
+  assert.ok(res.statusCode < 500, `HTTP ${res.statusCode}: ${ctx()}`);
+  const body = JSON.parse(res.body);
+  if (res.statusCode !== 200) {
+    assert.ok(res.statusCode >= 400, ctx());
+    assert.equal(body.kind, 'Status', ctx());
+    assert.equal(typeof body.message, 'string', ctx());
+    return `http ${res.statusCode}`;
+  }
+  const sent = JSON.parse(text);
+  assert.equal(body.kind, 'ConversionReview', ctx());
+  assert.equal(body.response.uid, sent.request.uid, ctx());
+  const result = body.response.result;
+  if (result.status === 'Failure') {
+    assert.equal(typeof result.message, 'string', ctx());
+    assert.equal(body.response.convertedObjects, undefined, ctx());
+    return 'Failure';
+  }
+  assert.equal(result.status, 'Success', ctx());
+  assert.equal(body.apiVersion, sent.apiVersion, ctx());
+  const converted = body.response.convertedObjects;
+  assert.equal(converted.length, sent.request.objects.length, ctx());
+  // A stash of the desired version that an object carried (a mutated copy of a converted object) is applied where
+  // its guards hold and made anew: the one thing that may come back different.
+  const stashKey =
+    sent.request.desiredAPIVersion === API_VERSION ? STASH_ANNOTATIONS.v1alpha1 : STASH_ANNOTATIONS.v1beta1;
+  const comparable = (o: any, stale: boolean) => {
+    if (!stale) return o;
+    const copy = structuredClone(o);
+    delete copy.metadata.annotations?.[stashKey];
+    if (copy.metadata.annotations && Object.keys(copy.metadata.annotations).length === 0)
+      delete copy.metadata.annotations;
+    return copy;
+  };
+  converted.forEach((o: any, i: number) => {
+    const original = sent.request.objects[i];
+    assert.equal(o.apiVersion, sent.request.desiredAPIVersion, ctx());
+    const text = original.metadata?.annotations?.[stashKey];
+    const stale = typeof text === 'string' && parseStash(text) !== undefined;
+    const back = convertDaemonSet(o, original.apiVersion);
+    assert.deepEqual(comparable(back, stale), comparable(original, stale), ctx());
+  });
+  return 'Success';
+}
+
+test(`${CONVERSIONS} mutated ConversionReviews: the uid, no 5xx, lossless Successes (seed ${SEED})`, async (t) => {
+  const r = seededRandom(SEED ^ 0xc0de);
+  const base = bases();
+  const results = new Map<string, number>();
+  for (let i = 0; i < CONVERSIONS; i += BATCH) {
+    const batch = Array.from({ length: Math.min(BATCH, CONVERSIONS - i) }, (_, j) => ({
+      text: buildConversionReview(r, base, `conv-${i + j}`),
+      where: `conversion review ${i + j} (seed ${SEED})`,
+    }));
+    const replies = await Promise.all(
+      batch.map((b) =>
+        app.inject({
+          method: 'POST',
+          url: CONVERT_PATH,
+          headers: { 'content-type': 'application/json' },
+          payload: b.text,
+        }),
+      ),
+    );
+    replies.forEach((res, j) => {
+      const b = batch[j] as (typeof batch)[number];
+      const kind = checkConversionReply(res, b.text, b.where);
+      results.set(kind, (results.get(kind) ?? 0) + 1);
+    });
+  }
+  const summary = [...results].map(([k, v]) => `${k}: ${v}`).join(', ');
+  t.diagnostic(`${CONVERSIONS} conversion reviews; ${summary}`);
+  for (const kind of ['Success', 'Failure', 'http 400']) assert.ok(results.has(kind), summary);
 });

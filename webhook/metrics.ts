@@ -1,5 +1,6 @@
 // Webhook metrics with controller-runtime's names (controller_runtime_webhook_*), so dashboards written for
-// kruise-manager keep working, plus a `verdict` label (allowed/denied/patched/errored).
+// kruise-manager keep working, plus a `verdict` label (allowed/denied/patched/errored; for the conversion webhook,
+// webhook="convert": converted/failed/errored), and the conversion webhook's objects by version and result.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export interface WebhookMetrics {
@@ -7,6 +8,10 @@ export interface WebhookMetrics {
   requests: Counter<'webhook' | 'code' | 'verdict'>;
   latency: Histogram<'webhook' | 'verdict'>;
   inFlight: Gauge<'webhook'>;
+  /** Objects the conversion webhook was asked to convert, by source and target version and result. */
+  conversions: Counter<'from_version' | 'to_version' | 'result'>;
+  /** Unexpected errors in the conversion webhook: controller-runtime's name for its recovered panics. */
+  conversionPanics: Counter;
 }
 
 // controller-runtime's default buckets (prometheus.DefBuckets).
@@ -40,5 +45,22 @@ export function webhookMetrics(registry: Registry = new Registry()): WebhookMetr
       labelNames: ['webhook'],
       registers: [registry],
     });
-  return { registry, requests, latency, inFlight };
+  const conversions =
+    existing<Counter<'from_version' | 'to_version' | 'result'>>(
+      'controller_runtime_conversion_webhook_objects_total',
+    ) ??
+    new Counter({
+      name: 'controller_runtime_conversion_webhook_objects_total',
+      help: 'Total number of objects the conversion webhook was asked to convert, by source and target version and result (success, failure).',
+      labelNames: ['from_version', 'to_version', 'result'],
+      registers: [registry],
+    });
+  const conversionPanics =
+    existing<Counter>('controller_runtime_conversion_webhook_panics_total') ??
+    new Counter({
+      name: 'controller_runtime_conversion_webhook_panics_total',
+      help: 'Total number of conversion webhook panics',
+      registers: [registry],
+    });
+  return { registry, requests, latency, inFlight, conversions, conversionPanics };
 }

@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { readMemoryLimit } from '../src/cli/heap.ts';
 import type { ReviewIdentity, SerializedOutcome } from './admission.ts';
 import type { AdmissionTask, ReviewStarted } from './admission-worker.ts';
+import type { ConversionOutcome } from './conversion.ts';
 import { admissionPoolSettings, WORKER_YOUNG_GENERATION_MIB, type AdmissionPoolSettings } from './limits.ts';
 import { complete, errored } from './response.ts';
 
@@ -31,6 +32,7 @@ const TRANSFER_MIN_BYTES = 64 * 1024;
 
 /** The pool's answer: an outcome to send, or "full" (the caller answers 429 as for too many in flight). */
 export type PoolAnswer = SerializedOutcome | 'full';
+export type ConversionAnswer = ConversionOutcome | 'full';
 
 export interface AdmissionPool {
   readonly settings: AdmissionPoolSettings;
@@ -39,7 +41,12 @@ export interface AdmissionPool {
    * later tasks can overtake (tasks starved for 18 s under load), and a client that went away has stopped
    * counting against the in-flight cap anyway (a full queue is answered 'full').
    */
-  review(webhook: AdmissionTask['webhook'], body: Buffer): Promise<PoolAnswer>;
+  review(webhook: Exclude<AdmissionTask['webhook'], 'convert'>, body: Buffer): Promise<PoolAnswer>;
+  /**
+   * Runs one ConversionReview (conversion.ts). A thread that dies answers it as a request whose uid is unknown:
+   * an HTTP error with a metav1.Status that names the cause.
+   */
+  convert(body: Buffer): Promise<ConversionAnswer>;
   /** Terminates the threads. */
   close(): Promise<void>;
 }
@@ -59,7 +66,7 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
   if (!existsSync(ADMISSION_WORKER_FILE))
     throw new Error(`the admission worker ${ADMISSION_WORKER_FILE} is missing (the build puts it beside the bundle)`);
   const settings = { ...admissionPoolSettings(availableParallelism(), readMemoryLimit()), ...opts.settings };
-  const pool = new Piscina<AdmissionTask, SerializedOutcome>({
+  const pool = new Piscina<AdmissionTask, SerializedOutcome | ConversionOutcome>({
     filename: ADMISSION_WORKER_FILE,
     minThreads: settings.threads,
     maxThreads: settings.threads,
@@ -84,7 +91,7 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
   });
   let nextId = 0;
 
-  const review = async (webhook: AdmissionTask['webhook'], raw: Buffer) => {
+  const run = async (webhook: AdmissionTask['webhook'], raw: Buffer) => {
     // A large body is moved, not copied: its memory is transferred to the thread, so this thread neither serializes
     // nor keeps it (measured: 20-30 MiB less peak RSS than passing the text, under 8 maximum-size reviews at once).
     // A small one goes as text, which is cheaper per request than a transfer (and may share Node's buffer pool).
@@ -140,7 +147,14 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
 
   return {
     settings,
-    review,
+    review: (webhook, raw) => run(webhook, raw) as Promise<PoolAnswer>,
+    convert: async (raw) => {
+      const answer = await run('convert', raw);
+      if (answer === 'full' || 'counts' in answer) return answer;
+      // The thread died (failed() above): its Status, counted as errored.
+      const { httpStatus, text, message } = answer;
+      return { httpStatus, text, verdict: 'errored', counts: [], ...(message ? { message } : {}) };
+    },
     close: () => pool.destroy(),
   };
 }
