@@ -87,4 +87,17 @@ describe('EventRecorder', () => {
     assert.equal(server.requests.length - before, 3);
     assert.equal(logs.filter((l) => /failed to write event/.test(l) && /Forbidden/.test(l)).length, 3);
   });
+
+  test('a spamGroup has a bucket of its own per object: its events pass after routine ones used the burst up', async () => {
+    const recorder = new EventRecorder({ client, logger: pino({ level: 'silent' }), spamBurst: 3 });
+    const reasons = () => eventWrites().map((r) => (r.body as CoreEvent).reason);
+    const before = eventWrites().length;
+    for (let i = 0; i < 5; i++) recorder.event(ds, 'Normal', 'SuccessfulCreate', `Created pod: ds-${i}`);
+    for (let i = 0; i < 5; i++) recorder.event(ds, 'Normal', 'CanaryStarted', `canary ${i}`, { spamGroup: 'canary' });
+    await recorder.flush();
+    assert.deepEqual(reasons().slice(before), [
+      ...Array<string>(3).fill('SuccessfulCreate'),
+      ...Array<string>(3).fill('CanaryStarted'),
+    ]);
+  });
 });

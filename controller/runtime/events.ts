@@ -5,7 +5,8 @@
 //   - dedup: the same object + type + reason + message within 10 minutes patches the existing
 //     Event's count and lastTimestamp instead of creating a new one (EventLogger);
 //   - spam filter: at most a burst of 25 events per object, refilled at one per 5 minutes
-//     (EventSourceObjectSpamFilter).
+//     (EventSourceObjectSpamFilter); a caller may put a kind of event in a bucket of its own (`spamGroup`, as
+//     client-go's CorrelatorOptions.SpamKeyFunc), so a few milestones are not drowned by routine events.
 // Writes are fire-and-forget, serialized on one background chain, and their errors are logged:
 // an event must never fail or slow down a reconcile. Hand-written because client-node has no
 // recorder, only the generated CoreV1Api.
@@ -104,20 +105,24 @@ export class EventRecorder {
     this.maxPending = opts.maxPending ?? 1000;
   }
 
-  /** Records an event about `obj`. Returns at once; the write happens in the background. */
-  event(obj: KubeObject, type: EventType, reason: string, message: string): void {
+  /**
+   * Records an event about `obj`. Returns at once; the write happens in the background. With `spamGroup`, the event
+   * counts against a spam-filter bucket of that group for the object instead of the object's own bucket.
+   */
+  event(obj: KubeObject, type: EventType, reason: string, message: string, opts: { spamGroup?: string } = {}): void {
     if (this.closed) return;
     const ref = referenceOf(obj);
     const objectKey = [ref.apiVersion, ref.kind, ref.namespace, ref.name, ref.uid].join('/');
+    const spamKey = opts.spamGroup ? `${objectKey}\u0000${opts.spamGroup}` : objectKey;
     this.log.debug(
       { object: `${ref.namespace ?? ''}/${ref.name ?? ''}`, kind: ref.kind, type, reason, message },
       'event',
     );
 
-    let bucket = this.spam.get(objectKey);
+    let bucket = this.spam.get(spamKey);
     if (!bucket) {
       bucket = new TokenBucket(this.spamQps, this.spamBurst, this.clock);
-      this.spam.set(objectKey, bucket);
+      this.spam.set(spamKey, bucket);
       evictOldest(this.spam);
     }
     if (!bucket.tryAccept()) {
