@@ -4,7 +4,7 @@ import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'charts/', 'coverage/', '.cache/', 'dist/'] },
+  { ignores: ['node_modules/', 'charts/', 'coverage/', '.cache/', 'dist/', 'cmd/kubectl-ads/dist/'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   prettier,

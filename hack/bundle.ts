@@ -7,10 +7,16 @@
 //   npm run build        -> dist/main.mjs (+ source map), and dist/launch.mjs, the image's entrypoint: it adds
 //                           --max-old-space-size from the container's memory limit and becomes main.mjs
 //                           (cmd/advanced-daemonset/launch.ts)
-import { mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+//   node --import tsx hack/bundle.ts kubectl-ads [OUTDIR]
+//                        -> OUTDIR (default dist/)/kubectl-ads.mjs, the kubectl plugin with every npm package
+//                           inside (its npm package declares no dependencies, so `npm install -g` needs no
+//                           registry), kubectl_complete-ads.mjs and dashboard-ui/app.js. `npm pack ./cmd/kubectl-ads`
+//                           runs it as its prepack (cmd/kubectl-ads/package.json).
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, type Metafile } from 'esbuild';
+import { build, type Metafile, type Plugin } from 'esbuild';
+import { UI_DIR, UI_SCRIPT, uiBuildOptions } from '../plugin/dashboard/assets.ts';
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -33,6 +39,19 @@ export const NODE_RUNTIME_FLAGS = ['--enable-source-maps', '--max-semi-space-siz
  */
 export const ADMISSION_WORKER_ENTRY = 'webhook/admission-worker.ts';
 
+/**
+ * The dashboard's page script (`kubectl ads dashboard`, plugin/dashboard/assets.ts): a bundle that includes the
+ * dashboard gets it beside itself as dashboard-ui/app.js (preact, htm and the stylesheet inside), where the dashboard
+ * looks for it, so the packed plugin needs neither esbuild nor preact at run time.
+ */
+const DASHBOARD_ASSETS = 'plugin/dashboard/assets.ts';
+
+export async function bundleDashboardUi(outdir: string): Promise<string> {
+  const outfile = join(outdir, UI_DIR, UI_SCRIPT);
+  await build({ ...uiBuildOptions(), outfile, absWorkingDir: repoRoot });
+  return outfile;
+}
+
 /** Bundles `entry` (a path under the repository) into `outfile`; returns esbuild's metafile (the inputs). */
 export async function bundle(entry: string, outfile: string): Promise<Metafile> {
   mkdirSync(dirname(outfile), { recursive: true });
@@ -53,11 +72,98 @@ export async function bundle(entry: string, outfile: string): Promise<Metafile> 
   const result = await esbuild(entry, outfile);
   if ('webhook/pool.ts' in result.metafile.inputs)
     await esbuild(ADMISSION_WORKER_ENTRY, join(dirname(outfile), 'admission-worker.mjs'));
+  if (DASHBOARD_ASSETS in result.metafile.inputs) await bundleDashboardUi(dirname(outfile));
   return result.metafile;
 }
 
+/**
+ * src/k8s/kubeconfig.ts loads client-node with `import('@kubernetes/client-node')` for KubeConfig alone (exec and
+ * auth-provider credentials); a dynamic import keeps every export of the package, 16 MB of generated API clients.
+ * The plugin's bundle gets a module exporting KubeConfig only.
+ */
+const clientNodeKubeConfigOnly: Plugin = {
+  name: 'client-node-kubeconfig-only',
+  setup(b) {
+    b.onResolve({ filter: /^@kubernetes\/client-node$/ }, () => ({
+      path: 'client-node',
+      namespace: 'kubeconfig-only',
+    }));
+    b.onLoad({ filter: /.*/, namespace: 'kubeconfig-only' }, () => ({
+      contents: "export { KubeConfig } from '@kubernetes/client-node/dist/config.js';",
+      resolveDir: repoRoot,
+      loader: 'js',
+    }));
+  },
+};
+
+/** The kubectl plugin's entrypoint (plugin/), and its npm package's manifest. */
+export const KUBECTL_ADS_ENTRY = 'cmd/kubectl-ads/main.ts';
+export const KUBECTL_ADS_PACKAGE = 'cmd/kubectl-ads/package.json';
+
+/**
+ * The kubectl plugin as its npm package ships it, in `outdir`: kubectl-ads.mjs with every npm package bundled in
+ * (client-node too, for exec-credential kubeconfigs), run by plain `node` (no tsx: Node does not strip types under
+ * node_modules); kubectl_complete-ads.mjs, the completion entry kubectl looks for; the dashboard's page script.
+ * CommonJS packages inside an ESM bundle call require() for Node's built-ins: the banner gives them one.
+ */
+export async function bundleKubectlAds(outdir: string): Promise<string[]> {
+  const rootVersion = (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
+  const pkgVersion = (JSON.parse(readFileSync(join(repoRoot, KUBECTL_ADS_PACKAGE), 'utf8')) as { version: string })
+    .version;
+  if (pkgVersion !== rootVersion)
+    throw new Error(`${KUBECTL_ADS_PACKAGE} has version ${pkgVersion}, package.json ${rootVersion}: keep them equal`);
+  mkdirSync(outdir, { recursive: true });
+  const main = join(outdir, 'kubectl-ads.mjs');
+  const result = await build({
+    entryPoints: [join(repoRoot, KUBECTL_ADS_ENTRY)],
+    outfile: main,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node24',
+    logLevel: 'warning',
+    metafile: true,
+    legalComments: 'none',
+    absWorkingDir: repoRoot,
+    // The page script is prebuilt beside the bundle; esbuild is only the dashboard's fallback from the sources.
+    external: ['esbuild'],
+    plugins: [clientNodeKubeConfigOnly],
+    banner: {
+      js: [
+        '#!/usr/bin/env node',
+        "import { createRequire as __adsCreateRequire } from 'node:module';",
+        'const require = __adsCreateRequire(import.meta.url);',
+      ].join('\n'),
+    },
+  });
+  const dev = Object.keys(result.metafile.inputs).filter((f) => /^(e2e|bench|hack|test)\//.test(f));
+  if (dev.length > 0) throw new Error(`the kubectl-ads bundle includes development code: ${dev.join(', ')}`);
+  const complete = join(outdir, 'kubectl_complete-ads.mjs');
+  writeFileSync(
+    complete,
+    [
+      '#!/usr/bin/env node',
+      '// kubectl (1.26 and later) completes `kubectl ads ...` through this executable: kubectl-ads __complete <words>.',
+      "process.argv.splice(2, 0, '__complete');",
+      "await import('./kubectl-ads.mjs');",
+      '',
+    ].join('\n'),
+  );
+  for (const f of [main, complete]) chmodSync(f, 0o755);
+  const out = [main, complete];
+  if (DASHBOARD_ASSETS in result.metafile.inputs) out.push(await bundleDashboardUi(outdir));
+  return out;
+}
+
 // Run as a script (not when this module is imported, or bundled into something else).
-if (import.meta.url.endsWith('/hack/bundle.ts') && fileURLToPath(import.meta.url) === process.argv[1]) {
+if (
+  import.meta.url.endsWith('/hack/bundle.ts') &&
+  fileURLToPath(import.meta.url) === process.argv[1] &&
+  process.argv[2] === 'kubectl-ads'
+) {
+  const built = await bundleKubectlAds(resolve(process.argv[3] ?? join(repoRoot, 'dist')));
+  process.stdout.write(`built ${built.join(', ')}\n`);
+} else if (import.meta.url.endsWith('/hack/bundle.ts') && fileURLToPath(import.meta.url) === process.argv[1]) {
   const outfile = join(repoRoot, 'dist', 'main.mjs');
   const { inputs } = await bundle(PRODUCT_ENTRY, outfile);
   // What the image must never carry: the development cluster, the demo, the benchmarks.

@@ -59,7 +59,12 @@ const rules: { name: string; from: (file: string) => boolean; refused: (target: 
   {
     name: 'the product (controller/, webhook/, certs/) imports no development folder and not cmd/',
     from: (f) => ['controller', 'webhook', 'certs'].includes(top(f)),
-    refused: (t) => ['e2e', 'bench', 'hack', 'test', 'cmd'].includes(top(t)),
+    refused: (t) => ['e2e', 'bench', 'hack', 'test', 'cmd', 'plugin'].includes(top(t)),
+  },
+  {
+    name: 'the kubectl plugin (plugin/) imports only plugin/ and src/ (and package.json for the version)',
+    from: (f) => top(f) === 'plugin',
+    refused: (t) => t !== 'package.json' && !['plugin', 'src'].includes(top(t)),
   },
   {
     name: 'cmd/ is on top: only cmd/ and hack/ import it',
@@ -75,7 +80,7 @@ const rules: { name: string; from: (file: string) => boolean; refused: (target: 
 
 describe('import directions', () => {
   test('the scan sees the tree (every top folder with code, and resolvable imports)', () => {
-    for (const folder of ['cmd', 'hack', 'src', 'controller', 'webhook', 'certs', 'e2e', 'bench', 'test'])
+    for (const folder of ['cmd', 'hack', 'src', 'plugin', 'controller', 'webhook', 'certs', 'e2e', 'bench', 'test'])
       assert.ok(
         files.some((f) => top(f) === folder),
         `no .ts file under ${folder}/`,
@@ -95,7 +100,8 @@ describe('import directions', () => {
     });
 
   // What hack/bundle.ts bundles into the image (dist/main.mjs, dist/launch.mjs).
-  for (const entry of ['cmd/advanced-daemonset/main.ts', 'cmd/advanced-daemonset/launch.ts'])
+  // ... and into the kubectl plugin's package (kubectl-ads.mjs).
+  for (const entry of ['cmd/advanced-daemonset/main.ts', 'cmd/advanced-daemonset/launch.ts', 'cmd/kubectl-ads/main.ts'])
     test(`${entry} (bundled into the image) never reaches e2e/, bench/, hack/ or test/`, () => {
       const reached = reachable(entry);
       assert.ok(reached.size > 1 || entry.endsWith('launch.ts'), `${entry} imports nothing?`);
@@ -110,6 +116,7 @@ describe('import directions', () => {
       ['src/a.ts', ['controller/b.ts']],
       ['e2e/c.ts', ['bench/d.ts']],
       ['controller/e.ts', ['cmd/advanced-daemonset/main.ts']],
+      ['plugin/f.ts', ['controller/g.ts']],
     ]);
     const caught = rules.filter((rule) => [...fake].some(([f, imports]) => rule.from(f) && imports.some(rule.refused)));
     assert.deepEqual(

@@ -109,6 +109,23 @@ function fromFile(file: string): LoadedKubeConfig {
   } catch (err) {
     throw new Error(`kubeconfig ${file}: ${(err as Error).message}`);
   }
+  return fromDocument(doc, file, dirname(file), (kc) => kc.loadFromFile(file));
+}
+
+/**
+ * A kubeconfig already parsed (and merged, with absolute paths: the kubectl plugin merges $KUBECONFIG's files as
+ * kubectl does and picks --context itself, plugin/kubeconfig.ts); `origin` names it in errors.
+ */
+export function kubeConfigFromDocument(doc: unknown, origin: string): LoadedKubeConfig {
+  return fromDocument(obj(doc), origin, process.cwd(), (kc) => kc.loadFromString(JSON.stringify(doc)));
+}
+
+function fromDocument(
+  doc: Yaml,
+  file: string,
+  baseDir: string,
+  loadIntoClientNode: (kc: KubeConfig) => void,
+): LoadedKubeConfig {
   const contextName = str(doc['current-context']);
   const context = contextName ? obj(named(doc.contexts, contextName)?.context) : undefined;
   const clusterName = context ? str(context.cluster) : undefined;
@@ -121,11 +138,10 @@ function fromFile(file: string): LoadedKubeConfig {
   const simple =
     Object.keys(user).every((k) => SIMPLE_USER_FIELDS.has(k)) &&
     Object.keys(cluster).every((k) => SIMPLE_CLUSTER_FIELDS.has(k));
-  if (!simple)
-    return { ...viaClientNode((kc) => kc.loadFromFile(file), file), server, ...(namespace ? { namespace } : {}) };
+  if (!simple) return { ...viaClientNode(loadIntoClientNode, file), server, ...(namespace ? { namespace } : {}) };
 
   // Relative paths in a kubeconfig are relative to the file (clientcmd's ResolvePaths).
-  const resolve = (p: string) => (isAbsolute(p) ? p : join(dirname(file), p));
+  const resolve = (p: string) => (isAbsolute(p) ? p : join(baseDir, p));
   const pem = (data: unknown, path: unknown): Buffer | undefined => {
     if (str(data)) return Buffer.from(data as string, 'base64');
     if (str(path)) return readFileSync(resolve(path as string));
