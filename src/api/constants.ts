@@ -30,6 +30,16 @@ export const CONVERT_PATH = '/convert';
 // Defaults (SetDefaultsDaemonSet).
 export const DEFAULT_BURST_REPLICAS = 250;
 export const DEFAULT_REVISION_HISTORY_LIMIT = 10;
+/** spec.progressDeadlineSeconds, as apps/v1 Deployment's default (not Kruise: it has no such field). */
+export const DEFAULT_PROGRESS_DEADLINE_SECONDS = 600;
+// rollingUpdate.canary, as ExtendedDaemonSet's defaults
+// (https://github.com/DataDog/extendeddaemonset/blob/main/api/v1alpha1/extendeddaemonset_default.go).
+export const DEFAULT_CANARY_NODES = 1;
+export const DEFAULT_CANARY_VALIDATION = 'Auto';
+export const DEFAULT_CANARY_DURATION = '10m';
+export const DEFAULT_CANARY_NO_RESTARTS_DURATION = '5m';
+export const DEFAULT_CANARY_AUTO_PAUSE_MAX_RESTARTS = 2;
+export const DEFAULT_CANARY_AUTO_FAIL_MAX_RESTARTS = 5;
 
 // Labels and annotations.
 /** Pod and ControllerRevision label: the bare revision hash. */
@@ -45,6 +55,20 @@ export const IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION =
 /** ControllerRevision label (the doubled "pre-" is Kruise's spelling). */
 export const IMAGE_PREDOWNLOAD_CREATED_LABEL = 'apps.kruise.io/pre-predownload-created';
 export const IMAGE_PREDOWNLOAD_IGNORED_LABEL = 'apps.kruise.io/image-predownload-ignored';
+
+// Canary (rollingUpdate.canary): our own keys. The controls are annotations on the DaemonSet, so `kubectl annotate`
+// works and the spec stays owned by whoever applies it.
+/** Pod label, "true" on the canary pods while the canary runs (removed when it is promoted or fails). */
+export const CANARY_POD_LABEL = 'advanced-daemonset.io/canary';
+/** DaemonSet annotation: the revision hash to promote now (it must name the canary's revision). */
+export const CANARY_VALIDATED_ANNOTATION = 'advanced-daemonset.io/canary-validated';
+/**
+ * DaemonSet annotation: "true" pauses the canary; removing it (or any other value) resumes it, and that resume wins
+ * over autoPause until the canary ends (so "true", then removed, resumes a canary autoPause paused).
+ */
+export const CANARY_PAUSED_ANNOTATION = 'advanced-daemonset.io/canary-paused';
+/** DaemonSet annotation: "true" fails the canary now. */
+export const CANARY_FAILED_ANNOTATION = 'advanced-daemonset.io/canary-failed';
 
 export const LIFECYCLE_STATE_LABEL = 'lifecycle.apps.kruise.io/state';
 export const LIFECYCLE_TIMESTAMP_ANNOTATION = 'lifecycle.apps.kruise.io/timestamp';

@@ -6,7 +6,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { SERVED_VERSIONS, STORAGE_VERSION } from './constants.ts';
+import { SERVED_VERSIONS, STORAGE_VERSION, type ServedVersion } from './constants.ts';
 import { crdObject, openAPIV3Schema } from './crd.ts';
 import { CRD_PATH, renderCrdYaml } from './gen-crd.ts';
 
@@ -73,7 +73,7 @@ describe('CRD', () => {
       });
   });
 
-  test('printer columns, the same in both versions, CONTAINERS and IMAGES only at -o wide', () => {
+  test('printer columns, the same in both versions, CONTAINERS, IMAGES and CANARY only at -o wide', () => {
     for (const version of versionsOf(crdObject()))
       assert.deepEqual(
         version.additionalPrinterColumns.map((c: any) => [c.name, c.jsonPath, c.priority ?? 0]),
@@ -86,6 +86,7 @@ describe('CRD', () => {
           ['AGE', '.metadata.creationTimestamp', 0],
           ['CONTAINERS', '.spec.template.spec.containers[*].name', 1],
           ['IMAGES', '.spec.template.spec.containers[*].image', 1],
+          ['CANARY', '.status.canary.phase', 1],
         ],
         version.name,
       );
@@ -148,10 +149,54 @@ describe('CRD', () => {
     assert.equal((openAPIV3Schema('v1alpha1') as any).properties.spec.properties.scaleStrategy, undefined);
   });
 
+  test('canary, progressDeadlineSeconds and status.canary: the same schema in both versions, described for kubectl explain', () => {
+    const pick = (version: ServedVersion) => {
+      const root: any = openAPIV3Schema(version);
+      return {
+        canary: root.properties.spec.properties.updateStrategy.properties.rollingUpdate.properties.canary,
+        deadline: root.properties.spec.properties.progressDeadlineSeconds,
+        status: root.properties.status.properties.canary,
+        lastUpdateTime: root.properties.status.properties.conditions.items.properties.lastUpdateTime,
+      };
+    };
+    const a = pick('v1alpha1');
+    assert.deepEqual(a, pick('v1beta1'));
+    assert.deepEqual(Object.keys(a.canary.properties).sort(), [
+      'autoFail',
+      'autoPause',
+      'duration',
+      'noRestartsDuration',
+      'nodeSelector',
+      'nodes',
+      'spreadByNodeLabels',
+      'validation',
+    ]);
+    assert.equal(a.canary.properties.nodes['x-kubernetes-int-or-string'], true);
+    assert.deepEqual(Object.keys(a.canary.properties.autoFail.properties).sort(), [
+      'enabled',
+      'maxRestarts',
+      'maxRestartsDuration',
+      'timeout',
+    ]);
+    assert.deepEqual(a.deadline.format, 'int32');
+    assert.deepEqual(a.status.required, ['revision', 'stableRevision', 'nodes', 'phase']);
+    assert.equal(a.lastUpdateTime.format, 'date-time');
+    const undescribed: string[] = [];
+    const walk = (node: any, at: string) => {
+      if (!node.description) undescribed.push(at);
+      for (const [k, v] of Object.entries(node.properties ?? {})) walk(v, `${at}.${k}`);
+      if (node.items?.properties) walk(node.items, `${at}[]`);
+    };
+    walk(a.canary, 'canary');
+    walk(a.status, 'status.canary');
+    assert.deepEqual(undescribed, []);
+  });
+
   test('v1beta1: no Surging and no rollingUpdate.type, scaleStrategy.partitionedScaling, status.updateRevision', () => {
     const ru = rollingUpdateOf('v1beta1');
     assert.equal(ru.properties.type, undefined);
     assert.deepEqual(Object.keys(ru.properties).sort(), [
+      'canary',
       'maxSurge',
       'maxUnavailable',
       'partition',
@@ -167,6 +212,7 @@ describe('CRD', () => {
       'burstReplicas',
       'lifecycle',
       'minReadySeconds',
+      'progressDeadlineSeconds',
       'revisionHistoryLimit',
       'scaleStrategy',
       'selector',

@@ -50,6 +50,7 @@ const printerColumns = [
   { name: 'AGE', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'Time since the DaemonSet was created.' },
   { name: 'CONTAINERS', type: 'string', priority: 1, jsonPath: '.spec.template.spec.containers[*].name', description: 'The containers of the pod template.' },
   { name: 'IMAGES', type: 'string', priority: 1, jsonPath: '.spec.template.spec.containers[*].image', description: 'The images of the pod template.' },
+  { name: 'CANARY', type: 'string', priority: 1, jsonPath: '.status.canary.phase', description: 'The phase of the canary of the latest revision: Observing, Paused, Failed or Promoted.' },
 ]; // prettier-ignore
 
 /**

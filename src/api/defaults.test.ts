@@ -20,12 +20,31 @@ import { daemonSetManifest, daemonSetManifestV1beta1 } from './testing/review-fi
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
 describe('setDefaultsDaemonSet: Kruise defaults exactly, per version', () => {
-  /** The spec Kruise's defaults give around `updateStrategy`: burstReplicas 250, revisionHistoryLimit 10. */
+  /**
+   * The spec Kruise's defaults give around `updateStrategy`: burstReplicas 250, revisionHistoryLimit 10; and ours,
+   * progressDeadlineSeconds 600 (as a Deployment's).
+   */
   const defaulted = (updateStrategy: JsonObject): JsonObject => ({
     burstReplicas: 250,
     updateStrategy,
     revisionHistoryLimit: 10,
+    progressDeadlineSeconds: 600,
   });
+  /** A canary as defaulted, with `fields` on top. */
+  const canary = (fields: JsonObject = {}): JsonObject => ({
+    nodes: 1,
+    validation: 'Auto',
+    duration: '10m',
+    noRestartsDuration: '5m',
+    autoPause: { enabled: true, maxRestarts: 2 },
+    autoFail: { enabled: true, maxRestarts: 5 },
+    ...fields,
+  });
+  const rolling = (ru: JsonObject): JsonObject =>
+    defaulted({
+      type: 'RollingUpdate',
+      rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0, ...ru },
+    });
   /** `want` in both versions, unless `v1beta1` says what v1beta1 (no Surging, no `type` alias) gives instead. */
   const cases: { name: string; spec: JsonObject; want: JsonObject; v1beta1?: JsonObject }[] = [
     {
@@ -47,12 +66,62 @@ describe('setDefaultsDaemonSet: Kruise defaults exactly, per version', () => {
         burstReplicas: '10%',
         revisionHistoryLimit: 0,
         updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 3 } },
+        progressDeadlineSeconds: 600,
       },
     },
     {
       name: 'burstReplicas 0 is kept (a pointer in Go)',
       spec: { burstReplicas: 0, revisionHistoryLimit: 1, updateStrategy: { type: 'OnDelete' } },
-      want: { burstReplicas: 0, revisionHistoryLimit: 1, updateStrategy: { type: 'OnDelete' } },
+      want: { burstReplicas: 0, revisionHistoryLimit: 1, updateStrategy: { type: 'OnDelete' }, progressDeadlineSeconds: 600 },
+    },
+    {
+      name: 'progressDeadlineSeconds set is kept',
+      spec: { progressDeadlineSeconds: 30, updateStrategy: { type: 'OnDelete' } },
+      want: { ...defaulted({ type: 'OnDelete' }), progressDeadlineSeconds: 30 },
+    },
+    {
+      name: 'progressDeadlineSeconds is not defaulted where minReadySeconds reaches 600 (it must be above it)',
+      spec: { minReadySeconds: 600, updateStrategy: { type: 'OnDelete' } },
+      want: { minReadySeconds: 600, burstReplicas: 250, updateStrategy: { type: 'OnDelete' }, revisionHistoryLimit: 10 },
+    },
+    {
+      name: 'canary {}: every default (EDS)',
+      spec: { updateStrategy: { rollingUpdate: { canary: {} } } },
+      want: rolling({ canary: canary() }),
+    },
+    {
+      name: 'canary Manual: no duration nor noRestartsDuration',
+      spec: { updateStrategy: { rollingUpdate: { canary: { validation: 'Manual', nodes: '10%' } } } },
+      want: rolling({
+        canary: { nodes: '10%', validation: 'Manual', autoPause: { enabled: true, maxRestarts: 2 }, autoFail: { enabled: true, maxRestarts: 5 } },
+      }),
+    },
+    {
+      name: 'canary: set values are kept',
+      spec: {
+        updateStrategy: {
+          rollingUpdate: {
+            canary: {
+              nodes: 3,
+              duration: '1m',
+              noRestartsDuration: '30s',
+              spreadByNodeLabels: ['zone'],
+              autoPause: { enabled: false, maxRestarts: 0, maxStartupDuration: '5m' },
+              autoFail: { maxRestarts: 9, timeout: '1h' },
+            },
+          },
+        },
+      },
+      want: rolling({
+        canary: canary({
+          nodes: 3,
+          duration: '1m',
+          noRestartsDuration: '30s',
+          spreadByNodeLabels: ['zone'],
+          autoPause: { enabled: false, maxRestarts: 0, maxStartupDuration: '5m' },
+          autoFail: { maxRestarts: 9, timeout: '1h', enabled: true },
+        }),
+      }),
     },
     {
       name: 'empty type becomes RollingUpdate with rollingUpdate {} filled',
@@ -469,6 +538,7 @@ describe('defaultingPatch in v1beta1: paths into the object as sent in v1beta1',
           value: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 } },
         },
         { op: 'add', path: '/spec/revisionHistoryLimit', value: 10 },
+        { op: 'add', path: '/spec/progressDeadlineSeconds', value: 600 },
       ],
     },
     {
@@ -486,6 +556,7 @@ describe('defaultingPatch in v1beta1: paths into the object as sent in v1beta1',
         { op: 'add', path: '/spec/updateStrategy/rollingUpdate/maxUnavailable', value: 1 },
         { op: 'add', path: '/spec/updateStrategy/rollingUpdate/maxSurge', value: 0 },
         { op: 'add', path: '/spec/revisionHistoryLimit', value: 10 },
+        { op: 'add', path: '/spec/progressDeadlineSeconds', value: 600 },
       ],
     },
     {
@@ -496,6 +567,7 @@ describe('defaultingPatch in v1beta1: paths into the object as sent in v1beta1',
         { op: 'add', path: '/spec/burstReplicas', value: 250 },
         { op: 'add', path: '/spec/updateStrategy/type', value: 'RollingUpdate' },
         { op: 'add', path: '/spec/revisionHistoryLimit', value: 10 },
+        { op: 'add', path: '/spec/progressDeadlineSeconds', value: 600 },
       ],
     },
     {
@@ -508,6 +580,7 @@ describe('defaultingPatch in v1beta1: paths into the object as sent in v1beta1',
         { op: 'replace', path: '/spec/updateStrategy/rollingUpdate/rollingUpdateType', value: 'Standard' },
         { op: 'add', path: '/spec/updateStrategy/rollingUpdate/maxUnavailable', value: 0 },
         { op: 'add', path: '/spec/revisionHistoryLimit', value: 10 },
+        { op: 'add', path: '/spec/progressDeadlineSeconds', value: 600 },
       ],
     },
   ]; // prettier-ignore

@@ -17,7 +17,19 @@
 // cloneJson, which keeps a `__proto__` key (JSON.parse makes it an own property) as an own property.
 import fastJsonPatch from 'fast-json-patch';
 import type { Operation } from 'fast-json-patch';
-import { DEFAULT_BURST_REPLICAS, DEFAULT_REVISION_HISTORY_LIMIT, VERSION, type ServedVersion } from './constants.ts';
+import {
+  DEFAULT_BURST_REPLICAS,
+  DEFAULT_CANARY_AUTO_FAIL_MAX_RESTARTS,
+  DEFAULT_CANARY_AUTO_PAUSE_MAX_RESTARTS,
+  DEFAULT_CANARY_DURATION,
+  DEFAULT_CANARY_NO_RESTARTS_DURATION,
+  DEFAULT_CANARY_NODES,
+  DEFAULT_CANARY_VALIDATION,
+  DEFAULT_PROGRESS_DEADLINE_SECONDS,
+  DEFAULT_REVISION_HISTORY_LIMIT,
+  VERSION,
+  type ServedVersion,
+} from './constants.ts';
 import { defaultImagePullPolicy } from './image.ts';
 import { cloneJson } from '../k8s/json.ts';
 import { formatQuantity, quantityFromJSON, roundUpToMilli } from './quantity.ts';
@@ -77,9 +89,38 @@ function moveRollingUpdateTypeAlias(ru: unknown): void {
 }
 
 /**
+ * rollingUpdate.canary, as ExtendedDaemonSet defaults its canary
+ * (https://github.com/DataDog/extendeddaemonset/blob/main/api/v1alpha1/extendeddaemonset_default.go): nodes 1,
+ * validation Auto, and in Auto mode only duration 10m and noRestartsDuration 5m; autoPause and autoFail enabled
+ * with maxRestarts 2 and 5. Not Kruise: it has no canary.
+ */
+function defaultCanary(canary: unknown): void {
+  if (!isObject(canary)) return;
+  setIfNil(canary, 'nodes', DEFAULT_CANARY_NODES);
+  setIfZero(canary, 'validation', DEFAULT_CANARY_VALIDATION);
+  if (canary.validation === 'Auto') {
+    setIfZero(canary, 'duration', DEFAULT_CANARY_DURATION);
+    setIfZero(canary, 'noRestartsDuration', DEFAULT_CANARY_NO_RESTARTS_DURATION);
+  }
+  const autoPause = ensureObject(canary, 'autoPause');
+  if (autoPause) {
+    setIfNil(autoPause, 'enabled', true);
+    setIfNil(autoPause, 'maxRestarts', DEFAULT_CANARY_AUTO_PAUSE_MAX_RESTARTS);
+  }
+  const autoFail = ensureObject(canary, 'autoFail');
+  if (autoFail) {
+    setIfNil(autoFail, 'enabled', true);
+    setIfNil(autoFail, 'maxRestarts', DEFAULT_CANARY_AUTO_FAIL_MAX_RESTARTS);
+  }
+}
+
+/**
  * Kruise's SetDefaultsDaemonSet (v1alpha1) or SetDefaultsDaemonSetV1beta1 on `ds` (mutated in place). They differ
  * only in what v1alpha1 has and v1beta1 lacks: the `rollingUpdate.type` alias and the deprecated Surging type
- * (in v1beta1 `Surging` is left for the validating webhook to refuse).
+ * (in v1beta1 `Surging` is left for the validating webhook to refuse). Beyond Kruise, in both versions:
+ * progressDeadlineSeconds 600 as a Deployment's (it only sets the Progressing condition, never stops a rollout, so
+ * every DaemonSet gets the signal a Deployment gives `kubectl wait` and GitOps health checks; any pod updated, ready
+ * or available is progress, so only a stuck rollout trips it), and the canary's defaults (defaultCanary).
  */
 export function setDefaultsDaemonSet(ds: JsonObject, version: ServedVersion = VERSION): void {
   const v1alpha1 = version === VERSION;
@@ -110,10 +151,16 @@ export function setDefaultsDaemonSet(ds: JsonObject, version: ServedVersion = VE
           ru.maxUnavailable = 1;
           ru.maxSurge = 0;
         }
+        defaultCanary(ru.canary);
       }
     }
   }
   setIfNil(spec, 'revisionHistoryLimit', DEFAULT_REVISION_HISTORY_LIMIT);
+  // Not where minReadySeconds reaches the default: it must be above minReadySeconds, and a manifest Kruise accepts
+  // is not refused for a field its author never wrote (such a DaemonSet has no deadline unless it sets one).
+  const minReady = typeof spec.minReadySeconds === 'number' ? spec.minReadySeconds : 0;
+  if (minReady < DEFAULT_PROGRESS_DEADLINE_SECONDS)
+    setIfNil(spec, 'progressDeadlineSeconds', DEFAULT_PROGRESS_DEADLINE_SECONDS);
 }
 
 // ---------------------------------------------------------------------------------------------------------

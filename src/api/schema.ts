@@ -80,6 +80,108 @@ export const LabelSelectorSchema = (description: string) =>
     { description, 'x-kubernetes-map-type': 'atomic' },
   );
 
+/** A Go duration string, as metav1.Duration ("90s", "10m", "1h30m"); parsed by duration.ts. */
+const DurationString = (description: string) => Type.String({ description });
+
+export const CANARY_VALIDATIONS = ['Auto', 'Manual'] as const;
+export const CANARY_PHASES = ['Observing', 'Paused', 'Failed', 'Promoted'] as const;
+
+/** rollingUpdate.canary.autoPause (ExtendedDaemonSet's canary.autoPause). */
+export const CanaryAutoPauseSchema = Type.Object(
+  {
+    enabled: Type.Optional(
+      Type.Boolean({ description: 'Pause the canary automatically when a canary pod is unhealthy. Defaults to true.' }),
+    ),
+    maxRestarts: Type.Optional(
+      Int32(
+        'Pause the canary when a container of a canary pod restarted more than this many times on the canary\nrevision. Defaults to 2.',
+      ),
+    ),
+    maxStartupDuration: Type.Optional(
+      DurationString(
+        'Pause the canary when a canary pod is not ready this long after it started (created, or updated in\nplace), e.g. "5m". Unset: no limit.',
+      ),
+    ),
+  },
+  {
+    description:
+      'Automatic pause: a canary container that cannot start (ErrImagePull, ImagePullBackOff, InvalidImageName,\nCreateContainerConfigError, CreateContainerError, ...), restarts above maxRestarts, or a canary pod not\nready within maxStartupDuration pauses the canary until a person acts (see the annotations in\nrollingUpdate.canary).',
+  },
+);
+
+/** rollingUpdate.canary.autoFail (ExtendedDaemonSet's canary.autoFail). */
+export const CanaryAutoFailSchema = Type.Object(
+  {
+    enabled: Type.Optional(
+      Type.Boolean({ description: 'Fail the canary automatically when a canary pod keeps failing. Defaults to true.' }),
+    ),
+    maxRestarts: Type.Optional(
+      Int32(
+        'Fail the canary when a container of a canary pod restarted more than this many times on the canary\nrevision. Must be greater than autoPause.maxRestarts when both are enabled. Defaults to 5.',
+      ),
+    ),
+    maxRestartsDuration: Type.Optional(
+      DurationString(
+        'Fail the canary when canary containers keep restarting for longer than this (from the first restart\nseen to the latest), e.g. "10m". Unset: no limit.',
+      ),
+    ),
+    timeout: Type.Optional(
+      DurationString(
+        'Fail the canary when it is older than this without having been promoted, e.g. "1h". Must be greater\nthan duration. Unset: no limit.',
+      ),
+    ),
+  },
+  {
+    description:
+      'Automatic failure: the canary nodes go back to the stable revision, and the rollout is held until the\ntemplate changes (the spec is not rewritten).',
+  },
+);
+
+/** rollingUpdate.canary: the same in both versions. */
+export const CanarySchema = Type.Object(
+  {
+    nodes: Type.Optional(
+      IntOrStringSchema(
+        'How many nodes run the new revision first: an absolute number (ex: 3) or a percentage of the\ndesired nodes (ex: 10%), rounded up, at least 1. Defaults to 1.',
+      ),
+    ),
+    nodeSelector: Type.Optional(
+      LabelSelectorSchema(
+        'Canary candidates: only nodes whose labels match are chosen as canary nodes (besides being eligible\nand matching rollingUpdate.selector). Unset: every eligible node.',
+      ),
+    ),
+    spreadByNodeLabels: Type.Optional(
+      Type.Array(Type.String(), {
+        description:
+          'Node label keys (ex: topology.kubernetes.io/zone) whose values the canary nodes are spread over,\nround-robin. Among candidates, nodes whose daemon pod restarted least go first.',
+        'x-kubernetes-list-type': 'atomic',
+      }),
+    ),
+    validation: Type.Optional(
+      StringEnum(CANARY_VALIDATIONS, {
+        description:
+          'How the canary is promoted: Auto (after duration and noRestartsDuration) or Manual (when the\nannotation advanced-daemonset.io/canary-validated names the revision hash). Defaults to Auto.',
+      }),
+    ),
+    duration: Type.Optional(
+      DurationString(
+        'Auto: promote once every canary pod has been available this long, e.g. "10m". Defaults to 10m.\nNot allowed with validation Manual.',
+      ),
+    ),
+    noRestartsDuration: Type.Optional(
+      DurationString(
+        'Auto: and once no canary container has restarted for this long, e.g. "5m". Defaults to 5m.\nNot allowed with validation Manual.',
+      ),
+    ),
+    autoPause: Type.Optional(CanaryAutoPauseSchema),
+    autoFail: Type.Optional(CanaryAutoFailSchema),
+  },
+  {
+    description:
+      'Canary: a new revision first goes only to the canary nodes (with this rolling update strategy, within\nmaxUnavailable); the other nodes, and new ones, keep the stable revision until the canary is promoted;\nthen the rolling update goes on as without a canary (partition, selector, paused). Health is judged per\ncanary pod (autoPause, autoFail). Controls, as annotations on the DaemonSet:\nadvanced-daemonset.io/canary-validated: <revision hash> promotes, advanced-daemonset.io/canary-paused:\n"true" pauses (removing it resumes, and wins over autoPause until the canary ends: "true" then removed\nresumes a canary autoPause paused),\nadvanced-daemonset.io/canary-failed: "true" fails it. Progress is in status.canary.',
+  },
+);
+
 /** The rolling update fields both versions share. */
 const rollingUpdateFields = {
   maxUnavailable: Type.Optional(
@@ -108,6 +210,7 @@ const rollingUpdateFields = {
         'Indicates that the rolling update is paused: the controller keeps creating and deleting pods\nfor node changes but does not update existing pods to the new revision.',
     }),
   ),
+  canary: Type.Optional(CanarySchema),
 };
 
 const ROLLING_UPDATE_DESCRIPTION = 'Rolling update config params. Present only if type = "RollingUpdate".';
@@ -249,6 +352,11 @@ const specFields = {
     ),
   ),
   lifecycle: Type.Optional(LifecycleSchema),
+  progressDeadlineSeconds: Type.Optional(
+    Int32(
+      'The maximum time in seconds for a rollout (canary or not) to make progress before the Progressing\ncondition turns False with reason ProgressDeadlineExceeded, as for a Deployment. Progress: more nodes\nupdated, ready or available, fewer old pods, a new revision or generation, a canary changing phase.\nOnly the condition changes; the rollout goes on. Must be greater than minReadySeconds. Defaults to 600s.',
+    ),
+  ),
 };
 
 const SPEC_DESCRIPTION = 'DaemonSetSpec defines the desired state of DaemonSet';
@@ -281,8 +389,63 @@ export const DaemonSetConditionSchema = Type.Object(
     message: Type.Optional(
       Type.String({ description: 'A human readable message indicating details about the transition.' }),
     ),
+    lastUpdateTime: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description:
+          'Progressing, with progressDeadlineSeconds: the last time the rollout made progress (as a\nDeployment condition).',
+      }),
+    ),
   },
   { description: 'DaemonSetCondition describes the state of a DaemonSet at a certain point.' },
+);
+
+/**
+ * status.canary: the same in both versions. The controller writes every field, '' and false included: status is
+ * stored with a JSON merge patch, which keeps a field it leaves out from the previous canary.
+ */
+export const CanaryStatusSchema = Type.Object(
+  {
+    revision: Type.String({ description: 'The revision (controller-revision-hash) under canary.' }),
+    stableRevision: Type.String({
+      description:
+        'The revision (hash) the other nodes keep until promotion, and the canary nodes go back to when the\ncanary fails.',
+    }),
+    nodes: Type.Array(Type.String(), {
+      description: 'The canary nodes, by name (kept across syncs and for a newer template).',
+      'x-kubernetes-list-type': 'atomic',
+    }),
+    phase: StringEnum(CANARY_PHASES, {
+      description:
+        'Observing (the canary runs), Paused (by autoPause or the canary-paused annotation), Failed (the canary\nnodes went back to stableRevision; held until the template changes) or Promoted (the rolling update\ntook over).',
+    }),
+    reason: Type.Optional(
+      Type.String({
+        description:
+          'Why the canary is in its phase: Started, Restarted, Resumed; a container reason (ErrImagePull,\nCrashLoopBackOff, ...), SlowStartTimeoutExceeded, ManualPause; RestartsTimeoutExceeded, TimeoutExceeded,\nManualFail; Validated, ManualValidation, StableRevision, CanaryRemoved.',
+      }),
+    ),
+    message: Type.Optional(
+      Type.String({ description: 'A human readable message, naming the pod and container when one is at fault.' }),
+    ),
+    since: Type.Optional(Type.String({ format: 'date-time', description: 'When the canary entered its phase.' })),
+    startTime: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description: 'When the canary of this revision started (autoFail.timeout counts from here).',
+      }),
+    ),
+    resumed: Type.Optional(
+      Type.Boolean({ description: 'A person resumed the canary: autoPause no longer applies to it.' }),
+    ),
+    restartingSince: Type.Optional(
+      Type.String({
+        description:
+          'The first canary container restart seen, RFC 3339 (autoFail.maxRestartsDuration counts from here);\nempty when none.',
+      }),
+    ),
+  },
+  { description: 'The canary of the latest revision (rollingUpdate.canary).' },
 );
 
 /** The status fields both versions share (all but the revision hash's name). */
@@ -326,6 +489,7 @@ const statusFields = {
       description: "Represents the latest available observations of a DaemonSet's current state.",
     }),
   ),
+  canary: Type.Optional(CanaryStatusSchema),
 };
 
 const STATUS_DESCRIPTION = 'DaemonSetStatus defines the observed state of DaemonSet';

@@ -4,6 +4,12 @@
 import type { Static } from '@sinclair/typebox';
 import type { ObjectMeta } from '../k8s/types.ts';
 import type {
+  CanaryAutoFailSchema,
+  CanaryAutoPauseSchema,
+  CanarySchema,
+  CanaryStatusSchema,
+  CANARY_PHASES,
+  CANARY_VALIDATIONS,
   DaemonSetConditionSchema,
   DaemonSetScaleStrategyV1beta1Schema,
   DaemonSetSchema,
@@ -47,6 +53,13 @@ export type Lifecycle = Static<typeof LifecycleSchema>;
 export type LifecycleHook = Static<ReturnType<typeof LifecycleHookSchema>>;
 export type DaemonSetCondition = Static<typeof DaemonSetConditionSchema>;
 export type DaemonSetLabelSelector = Static<ReturnType<typeof LabelSelectorSchema>>;
+/** rollingUpdate.canary and status.canary: the same in both versions. */
+export type Canary = Static<typeof CanarySchema>;
+export type CanaryAutoPause = Static<typeof CanaryAutoPauseSchema>;
+export type CanaryAutoFail = Static<typeof CanaryAutoFailSchema>;
+export type CanaryValidation = (typeof CANARY_VALIDATIONS)[number];
+export type CanaryStatus = Static<typeof CanaryStatusSchema>;
+export type CanaryPhase = (typeof CANARY_PHASES)[number];
 
 /** The whole object. metadata is ObjectMeta from k8s/types.ts (the CRD only says `type: object`). */
 export type DaemonSet = Omit<Static<typeof DaemonSetSchema>, 'metadata'> & { metadata: ObjectMeta };

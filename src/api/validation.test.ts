@@ -328,6 +328,125 @@ describe('validateDaemonSet: the Kruise webhook test cases and rules', () => {
     }
 });
 
+describe('validateDaemonSet: rollingUpdate.canary (ExtendedDaemonSet rules) and progressDeadlineSeconds', () => {
+  const C = `${RU}.canary`;
+  /** A canary as sent (not defaulted: the rules read unset values as their defaults); same in both versions. */
+  const cases: { name: string; canary?: JsonObject; edit?: Edit; sentCanary?: JsonObject; want: string[] }[] = [
+    { name: 'canary {} as defaulted: accepted', sentCanary: {}, want: [] },
+    {
+      name: 'the issue example: accepted',
+      sentCanary: {
+        nodes: 3,
+        nodeSelector: { matchLabels: { pool: 'general' } },
+        spreadByNodeLabels: ['topology.kubernetes.io/zone'],
+        validation: 'Auto',
+        duration: '10m',
+        noRestartsDuration: '5m',
+        autoPause: { enabled: true, maxRestarts: 2, maxStartupDuration: '5m' },
+        autoFail: { enabled: true, maxRestarts: 5, maxRestartsDuration: '10m', timeout: '1h' },
+      },
+      want: [],
+    },
+    { name: 'Manual with a timeout: accepted', sentCanary: { validation: 'Manual', autoFail: { timeout: '1m' } }, want: [] },
+    {
+      name: 'autoFail.maxRestarts not above autoPause.maxRestarts',
+      canary: { autoPause: { maxRestarts: 3 }, autoFail: { maxRestarts: 3 } },
+      want: [`${C}.autoFail.maxRestarts: Invalid value: 3: must be greater than autoPause.maxRestarts (3)`],
+    },
+    {
+      name: 'autoFail.maxRestarts against the default autoPause.maxRestarts',
+      canary: { autoFail: { maxRestarts: 1 } },
+      want: [`${C}.autoFail.maxRestarts: Invalid value: 1: must be greater than autoPause.maxRestarts (2)`],
+    },
+    { name: 'maxRestarts order ignored with autoPause disabled', canary: { autoPause: { enabled: false }, autoFail: { maxRestarts: 1 } }, want: [] },
+    {
+      name: 'timeout not above duration',
+      canary: { duration: '1h', autoFail: { timeout: '60m' } },
+      want: [`${C}.autoFail.timeout: Invalid value: "60m": must be greater than duration (1h)`],
+    },
+    {
+      name: 'timeout not above the default duration',
+      canary: { autoFail: { timeout: '5m' } },
+      want: [`${C}.autoFail.timeout: Invalid value: "5m": must be greater than duration (10m)`],
+    },
+    {
+      name: 'no duration nor noRestartsDuration in Manual mode',
+      canary: { validation: 'Manual', duration: '10m', noRestartsDuration: '5m' },
+      want: [
+        `${C}.duration: Forbidden: may not be set when validation is Manual`,
+        `${C}.noRestartsDuration: Forbidden: may not be set when validation is Manual`,
+      ],
+    },
+    {
+      name: 'durations must parse and not be negative',
+      canary: { duration: '10', noRestartsDuration: '-1m', autoPause: { maxStartupDuration: '1d' }, autoFail: { maxRestartsDuration: 'x' } },
+      want: [
+        `${C}.duration: Invalid value: "10": time: missing unit in duration "10"`,
+        `${C}.noRestartsDuration: Invalid value: "-1m": must be greater than or equal to 0`,
+        `${C}.autoPause.maxStartupDuration: Invalid value: "1d": time: unknown unit "d" in duration "1d"`,
+        `${C}.autoFail.maxRestartsDuration: Invalid value: "x": time: invalid duration "x"`,
+      ],
+    },
+    {
+      name: 'validation Auto or Manual',
+      canary: { validation: 'Sometimes' },
+      want: [`${C}.validation: Unsupported value: "Sometimes": supported values: "Auto", "Manual"`],
+    },
+    { name: 'nodes 0', canary: { nodes: 0 }, want: [`${C}.nodes: Invalid value: "0": must be greater than 0`] },
+    { name: 'nodes 0%', canary: { nodes: '0%' }, want: [`${C}.nodes: Invalid value: "0%": must be greater than 0`] },
+    { name: 'nodes 101%', canary: { nodes: '101%' }, want: [`${C}.nodes: Invalid value: "101%": must not be greater than 100%`] },
+    {
+      name: 'negative maxRestarts',
+      canary: { autoPause: { maxRestarts: -1 }, autoFail: { maxRestarts: 5 } },
+      want: [`${C}.autoPause.maxRestarts: Invalid value: -1: must be greater than or equal to 0`],
+    },
+    {
+      name: 'spreadByNodeLabels: label keys, no duplicates',
+      canary: { spreadByNodeLabels: ['zone', 'bad key', 'zone'] },
+      want: [
+        `${C}.spreadByNodeLabels[1]: Invalid value: "bad key": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+        `${C}.spreadByNodeLabels[2]: Duplicate value: "zone"`,
+      ],
+    },
+    {
+      name: 'nodeSelector as a label selector',
+      canary: { nodeSelector: { matchExpressions: [{ key: 'pool', operator: 'In' }] } },
+      want: [`${C}.nodeSelector.matchExpressions[0].values: Required value: must be specified when \`operator\` is 'In' or 'NotIn'`],
+    },
+    {
+      name: 'progressDeadlineSeconds not above minReadySeconds (as a Deployment)',
+      edit: (d) => {
+        d.spec.minReadySeconds = 30;
+        d.spec.progressDeadlineSeconds = 30;
+      },
+      want: ['spec.progressDeadlineSeconds: Invalid value: 30: must be greater than minReadySeconds'],
+    },
+    {
+      name: 'negative progressDeadlineSeconds',
+      edit: (d) => (d.spec.progressDeadlineSeconds = -1),
+      want: ['spec.progressDeadlineSeconds: Invalid value: -1: must be greater than or equal to 0'],
+    },
+    {
+      name: 'a manifest with minReadySeconds 600 (no default deadline) stays valid',
+      edit: (d) => (d.spec.minReadySeconds = 600),
+      want: [],
+    },
+  ]; // prettier-ignore
+  for (const f of ALL)
+    for (const c of cases)
+      test(`${f.version}: ${c.name}`, () => {
+        const ds =
+          c.sentCanary !== undefined
+            ? f.sent((d) => (d.spec.updateStrategy = { rollingUpdate: { canary: c.sentCanary } }))
+            : c.canary
+              ? f.withRollingUpdate({ canary: c.canary })
+              : c.edit
+                ? f.sent(c.edit)
+                : f.defaulted();
+        assert.deepEqual(messages(ds, f.version), c.want);
+      });
+});
+
 describe('validateDaemonSet: malformed IntOrString values are rejected (stricter than Kruise)', () => {
   const fields: { name: string; path: string; set: (d: any, v: unknown) => void }[] = [
     { name: 'maxSurge', path: `${RU}.maxSurge`, set: (d, v) => Object.assign(d.spec.updateStrategy.rollingUpdate, { maxSurge: v, maxUnavailable: 0 }) },
@@ -534,6 +653,14 @@ describe('validateDaemonSetUpdate: only spec.selector is immutable', () => {
       v1beta1: [`spec: Forbidden: ${SPEC_UPDATE_FORBIDDEN_V1BETA1}`],
     },
     {
+      name: 'progressDeadlineSeconds and the canary may change',
+      edit: (d) => {
+        d.spec.progressDeadlineSeconds = 120;
+        d.spec.updateStrategy.rollingUpdate.canary = { nodes: 2 };
+      },
+      want: [],
+    },
+    {
       name: 'v1beta1 scaleStrategy change allowed (mutable in Kruise 1.9)',
       only: 'v1beta1',
       edit: (d) => (d.spec.scaleStrategy = { partitionedScaling: true }),
@@ -555,6 +682,13 @@ describe('validateDaemonSetUpdate: only spec.selector is immutable', () => {
         assert.deepEqual(validateDaemonSetUpdate(next, f.defaulted(), f.version).map(errorString), want);
       });
     }
+  for (const f of ALL)
+    test(`${f.version}: progressDeadlineSeconds added to an object stored without it (the mutating webhook does so)`, () => {
+      const old = f.defaulted((d) => delete d.spec.progressDeadlineSeconds);
+      const next = f.defaulted();
+      assert.equal((next.spec as any).progressDeadlineSeconds, 600);
+      assert.deepEqual(validateDaemonSetUpdate(next, old, f.version).map(errorString), []);
+    });
   test("the forbidden text is Kruise's v1alpha1 text, two spaces after 'lifecycle',", () => {
     assert.match(SPEC_UPDATE_FORBIDDEN, /'lifecycle', {2}'updateStrategy'/);
   });

@@ -14,7 +14,15 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { cloneJson } from '../k8s/json.ts';
 import { labelSelectorMatches } from '../k8s/labels.ts';
 import type { LabelSelector } from '../k8s/types.ts';
-import { V1BETA1, VERSION, type ServedVersion } from './constants.ts';
+import {
+  DEFAULT_CANARY_AUTO_FAIL_MAX_RESTARTS,
+  DEFAULT_CANARY_AUTO_PAUSE_MAX_RESTARTS,
+  DEFAULT_CANARY_DURATION,
+  V1BETA1,
+  VERSION,
+  type ServedVersion,
+} from './constants.ts';
+import { parseDuration } from './duration.ts';
 import { openAPIV3Schema } from './crd.ts';
 import { isObject, setDefaultsPodTemplate, type JsonObject } from './defaults.ts';
 import {
@@ -37,7 +45,12 @@ import {
   isValidPortName,
 } from './names.ts';
 import { compareQuantity, formatQuantity, isNegative, quantityFromJSON, type Quantity } from './quantity.ts';
-import { ROLLING_UPDATE_TYPES, ROLLING_UPDATE_TYPES_V1BETA1, UPDATE_STRATEGY_TYPES } from './schema.ts';
+import {
+  CANARY_VALIDATIONS,
+  ROLLING_UPDATE_TYPES,
+  ROLLING_UPDATE_TYPES_V1BETA1,
+  UPDATE_STRATEGY_TYPES,
+} from './schema.ts';
 import { jsonTypeName, nestingError, typedShapeErrors, wrongType } from './shape.ts';
 
 export const NEGATIVE_ERROR = 'must be greater than or equal to 0';
@@ -436,6 +449,10 @@ interface VersionRules {
   specUpdateForbidden: string;
 }
 
+/**
+ * Kruise's list, plus progressDeadlineSeconds (ours; mutable as a Deployment's, and the mutating webhook adds it to
+ * objects stored without it at their next update). Kruise's error text is kept as it is.
+ */
 const MUTABLE_SPEC_FIELDS = [
   'template',
   'updateStrategy',
@@ -443,6 +460,7 @@ const MUTABLE_SPEC_FIELDS = [
   'burstReplicas',
   'minReadySeconds',
   'revisionHistoryLimit',
+  'progressDeadlineSeconds',
 ];
 
 const RULES: Readonly<Record<ServedVersion, VersionRules>> = {
@@ -459,6 +477,90 @@ const RULES: Readonly<Record<ServedVersion, VersionRules>> = {
     specUpdateForbidden: SPEC_UPDATE_FORBIDDEN_V1BETA1,
   },
 };
+
+/** A Go duration string (metav1.Duration) that parses and is not negative. */
+function validateDuration(v: unknown, p: FieldPath): FieldError[] {
+  if (typeof v !== 'string') return []; // a wrong type is the structural schema's error
+  const ms = parseDuration(v);
+  if (ms instanceof Error) return [invalid(p, v, ms.message)];
+  return ms < 0 ? [invalid(p, v, NEGATIVE_ERROR)] : [];
+}
+
+const durationOf = (v: unknown): number | undefined => {
+  if (typeof v !== 'string') return undefined;
+  const ms = parseDuration(v);
+  return ms instanceof Error ? undefined : ms;
+};
+
+/**
+ * rollingUpdate.canary, with ExtendedDaemonSet's rules
+ * (https://github.com/DataDog/extendeddaemonset/blob/main/api/v1alpha1/extendeddaemonset_validate.go): autoFail's
+ * maxRestarts above autoPause's when both are enabled (strictly: equal would fail the canary before it pauses),
+ * no duration nor noRestartsDuration with validation Manual; plus timeout above duration (EDS ignores such a timeout
+ * silently), nodes at least 1, durations that parse, and spreadByNodeLabels as label keys. Unset values read as
+ * their defaults (the mutating webhook sets them).
+ */
+function validateCanary(c: JsonObject, p: FieldPath): FieldError[] {
+  const errs: FieldError[] = [];
+  if (isSet(c.nodes)) {
+    const nodeErrs = validateIntOrPercent(c.nodes, p.child('nodes'));
+    errs.push(...nodeErrs);
+    if (nodeErrs.length === 0 && intOrPercentValue(c.nodes) === 0)
+      errs.push(invalid(p.child('nodes'), intOrStringText(c.nodes), 'must be greater than 0'));
+  }
+  if (isSet(c.nodeSelector)) errs.push(...validateLabelSelector(c.nodeSelector, p.child('nodeSelector')));
+  const seen = new Set<string>();
+  (arrayAt(c, 'spreadByNodeLabels') ?? []).forEach((key, i) => {
+    if (typeof key !== 'string') return;
+    const kp = p.child('spreadByNodeLabels').index(i);
+    errs.push(...isQualifiedName(key).map((msg) => invalid(kp, key, msg)));
+    if (seen.has(key)) errs.push(duplicate(kp, key));
+    seen.add(key);
+  });
+  const validation = c.validation;
+  if (isSet(validation) && validation !== '' && !(CANARY_VALIDATIONS as readonly unknown[]).includes(validation))
+    errs.push(notSupported(p.child('validation'), validation, CANARY_VALIDATIONS));
+  const manual = validation === 'Manual';
+  const autoPause = objectAt(c, 'autoPause');
+  const autoFail = objectAt(c, 'autoFail');
+  for (const [v, fp] of [
+    [c.duration, p.child('duration')],
+    [c.noRestartsDuration, p.child('noRestartsDuration')],
+    [autoPause?.maxStartupDuration, p.child('autoPause', 'maxStartupDuration')],
+    [autoFail?.maxRestartsDuration, p.child('autoFail', 'maxRestartsDuration')],
+    [autoFail?.timeout, p.child('autoFail', 'timeout')],
+  ] as const)
+    errs.push(...validateDuration(v, fp));
+  if (manual) {
+    for (const k of ['duration', 'noRestartsDuration'])
+      if (isSet(c[k])) errs.push(forbidden(p.child(k), 'may not be set when validation is Manual'));
+  }
+  errs.push(...validateNonNegative(autoPause?.maxRestarts, p.child('autoPause', 'maxRestarts')));
+  errs.push(...validateNonNegative(autoFail?.maxRestarts, p.child('autoFail', 'maxRestarts')));
+  const pauseMax =
+    typeof autoPause?.maxRestarts === 'number' ? autoPause.maxRestarts : DEFAULT_CANARY_AUTO_PAUSE_MAX_RESTARTS;
+  const failMax =
+    typeof autoFail?.maxRestarts === 'number' ? autoFail.maxRestarts : DEFAULT_CANARY_AUTO_FAIL_MAX_RESTARTS;
+  if (autoPause?.enabled !== false && autoFail?.enabled !== false && failMax >= 0 && failMax <= pauseMax)
+    errs.push(
+      invalid(p.child('autoFail', 'maxRestarts'), failMax, `must be greater than autoPause.maxRestarts (${pauseMax})`),
+    );
+  const timeout = durationOf(autoFail?.timeout);
+  const duration = manual
+    ? undefined
+    : isSet(c.duration)
+      ? durationOf(c.duration)
+      : durationOf(DEFAULT_CANARY_DURATION);
+  if (timeout !== undefined && duration !== undefined && timeout <= duration)
+    errs.push(
+      invalid(
+        p.child('autoFail', 'timeout'),
+        autoFail?.timeout,
+        `must be greater than duration (${isSet(c.duration) ? text(c.duration) : DEFAULT_CANARY_DURATION})`,
+      ),
+    );
+  return errs;
+}
 
 function validateRollingUpdate(ru: JsonObject, p: FieldPath, rules: VersionRules): FieldError[] {
   const errs: FieldError[] = [];
@@ -493,6 +595,8 @@ function validateRollingUpdate(ru: JsonObject, p: FieldPath, rules: VersionRules
     errs.push(notSupported(p.child('rollingUpdateType'), type, rules.rollingUpdateTypes));
   }
   if (isSet(ru.partition)) errs.push(...validateIntOrPercent(ru.partition, p.child('partition')));
+  const canary = objectAt(ru, 'canary');
+  if (canary) errs.push(...validateCanary(canary, p.child('canary')));
   return errs;
 }
 
@@ -566,6 +670,16 @@ function validateSpec(spec: JsonObject | undefined, rules: VersionRules): FieldE
       );
   }
   errs.push(...validateNonNegative(spec?.minReadySeconds, p.child('minReadySeconds')));
+  // As a Deployment's (ValidateDeploymentSpec in
+  // https://github.com/kubernetes/kubernetes/blob/master/pkg/apis/apps/validation/validation.go).
+  const deadline = spec?.progressDeadlineSeconds;
+  if (typeof deadline === 'number') {
+    const deadlineErrs = validateNonNegative(deadline, p.child('progressDeadlineSeconds'));
+    errs.push(...deadlineErrs);
+    const minReady = typeof spec?.minReadySeconds === 'number' ? spec.minReadySeconds : 0;
+    if (deadlineErrs.length === 0 && deadline <= minReady)
+      errs.push(invalid(p.child('progressDeadlineSeconds'), deadline, 'must be greater than minReadySeconds'));
+  }
   errs.push(...validateUpdateStrategy(objectAt(spec, 'updateStrategy'), p.child('updateStrategy'), rules));
   errs.push(...validateNonNegative(spec?.revisionHistoryLimit, p.child('revisionHistoryLimit')));
   if (isSet(spec?.burstReplicas)) errs.push(...validateIntOrPercent(spec?.burstReplicas, p.child('burstReplicas')));

@@ -1,5 +1,6 @@
 // What every planning step shares within one sync: nodes with their eligibility, pods grouped by node, the hash.
 import type { DaemonSet } from '../api/types.ts';
+import type { CanaryPlan } from './canary.ts';
 import type { Node, Pod } from '../k8s/types.ts';
 import { nodeShouldRunDaemonPod, templateTolerations, type NodeEligibility } from './eligibility.ts';
 import { getNodesToDaemonPods, type NodeToDaemonPods } from './pods.ts';
@@ -22,6 +23,11 @@ export interface SyncContext {
   hash: string;
   now: number;
   opts: PlanOptions;
+  /**
+   * The canary of this sync (planCanary, canary.ts), set right after the context is built; absent in contexts built
+   * for a single step (tests), which then behave as without a canary.
+   */
+  canary?: CanaryPlan;
   /**
    * Values several steps derive from the same state (rolling update, status conditions, the afterManage part),
    * computed once per sync on first use; see memo().

@@ -26,6 +26,17 @@ export const INVALID_ROLLING_UPDATE_REASON = 'InvalidRollingUpdate';
 export const PARTITION_HOLDS_SELECTED_NODES = 'PartitionHoldsSelectedNodes';
 /** Warning: a pull pod of the image pre-download failed (planner) or could not be created (shell). */
 export const FAILED_PRE_DOWNLOAD_IMAGE_REASON = 'FailedPreDownloadImage';
+// Canary (canary.ts); the messages name the revision, the nodes or pod, and the reason.
+/** Normal: a canary of a new revision started (or restarted on the same nodes for a newer template). */
+export const CANARY_STARTED_REASON = 'CanaryStarted';
+/** Warning (autoPause) or Normal (annotation): the canary is paused. */
+export const CANARY_PAUSED_REASON = 'CanaryPaused';
+/** Normal: the canary is promoted; the rolling update takes over. */
+export const CANARY_PROMOTED_REASON = 'CanaryPromoted';
+/** Warning: the canary failed; its nodes go back to the stable revision. */
+export const CANARY_FAILED_REASON = 'CanaryFailed';
+/** Normal: every canary node runs an available pod of the stable revision again. */
+export const CANARY_ROLLED_BACK_REASON = 'CanaryRolledBack';
 
 // Recorded by the shell (controller/daemonset/executor.ts) for the requests it makes.
 export const SUCCESSFUL_CREATE_REASON = 'SuccessfulCreate';
@@ -46,7 +57,12 @@ export type PlanEventReason =
   | typeof HASH_COLLISION_REASON
   | typeof INVALID_ROLLING_UPDATE_REASON
   | typeof PARTITION_HOLDS_SELECTED_NODES
-  | typeof FAILED_PRE_DOWNLOAD_IMAGE_REASON;
+  | typeof FAILED_PRE_DOWNLOAD_IMAGE_REASON
+  | typeof CANARY_STARTED_REASON
+  | typeof CANARY_PAUSED_REASON
+  | typeof CANARY_PROMOTED_REASON
+  | typeof CANARY_FAILED_REASON
+  | typeof CANARY_ROLLED_BACK_REASON;
 
 /** Every reason this controller records. */
 export type EventReason =

@@ -254,13 +254,19 @@ export function constructHistory(
 /**
  * cleanupHistory: when there are more old revisions than revisionHistoryLimit (default 10), delete the excess,
  * lowest revision first, skipping any revision whose hash a live pod still carries (terminating and terminal pods
- * included). The current revision is never in `old`, so it is never deleted.
+ * included) or that is in `keepHashes` (a canary's stable revision). The current revision is never in `old`, so it is
+ * never deleted.
  */
-export function cleanupHistory(ds: DaemonSet, old: readonly ControllerRevision[], pods: readonly Pod[]): string[] {
+export function cleanupHistory(
+  ds: DaemonSet,
+  old: readonly ControllerRevision[],
+  pods: readonly Pod[],
+  keepHashes: ReadonlySet<string> = new Set(),
+): string[] {
   const toKeep = ds.spec.revisionHistoryLimit ?? DEFAULT_REVISION_HISTORY_LIMIT;
   let toKill = old.length - toKeep;
   if (toKill <= 0) return [];
-  const liveHashes = new Set<string>();
+  const liveHashes = new Set<string>(keepHashes);
   for (const pod of pods) {
     const h = podRevisionHash(pod);
     if (h) liveHashes.add(h);

@@ -24,6 +24,12 @@ export interface InPlaceUpdateState {
   /** Per updated container, the imageID it ran before (see inPlaceUpdateCompleted). */
   lastContainerStatuses: Record<string, { imageID: string }>;
   updateImages?: boolean;
+  /**
+   * Ours (Kruise ignores it): every container's restartCount when the update started, so the canary's health
+   * judgement (canary.ts) counts only the restarts on the new revision, not the pod's history nor the restart of
+   * the update itself.
+   */
+  restartCounts?: Record<string, number>;
 }
 
 /** The template stored in a revision's data (`spec.template` without `$patch`). */
@@ -156,11 +162,14 @@ export function planInPlaceUpdate(pod: Pod, spec: InPlaceSpec, toHash: string, n
     status: 'True',
     lastTransitionTime: ts,
   };
+  const restartCounts: Record<string, number> = {};
+  for (const cs of pod.status?.containerStatuses ?? []) restartCounts[cs.name] = cs.restartCount ?? 0;
   const state: InPlaceUpdateState = {
     revision: toHash,
     updateTimestamp: ts,
     lastContainerStatuses,
     updateImages: spec.images.length > 0,
+    restartCounts,
   };
   const patch: Record<string, unknown> = {
     metadata: {

@@ -17,11 +17,11 @@ import {
   isPodHooked,
   isPodPreDeleting,
   isPodUpdated,
-  newPod,
   PRE_DELETE_HOLDER,
   preparingDeletePatch,
 } from './pods.ts';
 import type { PlanEvent, PodCreate, PodDelete, PodPatch } from './plan-types.ts';
+import { newPodForNode, targetHash } from './canary.ts';
 import {
   allowSurge,
   burstReplicas,
@@ -70,7 +70,7 @@ export function podsShouldBeOnNode(
   backoff: BackoffState,
   surge: boolean,
 ): NodeDecision | undefined {
-  const { ds, hash, now } = ctx;
+  const { ds, now } = ctx;
   const { shouldRun, shouldContinueRunning } = ctx.eligibility.get(nodeName) ?? {
     shouldRun: false,
     shouldContinueRunning: false,
@@ -129,6 +129,8 @@ export function podsShouldBeOnNode(
     }
     let oldestNew: Pod | undefined;
     let oldestOld: Pod | undefined;
+    // "New" is the node's target revision: the current one, or the stable one beside a canary (canary.ts).
+    const hash = targetHash(ctx, nodeName);
     for (const pod of running) {
       const isNew = isPodUpdated(pod, hash);
       if (isNew && !oldestNew) oldestNew = pod;
@@ -239,7 +241,8 @@ export interface SyncNodesResult {
 /**
  * syncNodes (pure part): lifecycle preDelete first (a hooked pod is not deleted but labelled PreparingDelete with a
  * timestamp, and with markPodNotReady its KruisePodReady condition is set False held by the hook), then creates and
- * deletes each capped at burstReplicas. New pods are always built from the current template and hash.
+ * deletes each capped at burstReplicas. New pods are built from the current template and hash, or, beside a canary,
+ * from the node's target revision (newPodForNode, canary.ts).
  */
 export function syncNodes(
   ctx: SyncContext,
@@ -280,11 +283,7 @@ export function syncNodes(
     deletable.push(d);
   }
   const burst = burstReplicas(ds, ctx.desired);
-  const creates = nodesNeedingDaemonPods.slice(0, burst).map((nodeName) => ({
-    nodeName,
-    revisionHash: ctx.hash,
-    pod: newPod(ds, nodeName, ctx.hash, ctx.opts),
-  }));
+  const creates = nodesNeedingDaemonPods.slice(0, burst).map((nodeName) => newPodForNode(ctx, nodeName));
   return { creates, deletes: deletable.slice(0, burst), podPatches };
 }
 

@@ -54,7 +54,9 @@ export type PatchReason =
   /** pods/status: InPlaceUpdateReady condition during/after an in-place update. */
   | 'InPlaceUpdateReady'
   /** metadata: the old pod's node pulled the new images ahead (image pre-download). */
-  | 'ImagePreDownloaded';
+  | 'ImagePreDownloaded'
+  /** metadata: label advanced-daemonset.io/canary "true" set on a canary pod, or removed (null) after the canary. */
+  | 'CanaryLabel';
 
 export interface PodPatch {
   podName: string;

@@ -7,7 +7,8 @@ import { isEmptyLabelSelector, labelSelectorErrors } from '../k8s/labels.ts';
 import { CONTROLLER_REVISION_HASH_LABEL } from './constants.ts';
 import { gcFailedPodsBackoff } from './backoff.ts';
 import { minDelay, newSyncContext, type SyncContext } from './context.ts';
-import { cleanupHistory, constructHistory, type HistoryResult } from './history.ts';
+import { cleanupHistory, constructHistory, revisionHashLabel, type HistoryResult } from './history.ts';
+import { planCanary, targetHash } from './canary.ts';
 import { manage, syncNodes } from './manage.ts';
 import { canPodInPlaceUpdate, inPlaceRefreshPatch, planInPlaceUpdate } from './inplace.ts';
 import { kruisePodReadyPatch } from './pods.ts';
@@ -94,7 +95,8 @@ function finishWithStatus(
  *    under InPlaceIfPossible the pods to replace are updated in place where the change allows it.
  * 7. cleanupHistory; 8. status with observedGeneration = generation (stage Complete).
  * Readiness-gate upkeep (KruisePodReady, InPlaceUpdateReady) is planned at every stage from 4 on; image
- * pre-download (options.imagePreDownload 'pods', predownload.ts) between 4 and 5.
+ * pre-download (options.imagePreDownload 'pods', predownload.ts) between 4 and 5. The canary (canary.ts: phase,
+ * events, canary labels, each node's target revision) is decided right after 3 and applies from 4 on.
  */
 export function planDaemonSet(snapshot: DaemonSetSnapshot): Plan {
   const { ds, now } = snapshot;
@@ -151,6 +153,12 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot): Plan {
   }
   const ctx = newSyncContext(ds, snapshot.nodes, pods, history.hash, now, snapshot.options);
   plan.podPatches.push(...readinessPatches(pods, now, snapshot.expectationsSatisfied !== false));
+  // The canary (canary.ts), before anything reads the nodes' target revisions.
+  const canary = planCanary(ctx, history.current, history.old);
+  ctx.canary = canary;
+  plan.events.push(...canary.events);
+  plan.podPatches.push(...canary.podPatches);
+  plan.requeueAfterMs = minDelay(plan.requeueAfterMs, canary.requeueAfterMs);
 
   // 4. Expectations gate.
   if (snapshot.expectationsSatisfied === false) return finishWithStatus(plan, ctx, false, history.collisionCount);
@@ -247,15 +255,20 @@ function finishSync(
       let toDelete = skipNodes.size === 0 ? ru.podsToDelete : ru.podsToDelete.filter((d) => !skip(d.nodeName));
       const nodesToCreate = skipNodes.size === 0 ? ru.nodesToCreate : ru.nodesToCreate.filter((n) => !skip(n));
       if (isInPlaceIfPossible(ds) && toDelete.length > 0) {
-        // inPlaceUpdatePods: update in place what can be, up to burstReplicas; delete the rest.
+        // inPlaceUpdatePods: update in place what can be, up to burstReplicas; delete the rest. Each pod goes to its
+        // node's target revision: the current one, or the stable one (a failed canary's nodes going back).
         const burst = burstReplicas(ds, ctx.desired);
+        const all = [history.current, ...history.old];
+        const byHash = new Map(all.map((r) => [revisionHashLabel(r), r]));
         const rest: PodDelete[] = [];
         for (const d of toDelete) {
           const pod = ctx.podsByName.get(d.podName);
-          const spec = pod && canPodInPlaceUpdate(pod, history.current, history.old);
+          const toHash = targetHash(ctx, d.nodeName ?? pod?.spec.nodeName ?? '');
+          const target = byHash.get(toHash);
+          const spec = pod && target && canPodInPlaceUpdate(pod, target, all);
           if (!pod || !spec) rest.push(d);
           else if (out.inPlaceUpdates.length < burst)
-            out.inPlaceUpdates.push(planInPlaceUpdate(pod, spec, ctx.hash, now));
+            out.inPlaceUpdates.push(planInPlaceUpdate(pod, spec, toHash, now));
         }
         toDelete = rest;
       }
@@ -267,6 +280,8 @@ function finishSync(
   }
 
   // 7. cleanupHistory (sees every owned pod, terminating and terminal ones included).
-  out.revisionDeletes.push(...cleanupHistory(ds, history.old, pods));
+  // The stable revision of a canary is kept even when no pod runs it (its pods are built from it).
+  const keep = ctx.canary?.active ? new Set([ctx.canary.stableHash]) : undefined;
+  out.revisionDeletes.push(...cleanupHistory(ds, history.old, pods, keep));
   return out;
 }

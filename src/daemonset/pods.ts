@@ -37,7 +37,14 @@ export function needsKruisePodReadyGate(ds: DaemonSet, mode: KruisePodReadyGateM
   return mode === 'always' || ds.spec.lifecycle?.preDelete?.markPodNotReady === true;
 }
 
-/** metav1.NewControllerRef(ds): controller and blockOwnerDeletion true. */
+/**
+ * metav1.NewControllerRef(ds): controller and blockOwnerDeletion true. apiVersion stays apps.kruise.io/v1alpha1
+ * although v1beta1 is the storage version: Kruise 1.9's DaemonSet controller still reconciles the v1alpha1 type
+ * (`controllerKind = appsv1alpha1.SchemeGroupVersion.WithKind("DaemonSet")` in
+ * https://github.com/openkruise/kruise/blob/v1.9.0/pkg/controller/daemonset/daemonset_controller.go), so the pods it
+ * leaves and the pods we make carry the same reference, and a takeover in either direction patches no pod (claims
+ * compare the uid; the garbage collector reads the owner in v1alpha1, a served version).
+ */
 export function controllerRef(ds: DaemonSet): OwnerReference {
   return {
     apiVersion: DAEMONSET_API_VERSION,

@@ -3,7 +3,7 @@
 // plus conditions for `kubectl wait` (docs/differences.md#status-conditions).
 import type { DaemonSetCondition, DaemonSetStatus } from '../api/types.ts';
 import type { Pod } from '../k8s/types.ts';
-import { formatTime, getPodCondition, hasReadinessGate, isPodAvailable, isPodReady } from '../k8s/pod.ts';
+import { formatTime, getPodCondition, hasReadinessGate, isPodAvailable, isPodReady, parseTime } from '../k8s/pod.ts';
 import { podAvailableWaitingTimeMs } from '../k8s/pod.ts';
 import { canonicalJson } from '../k8s/hash.ts';
 import { IN_PLACE_UPDATE_READY } from './constants.ts';
@@ -11,6 +11,7 @@ import { memo, minDelay, type SyncContext } from './context.ts';
 import { isPodUpdated } from './pods.ts';
 import { nodesToUpdate, nodesToUpdateResult } from './update.ts';
 import { isDaemonSetPaused, isRollingUpdate } from './strategy.ts';
+import { targetHash } from './canary.ts';
 
 /**
  * Conditions written on status.conditions (Kruise and upstream never write any), usable with
@@ -163,10 +164,13 @@ function countPendingNodes(ctx: SyncContext): number {
     const pods = ctx.nodeToDaemonPods.get(name);
     const pod = pods?.[0];
     if (!pod || !isDaemonPodAvailable(pod, minReady, ctx.now)) continue; // counted as unavailable
-    if (!isPodUpdated(pod, ctx.hash) || (pods as Pod[]).length > 1) pending++;
+    if (!isPodUpdated(pod, targetHash(ctx, name)) || (pods as Pod[]).length > 1) pending++;
   }
   return pending;
 }
+
+/** A DaemonSetCondition; lastUpdateTime (Deployment's) is kept on Progressing when a progress deadline is set. */
+type Condition = DaemonSetCondition;
 
 function condition(
   prev: readonly DaemonSetCondition[] | undefined,
@@ -175,12 +179,47 @@ function condition(
   reason: string,
   message: string,
   now: number,
-): DaemonSetCondition {
+): Condition {
   const s = status ? 'True' : 'False';
   const old = prev?.find((c) => c.type === type);
   const lastTransitionTime =
     old && old.status === s && old.lastTransitionTime ? old.lastTransitionTime : formatTime(now);
   return { type, status: s, lastTransitionTime, reason, message };
+}
+
+/** Progressing False: no progress for spec.progressDeadlineSeconds (Deployment's TimedOutReason). */
+export const PROGRESS_DEADLINE_EXCEEDED_REASON = 'ProgressDeadlineExceeded';
+/** Progressing True: a canary is observed (canary.ts); False: it is paused, or it failed. */
+export const CANARY_OBSERVING_REASON = 'CanaryObserving';
+export const CANARY_PAUSED_CONDITION_REASON = 'CanaryPaused';
+export const CANARY_FAILED_CONDITION_REASON = 'CanaryFailed';
+
+/** spec.progressDeadlineSeconds; undefined (no deadline) when absent, as Deployment's HasProgressDeadline. */
+export function progressDeadlineSeconds(ds: SyncContext['ds']): number | undefined {
+  const v = ds.spec.progressDeadlineSeconds;
+  return typeof v === 'number' && v > 0 && v < 2147483647 ? v : undefined;
+}
+
+/**
+ * Deployment's DeploymentProgressing for a DaemonSet
+ * (https://github.com/kubernetes/kubernetes/blob/master/pkg/controller/deployment/util/deployment_util.go): against
+ * the stored status, more nodes run the current revision, fewer run an old one, or more are ready or available. A
+ * new generation observed, a new revision and a canary changing phase count as progress too: the deadline starts
+ * again, as it does for a Deployment's new ReplicaSet.
+ */
+export function madeProgress(prev: DaemonSetStatus | undefined, next: DaemonSetStatus): boolean {
+  if (!prev) return true;
+  const oldPods = (st: DaemonSetStatus) => (st.currentNumberScheduled ?? 0) - (st.updatedNumberScheduled ?? 0);
+  const canary = (st: DaemonSetStatus) => (st.canary ? `${st.canary.revision}/${st.canary.phase}` : '');
+  return (
+    (next.updatedNumberScheduled ?? 0) > (prev.updatedNumberScheduled ?? 0) ||
+    oldPods(next) < oldPods(prev) ||
+    (next.numberReady ?? 0) > (prev.numberReady ?? 0) ||
+    (next.numberAvailable ?? 0) > (prev.numberAvailable ?? 0) ||
+    (next.observedGeneration ?? 0) > (prev.observedGeneration ?? 0) ||
+    (next.daemonSetHash ?? '') !== (prev.daemonSetHash ?? '') ||
+    canary(next) !== canary(prev)
+  );
 }
 
 /** The three conditions, from the computed status (observedGeneration already decided). */
@@ -189,7 +228,31 @@ export function computeConditions(
   counters: StatusCounters,
   observedGeneration: number,
 ): DaemonSetCondition[] {
+  return conditionsOf(ctx, { ...(ctx.ds.status ?? {}), ...counters, observedGeneration, daemonSetHash: ctx.hash })
+    .conditions;
+}
+
+interface ConditionsResult {
+  conditions: DaemonSetCondition[];
+  /** When the progress deadline passes, if the rollout makes no progress until then. */
+  requeueAfterMs?: number;
+}
+
+/**
+ * The conditions for the status `next` (counters, observedGeneration, daemonSetHash and canary already computed).
+ * A canary of the current revision sets Progressing's reason: CanaryObserving (True), CanaryPaused or CanaryFailed
+ * (False), unless the spec update is not observed yet, or rollingUpdate.paused halts an observed canary. With
+ * spec.progressDeadlineSeconds, Progressing True that makes no progress (madeProgress) for that long turns False
+ * with reason ProgressDeadlineExceeded until progress resumes, as Deployment's syncRolloutStatus and
+ * requeueStuckDeployment (https://github.com/kubernetes/kubernetes/blob/master/pkg/controller/deployment/progress.go):
+ * lastUpdateTime records the last progress, and the sync is requeued for when the deadline passes. A canary waiting
+ * for its duration or for a person, with every canary pod available, is not stuck (lastUpdateTime refreshed every
+ * half deadline).
+ */
+function conditionsOf(ctx: SyncContext, next: DaemonSetStatus): ConditionsResult {
   const { ds, now } = ctx;
+  const counters = next as DaemonSetStatus & StatusCounters;
+  const observedGeneration = next.observedGeneration ?? 0;
   const prev = ds.status?.conditions;
   const generation = ds.metadata.generation ?? 0;
   const d = counters.desiredNumberScheduled;
@@ -202,13 +265,31 @@ export function computeConditions(
   else waiting = `${counters.numberAvailable} of ${d} updated pods are available`;
 
   const pending = observed ? pendingNodes(ctx) : 1;
+  let progressing = pending > 0;
   let progressingReason: string;
   let progressingMessage: string;
   const hold = observed ? selectorPartitionHoldMessage(ctx) : undefined;
   const counts =
     `${counters.updatedNumberScheduled} of ${d} nodes updated, ${counters.numberAvailable} of ${d} available` +
     (hold ? `; ${hold}` : '');
-  if (pending > 0) {
+  const canary = ctx.canary;
+  const c = canary?.active ? canary.status : undefined;
+  if (observed && c && (c.phase === 'Failed' || !isDaemonSetPaused(ds))) {
+    const about = `canary of revision ${c.revision} on ${nodeCount(c.nodes.length)} (${c.nodes.join(', ')})`;
+    if (c.phase === 'Failed') {
+      progressing = false;
+      progressingReason = CANARY_FAILED_CONDITION_REASON;
+      progressingMessage = `${counts}; ${about} failed (${c.reason}): ${c.message}; the rollout is held on revision ${c.stableRevision} until the template changes`;
+    } else if (c.phase === 'Paused') {
+      progressing = false;
+      progressingReason = CANARY_PAUSED_CONDITION_REASON;
+      progressingMessage = `${counts}; ${about} paused (${c.reason}): ${c.message}`;
+    } else {
+      progressing = true;
+      progressingReason = CANARY_OBSERVING_REASON;
+      progressingMessage = `${counts}; ${about}: ${c.message}`;
+    }
+  } else if (pending > 0) {
     progressingReason = 'Updating';
     progressingMessage = observed ? counts : 'Waiting for the spec update to be observed';
   } else if (complete) {
@@ -227,33 +308,75 @@ export function computeConditions(
       : `${counts}; the remaining nodes are kept at their revision by partition/selector`;
   }
 
-  return [
-    condition(
-      prev,
-      CONDITION_ROLLOUT_COMPLETE,
-      complete,
-      complete ? 'RolloutComplete' : 'RolloutInProgress',
-      complete ? `All ${d} nodes run an available pod of the current revision` : waiting,
-      now,
-    ),
-    condition(prev, CONDITION_PROGRESSING, pending > 0, progressingReason, progressingMessage, now),
-    condition(
-      prev,
-      CONDITION_AVAILABLE,
-      counters.numberAvailable >= d,
-      counters.numberAvailable >= d ? 'AllNodesAvailable' : 'NodesUnavailable',
-      `${counters.numberAvailable} of ${d} eligible nodes have an available pod`,
-      now,
-    ),
-  ];
+  let requeueAfterMs: number | undefined;
+  let lastUpdateTime: string | undefined;
+  const deadline = progressDeadlineSeconds(ds);
+  if (deadline !== undefined) {
+    const before = prev?.find((x) => x.type === CONDITION_PROGRESSING) as Condition | undefined;
+    const timedOut = before?.reason === PROGRESS_DEADLINE_EXCEEDED_REASON;
+    const since = parseTime(before?.lastUpdateTime ?? before?.lastTransitionTime);
+    lastUpdateTime = before?.lastUpdateTime ?? before?.lastTransitionTime;
+    if (progressing) {
+      const starting = before?.status !== 'True' && !timedOut;
+      if (starting || since === undefined || madeProgress(ds.status, next)) {
+        lastUpdateTime = formatTime(now);
+      } else if (canary?.waiting) {
+        // Not stuck. Refreshed every half deadline only: each refresh is a status write, and the write's own event
+        // syncs again; should the canary then get stuck, the deadline counts from at most half a deadline earlier.
+        if (since + deadline * 500 < now) lastUpdateTime = formatTime(now);
+      } else if (timedOut || since + deadline * 1000 < now) {
+        progressing = false;
+        progressingReason = PROGRESS_DEADLINE_EXCEEDED_REASON;
+        progressingMessage = `${progressingMessage}; no progress for more than progressDeadlineSeconds ${deadline}`;
+      } else {
+        requeueAfterMs = since + deadline * 1000 - now + 1000;
+      }
+    } else if (before?.status !== (progressing ? 'True' : 'False')) {
+      lastUpdateTime = formatTime(now);
+    }
+  }
+  const progressingCondition: Condition = condition(
+    prev,
+    CONDITION_PROGRESSING,
+    progressing,
+    progressingReason,
+    progressingMessage,
+    now,
+  );
+  if (lastUpdateTime !== undefined) progressingCondition.lastUpdateTime = lastUpdateTime;
+
+  return {
+    conditions: [
+      condition(
+        prev,
+        CONDITION_ROLLOUT_COMPLETE,
+        complete,
+        complete ? 'RolloutComplete' : 'RolloutInProgress',
+        complete ? `All ${d} nodes run an available pod of the current revision` : waiting,
+        now,
+      ),
+      progressingCondition,
+      condition(
+        prev,
+        CONDITION_AVAILABLE,
+        counters.numberAvailable >= d,
+        counters.numberAvailable >= d ? 'AllNodesAvailable' : 'NodesUnavailable',
+        `${counters.numberAvailable} of ${d} eligible nodes have an available pod`,
+        now,
+      ),
+    ],
+    ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}),
+  };
 }
 
 function statusKey(s: DaemonSetStatus | undefined): string {
+  // lastUpdateTime (Progressing, with a progress deadline) counts: the deadline is measured from the stored one.
   const conditions = (s?.conditions ?? []).map((c) => ({
     type: c.type,
     status: c.status,
     reason: c.reason ?? '',
     message: c.message ?? '',
+    lastUpdateTime: c.lastUpdateTime ?? '',
   }));
   return canonicalJson({
     desiredNumberScheduled: s?.desiredNumberScheduled ?? 0,
@@ -267,13 +390,14 @@ function statusKey(s: DaemonSetStatus | undefined): string {
     daemonSetHash: s?.daemonSetHash ?? '',
     collisionCount: s?.collisionCount ?? null,
     conditions,
+    canary: s?.canary ?? null,
   });
 }
 
 /**
  * The full status to store: counters, daemonSetHash = current hash, collisionCount, conditions, and
  * observedGeneration = metadata.generation only when `updateObservedGen` (a complete sync), else unchanged.
- * `changed` is false when nothing but condition timestamps would differ (then the shell writes nothing).
+ * `changed` is false when nothing but lastTransitionTime would differ (then the shell writes nothing).
  */
 export function calculateStatus(
   ctx: SyncContext,
@@ -288,24 +412,36 @@ export function calculateStatus(
     ...counters,
     observedGeneration,
     daemonSetHash: ctx.hash,
-    conditions: computeConditions(ctx, counters, observedGeneration),
   };
+  if (ctx.canary?.status) status.canary = ctx.canary.status;
+  const conditions = conditionsOf(ctx, status);
+  status.conditions = conditions.conditions;
   if (collisionCount !== undefined) status.collisionCount = collisionCount;
-  return { status, changed: statusKey(status) !== statusKey(ds.status), requeueAfterMs };
+  return {
+    status,
+    changed: statusKey(status) !== statusKey(ds.status),
+    requeueAfterMs: minDelay(requeueAfterMs, conditions.requeueAfterMs),
+  };
 }
 
 /**
  * Whether a status change must be written at once (true) or may wait for the next progress write (false). Counter
  * moves alone (pods turning Ready, updated, available) are progress: during a rollout they change at every sync, and
  * writing each would spend the client's request budget on status instead of pods. Everything a reader acts on is a
- * milestone: a new generation observed, a new revision hash, collisionCount, the desired node count, and any
- * condition flipping (so RolloutComplete, Available and Progressing=False are never late).
+ * milestone: a new generation observed, a new revision hash, collisionCount, the desired node count, a canary
+ * changing revision, phase, reason or nodes, and any condition flipping (so RolloutComplete, Available and
+ * Progressing=False are never late).
  */
 export function isStatusMilestone(prev: DaemonSetStatus | undefined, next: DaemonSetStatus): boolean {
   if ((prev?.observedGeneration ?? 0) !== (next.observedGeneration ?? 0)) return true;
   if ((prev?.daemonSetHash ?? '') !== (next.daemonSetHash ?? '')) return true;
   if ((prev?.collisionCount ?? 0) !== (next.collisionCount ?? 0)) return true;
   if ((prev?.desiredNumberScheduled ?? 0) !== (next.desiredNumberScheduled ?? 0)) return true;
+  const canary = (st: DaemonSetStatus | undefined) => {
+    const c = st?.canary;
+    return c ? canonicalJson([c.revision, c.phase, c.reason ?? '', c.nodes]) : '';
+  };
+  if (canary(prev) !== canary(next)) return true;
   for (const c of next.conditions ?? []) {
     if (prev?.conditions?.find((p) => p.type === c.type)?.status !== c.status) return true;
   }

@@ -189,6 +189,9 @@ function deepMerge(target: Record<string, unknown>, patch: Record<string, unknow
       out[k] = list;
     } else if (v && typeof v === 'object' && !Array.isArray(v)) {
       out[k] = deepMerge((out[k] as Record<string, unknown>) ?? {}, v as Record<string, unknown>);
+    } else if (v === null) {
+      // Strategic merge (and JSON merge) patch: null removes the key.
+      delete out[k];
     } else {
       out[k] = v;
     }

@@ -9,6 +9,7 @@ import { cmp, memo, type SyncContext } from './context.ts';
 import { findUpdatedPodsOnNode, isPodNilOrPreDeleting, isPodPreDeleting, type NodeToDaemonPods } from './pods.ts';
 import type { PodDelete } from './plan-types.ts';
 import { hasUpdateSelector, nodeSelectedForUpdate, partitionCount, rollingUpdateBudget } from './strategy.ts';
+import { targetHash } from './canary.ts';
 
 /**
  * updatedDesiredNodeCounts (map part): the existing nodes that take part in the rolling update, in name order:
@@ -55,8 +56,22 @@ export function nodesToUpdate(ctx: SyncContext): string[] {
   return nodesToUpdateResult(ctx).nodes;
 }
 
-/** nodesToUpdate with what the partition holds back within rollingUpdate.selector (see SelectorPartitionHold). */
+/**
+ * nodesToUpdate with what the partition holds back within rollingUpdate.selector (see SelectorPartitionHold). While a
+ * canary runs or has failed (canary.ts), only its rolling nodes take part, all toward the same target revision, with
+ * neither partition nor selector (the selector already chose the canary nodes; the partition applies after
+ * promotion).
+ */
 export function nodesToUpdateResult(ctx: SyncContext): NodesToUpdate {
+  const canary = ctx.canary;
+  if (canary?.active) {
+    return memo(ctx, 'nodesToUpdate', () => {
+      const desired = new Set(desiredNodeNames(ctx));
+      const nodes = canary.rollingNodes.filter((n) => desired.has(n));
+      const hash = nodes[0] === undefined ? ctx.hash : targetHash(ctx, nodes[0]);
+      return nodesToUpdateInOrder(ctx.ds, hash, ctx.nodeToDaemonPods, ctx.nodeByName, 0, nodes, false);
+    });
+  }
   return memo(ctx, 'nodesToUpdate', () =>
     nodesToUpdateInOrder(
       ctx.ds,
@@ -103,8 +118,9 @@ function nodesToUpdateInOrder(
   nodeByName: ReadonlyMap<string, Node>,
   partition: number,
   all: readonly string[],
+  useSelector = true,
 ): NodesToUpdate {
-  const hasSelector = hasUpdateSelector(ds);
+  const hasSelector = useSelector && hasUpdateSelector(ds);
   const inSubset = (name: string) => !hasSelector || nodeSelectedForUpdate(nodeByName.get(name) as Node, ds);
   // Nodes outside the selector that are updated or updating already: in the list (they hold new pods, or get one
   // from manage whatever we do), but not counted by the partition.
@@ -142,7 +158,9 @@ export interface RollingUpdateResult {
 
 /**
  * rollingUpdate. Budget: maxUnavailable and maxSurge scaled on the desired node count, rounded up (both 0 ->
- * maxUnavailable 1). Only nodes kept by filterDaemonPodsNodeToUpdate take part (processed in its order).
+ * maxUnavailable 1). Only nodes kept by filterDaemonPodsNodeToUpdate take part (processed in its order). "New" and
+ * "old" are relative to each node's target revision (targetHash, canary.ts: the current one unless a canary holds
+ * the node on the stable one).
  *
  * maxSurge == 0 (delete first, manage creates the replacement on a later sync): per node, with at most one new and
  * one old non-terminating pod (else the node counts as unavailable):
@@ -162,7 +180,7 @@ export interface RollingUpdateResult {
  * Created: the budget-free nodes + the first (maxSurge - numSurge) candidates.
  */
 export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
-  const { ds, hash, now } = ctx;
+  const { ds, now } = ctx;
   const nodeToDaemonPods = ctx.nodeToDaemonPods;
   const result: RollingUpdateResult = {
     podsToDelete: [],
@@ -198,7 +216,7 @@ export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
     const allowed: PodDelete[] = [];
     const candidates: PodDelete[] = [];
     for (const nodeName of nodes) {
-      const { newPod, oldPod, ok } = findUpdatedPodsOnNode(nodeToDaemonPods.get(nodeName), hash);
+      const { newPod, oldPod, ok } = findUpdatedPodsOnNode(nodeToDaemonPods.get(nodeName), targetHash(ctx, nodeName));
       if (!ok) {
         numUnavailable++;
         continue;
@@ -228,7 +246,7 @@ export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
   const candidateNew: string[] = [];
   const shouldNotRun: PodDelete[] = [];
   for (const nodeName of nodes) {
-    const { newPod, oldPod, ok } = findUpdatedPodsOnNode(nodeToDaemonPods.get(nodeName), hash);
+    const { newPod, oldPod, ok } = findUpdatedPodsOnNode(nodeToDaemonPods.get(nodeName), targetHash(ctx, nodeName));
     if (!ok) {
       numSurge++;
       continue;
