@@ -177,8 +177,9 @@ ${PROGRAM} history NAME [--revision N] --diff M
     usage: `${PROGRAM} canary promote|pause|resume|fail NAME
 
 Steers the canary of rollingUpdate.canary through its annotations: promote sets
-advanced-daemonset.io/canary-validated=<canary revision>, pause canary-paused=true, resume canary-paused=false,
-fail canary-failed=true.`,
+advanced-daemonset.io/canary-validated=<canary revision>, pause canary-paused=true, resume
+canary-resumed=<canary revision> (and removes canary-paused; also resumes a canary autoPause paused, and turns
+autoPause off until that canary ends), fail canary-failed=<canary revision>.`,
     flags: [],
     args: [{ words: CANARY_ACTIONS }, 'daemonset'],
     run: runCanary,

@@ -273,7 +273,8 @@ describe('canary actions', () => {
     name: string;
     d: ReturnType<typeof ds>;
     action: CanaryAction;
-    annotations?: Record<string, string>;
+    annotations?: Record<string, string | null>;
+    message?: string;
     noop?: string;
     error?: RegExp;
   }[] = [
@@ -320,10 +321,36 @@ describe('canary actions', () => {
       error: /already promoted: nothing to pause/,
     },
     {
-      name: 'resume one autoPause paused: canary-paused=false',
+      name: 'resume one autoPause paused: canary-resumed names the canary revision',
       d: withCanary({ revision: 'h2', phase: 'Paused' }),
       action: 'resume',
-      annotations: { 'advanced-daemonset.io/canary-paused': 'false' },
+      annotations: { 'advanced-daemonset.io/canary-resumed': 'h2' },
+      message: 'canary resumed (revision h2)',
+    },
+    {
+      name: 'resume one paused by hand: canary-resumed, and canary-paused removed',
+      d: withCanary({ revision: 'h2', phase: 'Paused' }, { 'advanced-daemonset.io/canary-paused': 'true' }),
+      action: 'resume',
+      annotations: { 'advanced-daemonset.io/canary-resumed': 'h2', 'advanced-daemonset.io/canary-paused': null },
+    },
+    {
+      name: 'resume: a leftover canary-paused "false" is removed too, an older canary-resumed replaced',
+      d: withCanary(
+        { revision: 'h2', phase: 'Paused' },
+        { 'advanced-daemonset.io/canary-paused': 'false', 'advanced-daemonset.io/canary-resumed': 'h1' },
+      ),
+      action: 'resume',
+      annotations: { 'advanced-daemonset.io/canary-resumed': 'h2', 'advanced-daemonset.io/canary-paused': null },
+    },
+    {
+      name: 'resume before the controller reports a revision: only the pause goes',
+      d: ds({
+        rollingUpdate: { canary: { nodes: 1 } },
+        annotations: { 'advanced-daemonset.io/canary-paused': 'true' },
+      }),
+      action: 'resume',
+      annotations: { 'advanced-daemonset.io/canary-paused': null },
+      message: 'canary resumed',
     },
     {
       name: 'resume a running canary: no-op',
@@ -332,10 +359,29 @@ describe('canary actions', () => {
       noop: 'canary already resumed',
     },
     {
-      name: 'fail',
+      name: 'resume again before the controller saw the first: no-op',
+      d: withCanary({ revision: 'h2', phase: 'Paused' }, { 'advanced-daemonset.io/canary-resumed': 'h2' }),
+      action: 'resume',
+      noop: 'canary already resumed',
+    },
+    {
+      name: 'fail names the canary revision (a leftover fails no later canary)',
       d: withCanary({ revision: 'h2', phase: 'Observing' }),
       action: 'fail',
-      annotations: { 'advanced-daemonset.io/canary-failed': 'true' },
+      annotations: { 'advanced-daemonset.io/canary-failed': 'h2' },
+      message: 'canary failed (revision h2)',
+    },
+    {
+      name: 'fail before the controller reports the canary: the update revision',
+      d: withCanary(undefined, { 'advanced-daemonset.io/canary-failed': 'h1' }),
+      action: 'fail',
+      annotations: { 'advanced-daemonset.io/canary-failed': 'h2' },
+    },
+    {
+      name: 'fail when canary-failed already names the revision: no-op',
+      d: withCanary({ revision: 'h2', phase: 'Observing' }, { 'advanced-daemonset.io/canary-failed': 'h2' }),
+      action: 'fail',
+      noop: 'canary already failed',
     },
     {
       name: 'fail a failed canary: no-op',
@@ -356,5 +402,6 @@ describe('canary actions', () => {
       const r = canaryChange(c.d, c.action);
       assert.equal(r.noop, c.noop);
       assert.deepEqual(r.annotations, c.annotations);
+      if (c.message) assert.equal(r.message, c.message);
     });
 });

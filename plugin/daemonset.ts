@@ -7,6 +7,7 @@ import { getScaledValueFromIntOrPercent, isPercent } from '../src/k8s/intstr.ts'
 import {
   CANARY_FAILED_ANNOTATION,
   CANARY_PAUSED_ANNOTATION,
+  CANARY_RESUMED_ANNOTATION,
   CANARY_VALIDATED_ANNOTATION,
 } from '../src/api/constants.ts';
 import { PluginError } from './errors.ts';
@@ -87,16 +88,17 @@ export const CANARY_ACTIONS: readonly { word: CanaryAction; help: string }[] = [
 export interface CanaryChange {
   /** Set when nothing is to be written. */
   noop?: string;
-  /** metadata.annotations merge patch values. */
-  annotations?: Record<string, string>;
+  /** metadata.annotations merge patch values (null removes one). */
+  annotations?: Record<string, string | null>;
   message: string;
 }
 
 /**
  * `canary promote|pause|resume|fail`: the annotation the controller reads (src/daemonset/canary.ts,
- * nextCanaryPhase): promote names the canary's revision in canary-validated; pause sets canary-paused=true; resume
- * sets canary-paused=false (which also overrides autoPause; removing the annotation would not); fail sets
- * canary-failed=true. A DaemonSet without rollingUpdate.canary is an error.
+ * nextCanaryPhase). Promote, resume and fail name the canary's revision (canary-validated, canary-resumed,
+ * canary-failed), so the annotation left behind touches no later canary; pause sets canary-paused=true, and resume
+ * removes it (a resume wins over autoPause until that canary ends). A DaemonSet without rollingUpdate.canary is an
+ * error.
  */
 export function canaryChange(ds: DaemonSet, action: CanaryAction): CanaryChange {
   if (!canarySpec(ds))
@@ -105,9 +107,13 @@ export function canaryChange(ds: DaemonSet, action: CanaryAction): CanaryChange 
   const c = currentCanary(ds);
   const rev = c?.revision || updateRevision(ds);
   const phase = c?.phase;
+  const needRevision = () => {
+    if (!rev) throw new PluginError(`${key(ds.metadata)}: no update revision yet (status.daemonSetHash is empty)`);
+    return rev;
+  };
   switch (action) {
     case 'promote': {
-      if (!rev) throw new PluginError(`${key(ds.metadata)}: no update revision yet (status.daemonSetHash is empty)`);
+      needRevision();
       if (phase === 'Promoted' || a[CANARY_VALIDATED_ANNOTATION] === rev)
         return {
           noop: `canary already promoted (revision ${rev})`,
@@ -123,14 +129,27 @@ export function canaryChange(ds: DaemonSet, action: CanaryAction): CanaryChange 
       if (a[CANARY_PAUSED_ANNOTATION] === 'true')
         return { noop: 'canary already paused', message: 'canary already paused' };
       return { annotations: { [CANARY_PAUSED_ANNOTATION]: 'true' }, message: 'canary paused' };
-    case 'resume':
-      if (a[CANARY_PAUSED_ANNOTATION] !== 'true' && phase !== 'Paused')
+    case 'resume': {
+      const paused = a[CANARY_PAUSED_ANNOTATION] === 'true';
+      if (!paused && (phase !== 'Paused' || a[CANARY_RESUMED_ANNOTATION] === rev))
         return { noop: 'canary already resumed', message: 'canary already resumed' };
-      return { annotations: { [CANARY_PAUSED_ANNOTATION]: 'false' }, message: 'canary resumed' };
+      // Any canary-paused goes, a leftover "false" included (it does nothing but mislead). Before the controller
+      // reports a revision no autoPause can have paused the canary: removing the pause is enough.
+      return {
+        annotations: {
+          ...(rev ? { [CANARY_RESUMED_ANNOTATION]: rev } : {}),
+          ...(a[CANARY_PAUSED_ANNOTATION] !== undefined ? { [CANARY_PAUSED_ANNOTATION]: null } : {}),
+        },
+        message: rev ? `canary resumed (revision ${rev})` : 'canary resumed',
+      };
+    }
     case 'fail':
-      if (phase === 'Failed' || a[CANARY_FAILED_ANNOTATION] === 'true')
+      if (phase === 'Failed' || a[CANARY_FAILED_ANNOTATION] === 'true' || (rev && a[CANARY_FAILED_ANNOTATION] === rev))
         return { noop: 'canary already failed', message: 'canary already failed' };
-      return { annotations: { [CANARY_FAILED_ANNOTATION]: 'true' }, message: 'canary failed' };
+      return {
+        annotations: { [CANARY_FAILED_ANNOTATION]: needRevision() },
+        message: `canary failed (revision ${rev})`,
+      };
   }
 }
 

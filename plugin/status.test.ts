@@ -146,6 +146,28 @@ describe('rolloutStatus', () => {
         message: 'daemon set "agent" successfully rolled out',
       },
       {
+        name: 'canary removed from the spec after it failed (the controller records Promoted, CanaryRemoved): complete',
+        d: {
+          status: {
+            ...counts(5, 5, 5),
+            canary: {
+              revision: 'h2',
+              phase: 'Promoted',
+              reason: 'CanaryRemoved',
+              message: 'rollingUpdate.canary was removed',
+            },
+          },
+        },
+        state: 'complete',
+        message: 'daemon set "agent" successfully rolled out',
+      },
+      {
+        name: 'a Failed canary left in status without rollingUpdate.canary in the spec: not failed, no canary to wait on',
+        d: { status: { ...counts(5, 2, 5), canary: { revision: 'h2', phase: 'Failed', message: 'crash looping' } } },
+        state: 'progressing',
+        message: 'Waiting for daemon set "agent" rollout to finish: 2 out of 5 new pods have been updated...',
+      },
+      {
         name: "canary observing: waiting, with the controller's message and nodes",
         d: {
           rollingUpdate: { canary: {} },

@@ -13,14 +13,15 @@
 //   --timeout, as kubectl waits on a paused Deployment). So does a canary that is Observing or Paused (status.canary
 //   of the update revision); the message is the controller's canary message.
 // - failed: condition Progressing=False reason ProgressDeadlineExceeded (the Deployment convention), or a canary whose
-//   status.canary.phase is Failed.
+//   status.canary.phase is Failed. Without rollingUpdate.canary in the spec there is no canary to fail or wait on,
+//   whatever status.canary says (the controller records a canary removed after it failed as Promoted, CanaryRemoved).
 import type { DaemonSet, DaemonSetCondition } from '../src/api/types.ts';
 import type { Pod } from '../src/k8s/types.ts';
 import { isPodReady } from '../src/k8s/pod.ts';
 import { CONTROLLER_REVISION_HASH_LABEL } from '../src/api/constants.ts';
 import { partitionCount } from '../src/daemonset/strategy.ts';
 import { PluginError } from './errors.ts';
-import { currentCanary, updateRevision } from './daemonset.ts';
+import { canarySpec, currentCanary, updateRevision } from './daemonset.ts';
 
 export type RolloutState = 'progressing' | 'complete' | 'failed';
 
@@ -58,7 +59,7 @@ export function rolloutStatus(ds: DaemonSet): RolloutStatus {
 
   if ((ds.metadata.generation ?? 0) > (s?.observedGeneration ?? 0))
     return { ...base, state: 'progressing', message: 'Waiting for daemon set spec update to be observed...' };
-  const canary = currentCanary(ds);
+  const canary = canarySpec(ds) ? currentCanary(ds) : undefined;
   if (canary?.phase === 'Failed')
     return {
       ...base,

@@ -67,7 +67,15 @@ export const CANARY_VALIDATED_ANNOTATION = 'advanced-daemonset.io/canary-validat
  * over autoPause until the canary ends (so "true", then removed, resumes a canary autoPause paused).
  */
 export const CANARY_PAUSED_ANNOTATION = 'advanced-daemonset.io/canary-paused';
-/** DaemonSet annotation: "true" fails the canary now. */
+/**
+ * DaemonSet annotation: a revision hash; resumes the canary of that revision (paused by autoPause or by hand) and
+ * turns autoPause off until that canary ends. A hash of another revision is ignored, so a leftover one is harmless.
+ */
+export const CANARY_RESUMED_ANNOTATION = 'advanced-daemonset.io/canary-resumed';
+/**
+ * DaemonSet annotation: a revision hash fails the canary of that revision now; "true" fails whichever canary runs,
+ * and stays in force (every later canary fails at its first sync) until it is removed.
+ */
 export const CANARY_FAILED_ANNOTATION = 'advanced-daemonset.io/canary-failed';
 
 export const LIFECYCLE_STATE_LABEL = 'lifecycle.apps.kruise.io/state';

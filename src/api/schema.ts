@@ -178,7 +178,7 @@ export const CanarySchema = Type.Object(
   },
   {
     description:
-      'Canary: a new revision first goes only to the canary nodes (with this rolling update strategy, within\nmaxUnavailable); the other nodes, and new ones, keep the stable revision until the canary is promoted;\nthen the rolling update goes on as without a canary (partition, selector, paused). Health is judged per\ncanary pod (autoPause, autoFail). Controls, as annotations on the DaemonSet:\nadvanced-daemonset.io/canary-validated: <revision hash> promotes, advanced-daemonset.io/canary-paused:\n"true" pauses (removing it resumes, and wins over autoPause until the canary ends: "true" then removed\nresumes a canary autoPause paused),\nadvanced-daemonset.io/canary-failed: "true" fails it. Progress is in status.canary.',
+      'Canary: a new revision first goes only to the canary nodes (with this rolling update strategy, within\nmaxUnavailable); the other nodes, and new ones, keep the stable revision until the canary is promoted;\nthen the rolling update goes on as without a canary (partition, selector, paused). Health is judged per\ncanary pod (autoPause, autoFail). Controls, as annotations on the DaemonSet:\nadvanced-daemonset.io/canary-validated: <revision hash> promotes, advanced-daemonset.io/canary-paused:\n"true" pauses (removing it resumes), advanced-daemonset.io/canary-resumed: <revision hash> resumes (also\na canary autoPause paused); a resume wins over autoPause until the canary ends;\nadvanced-daemonset.io/canary-failed: <revision hash> fails it ("true" fails any canary, until removed).\nProgress is in status.canary.',
   },
 );
 
@@ -417,7 +417,7 @@ export const CanaryStatusSchema = Type.Object(
     }),
     phase: StringEnum(CANARY_PHASES, {
       description:
-        'Observing (the canary runs), Paused (by autoPause or the canary-paused annotation), Failed (the canary\nnodes went back to stableRevision; held until the template changes) or Promoted (the rolling update\ntook over).',
+        'Observing (the canary runs), Paused (by autoPause or the canary-paused annotation), Failed (the canary\nnodes went back to stableRevision; held until the template changes or rollingUpdate.canary is removed) or\nPromoted (the rolling update took over).',
     }),
     reason: Type.Optional(
       Type.String({
