@@ -17,6 +17,8 @@ import {
   servingDnsNames,
   splitPemBundle,
   withCaBundle,
+  withConversionCaBundle,
+  conversionCaBundleOf,
   writeCertDir,
   type CertificateMaterial,
 } from './bootstrap.ts';
@@ -151,6 +153,32 @@ describe('certificate bootstrap: pure parts', () => {
     assert.equal(updated.metadata.resourceVersion, '7', 'the update carries the resourceVersion it read');
     assert.equal(withCaBundle(updated, 'TkVX'), undefined);
     assert.equal(caBundleOf(updated), 'NEW');
+  });
+
+  test('the CRD conversion webhook gets the same caBundle; a CRD converting without a webhook is left alone', () => {
+    const crd = (strategy: string, clientConfig?: Record<string, unknown>) =>
+      ({
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: 'daemonsets.apps.kruise.io', resourceVersion: '3' },
+        spec: {
+          group: 'apps.kruise.io',
+          conversion: {
+            strategy,
+            ...(clientConfig ? { webhook: { conversionReviewVersions: ['v1'], clientConfig } } : {}),
+          },
+        },
+      }) as unknown as KubeObject;
+    const service = { service: { name: 's', namespace: 'n', path: '/convert', port: 443 } };
+    const updated = withConversionCaBundle(crd('Webhook', service), 'TkVX')!;
+    assert.deepEqual((updated as unknown as { spec: { conversion: unknown } }).spec.conversion, {
+      strategy: 'Webhook',
+      webhook: { conversionReviewVersions: ['v1'], clientConfig: { ...service, caBundle: 'TkVX' } },
+    });
+    assert.equal(updated.metadata.resourceVersion, '3', 'the update carries the resourceVersion it read');
+    assert.equal(conversionCaBundleOf(updated), 'NEW');
+    assert.equal(withConversionCaBundle(updated, 'TkVX'), undefined, 'already set: no write');
+    assert.equal(withConversionCaBundle(crd('None'), 'TkVX'), undefined, 'strategy None: nothing calls us');
   });
 
   test('the cert dir is written atomically through ..data symlinks, the key private, old versions removed', async () => {

@@ -1,6 +1,6 @@
 // The in-cluster `self-signed` certificate mode: the manager keeps a private CA and a serving
 // certificate for its webhook Service in a Secret of its own namespace, writes them to its cert
-// dir, and keeps caBundle of both webhook configurations pointing at that CA. Every replica runs
+// dir, and keeps caBundle of both webhook configurations, and of the CRD's conversion webhook, pointing at that CA. Every replica runs
 // this; they converge on one certificate through the apiserver's optimistic concurrency (create
 // fails with AlreadyExists, update with Conflict: the loser re-reads and adopts the winner's).
 //
@@ -51,6 +51,11 @@ export interface CertificateBootstrapOptions {
   certDir: string;
   /** Base name of the configurations: <name>-mutating and <name>-validating. */
   webhookConfigurationName: string;
+  /**
+   * The CRD whose conversion webhook (spec.conversion.webhook.clientConfig) the same server answers, e.g.
+   * daemonsets.apps.kruise.io: its caBundle is kept equal to the configurations'. Undefined: not touched.
+   */
+  crdName?: string;
   /** Stops the background renewal. */
   signal: AbortSignal;
   logger: BootstrapLogger;
@@ -256,6 +261,36 @@ export function withCaBundle(config: KubeObject, caBundleB64: string): KubeObjec
   } as KubeObject;
 }
 
+interface CrdConversionShape {
+  spec?: { conversion?: { strategy?: string; webhook?: { clientConfig?: { caBundle?: string } } } };
+}
+
+/**
+ * The CRD with its conversion webhook's caBundle set, or undefined if it already was or the CRD converts without a
+ * webhook (strategy None: the apiserver refuses a webhook there, and nothing would call us).
+ */
+export function withConversionCaBundle(crd: KubeObject, caBundleB64: string): KubeObject | undefined {
+  const conversion = (crd as CrdConversionShape).spec?.conversion;
+  if (conversion?.strategy !== 'Webhook' || !conversion.webhook?.clientConfig) return undefined;
+  if (conversion.webhook.clientConfig.caBundle === caBundleB64) return undefined;
+  const spec = (crd as unknown as { spec: Record<string, unknown> }).spec;
+  return {
+    ...crd,
+    spec: {
+      ...spec,
+      conversion: {
+        ...conversion,
+        webhook: { ...conversion.webhook, clientConfig: { ...conversion.webhook.clientConfig, caBundle: caBundleB64 } },
+      },
+    },
+  } as KubeObject;
+}
+
+/** The caBundle (PEM) of the CRD's conversion webhook, or ''. */
+export function conversionCaBundleOf(crd: KubeObject): string {
+  return decode((crd as CrdConversionShape).spec?.conversion?.webhook?.clientConfig?.caBundle);
+}
+
 /** The caBundle (PEM) currently in the configuration's first webhook, or ''. */
 export function caBundleOf(config: KubeObject): string {
   const webhooks = (config as { webhooks?: { clientConfig?: { caBundle?: string } }[] }).webhooks ?? [];
@@ -415,15 +450,37 @@ async function ensureSecret(ctx: Context): Promise<CertificateMaterial> {
   }
 }
 
-const configurationTypes = (name: string): [ResourceType, string][] => [
-  [resources.mutatingWebhookConfigurations, `${name}-mutating`],
-  [resources.validatingWebhookConfigurations, `${name}-validating`],
+/** Where caBundle lives: the two webhook configurations, and the CRD's conversion webhook when named. */
+interface CaBundleTarget {
+  type: ResourceType;
+  name: string;
+  current: (obj: KubeObject) => string;
+  withCaBundle: (obj: KubeObject, caBundleB64: string) => KubeObject | undefined;
+}
+
+const caBundleTargets = (opts: CertificateBootstrapOptions): CaBundleTarget[] => [
+  ...[resources.mutatingWebhookConfigurations, resources.validatingWebhookConfigurations].map((type) => ({
+    type,
+    name: `${opts.webhookConfigurationName}-${type === resources.mutatingWebhookConfigurations ? 'mutating' : 'validating'}`,
+    current: caBundleOf,
+    withCaBundle,
+  })),
+  ...(opts.crdName
+    ? [
+        {
+          type: resources.customResourceDefinitions,
+          name: opts.crdName,
+          current: conversionCaBundleOf,
+          withCaBundle: withConversionCaBundle,
+        },
+      ]
+    : []),
 ];
 
 /**
- * Sets caBundle on every webhook of both configurations: to `caBundlePem`, or with `union` to
- * what they already trust plus `caBundlePem`. A missing configuration is reported, not fatal
- * (the chart creates them; the next sync retries). Returns how many were changed.
+ * Sets caBundle on every webhook of both configurations and on the CRD's conversion webhook: to
+ * `caBundlePem`, or with `union` to what they already trust plus `caBundlePem`. A missing object is
+ * reported, not fatal (the chart creates them; the next sync retries). Returns how many were changed.
  */
 async function syncCaBundles(
   ctx: Context,
@@ -431,18 +488,19 @@ async function syncCaBundles(
   { union = false }: { union?: boolean } = {},
 ): Promise<number> {
   let changed = 0;
-  for (const [type, name] of configurationTypes(ctx.opts.webhookConfigurationName)) {
+  for (const target of caBundleTargets(ctx.opts)) {
+    const { type, name } = target;
     for (let attempt = 0; ; attempt++) {
       let config: KubeObject;
       try {
         config = await ctx.opts.client.get(type, { name });
       } catch (err) {
         if (!isNotFound(err)) throw err;
-        ctx.opts.logger.warn({ [type.resource]: name }, 'webhook configuration not found; caBundle not set');
+        ctx.opts.logger.warn({ [type.resource]: name }, `${type.kind} not found; caBundle not set`);
         break;
       }
-      const pem = union ? mergeCaBundles(caBundlePem, caBundleOf(config), ctx.now()) : caBundlePem;
-      const updated = withCaBundle(config, Buffer.from(pem).toString('base64'));
+      const pem = union ? mergeCaBundles(caBundlePem, target.current(config), ctx.now()) : caBundlePem;
+      const updated = target.withCaBundle(config, Buffer.from(pem).toString('base64'));
       if (!updated) break;
       try {
         await ctx.opts.client.update(type, updated);

@@ -4,7 +4,7 @@ import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureLocalServingCertificate, webhookConfigurations } from './webhook-config.ts';
+import { crdConversion, ensureLocalServingCertificate, webhookConfigurations } from './webhook-config.ts';
 import { assertDaemonSetWebhookPolicy } from './testing/webhook-policy.ts';
 
 describe('webhook configurations', () => {
@@ -40,6 +40,28 @@ describe('webhook configurations', () => {
       caBundle: 'Q0E=',
     });
     assert.equal(m.timeoutSeconds, 30);
+  });
+});
+
+describe('CRD conversion webhook', () => {
+  test('points at /convert by URL or on the Service reference, ConversionReview v1, with the caBundle', () => {
+    assert.deepEqual(crdConversion({ url: 'https://127.0.0.1:9443' }, 'CA'), {
+      strategy: 'Webhook',
+      webhook: {
+        conversionReviewVersions: ['v1'],
+        clientConfig: { url: 'https://127.0.0.1:9443/convert', caBundle: 'Q0E=' },
+      },
+    });
+    assert.deepEqual(crdConversion({ service: { namespace: 'kruise-system', name: 'ads-webhook', port: 443 } }, 'CA'), {
+      strategy: 'Webhook',
+      webhook: {
+        conversionReviewVersions: ['v1'],
+        clientConfig: {
+          service: { namespace: 'kruise-system', name: 'ads-webhook', port: 443, path: '/convert' },
+          caBundle: 'Q0E=',
+        },
+      },
+    });
   });
 });
 

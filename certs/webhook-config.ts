@@ -1,13 +1,16 @@
 // The Mutating/ValidatingWebhookConfigurations that route apps.kruise.io DaemonSet admission to
-// us, and the bootstrap of a serving certificate for them. Out of cluster (`--webhook-host
-// 127.0.0.1`), the apiserver reaches us by URL, as kruise-manager does with WEBHOOK_HOST and as
-// envtest does: a Service reference would need kube-proxy, which a local control plane lacks.
+// us, the CRD's conversion webhook (v1alpha1 <-> v1beta1, on the same server), and the bootstrap of a
+// serving certificate for them. Out of cluster (`--webhook-host 127.0.0.1`), the apiserver reaches us by
+// URL, as kruise-manager does with WEBHOOK_HOST and as envtest does: a Service reference would need
+// kube-proxy, which a local control plane lacks.
 import { mkdirSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { isIP } from 'node:net';
 import type { KubeClient, ResourceType } from '../src/k8s/client.ts';
 import { isNotFound, resources } from '../src/k8s/client.ts';
 import type { KubeObject } from '../src/k8s/types.ts';
+import { CONVERT_PATH, RESOURCE, SERVED_VERSIONS } from '../src/api/constants.ts';
+import { crdObject } from '../src/api/crd.ts';
 import { createCA, createLeaf, type CertificateAuthority, type KeyPairPem } from '../src/pki/pki.ts';
 import { planWebhookStartup, readServingFiles } from './startup.ts';
 
@@ -48,7 +51,8 @@ export function webhookConfigurations(opts: WebhookConfigurationOptions): {
     rules: [
       {
         apiGroups: ['apps.kruise.io'],
-        apiVersions: ['v1alpha1'],
+        // Both served versions: each is defaulted and validated by its own rules (webhook/admission.ts).
+        apiVersions: [...SERVED_VERSIONS],
         resources: ['daemonsets'],
         operations: ['CREATE', 'UPDATE'],
         scope: 'Namespaced',
@@ -82,6 +86,34 @@ export function webhookConfigurations(opts: WebhookConfigurationOptions): {
       ],
     },
   };
+}
+
+/**
+ * `spec.conversion` of the DaemonSet CRD (src/api/crd.ts builds it): the apiserver converts between v1alpha1 and
+ * v1beta1 through our /convert (ConversionReview v1), as Kruise's CRD does through kruise-manager
+ * (https://github.com/openkruise/kruise/blob/v1.9.0/config/crd/patches/webhook_in_daemonsets.yaml).
+ */
+export function crdConversion(endpoint: WebhookEndpoint, caBundle: string): Record<string, unknown> {
+  const crd = crdObject({ conversion: clientConfig(endpoint, CONVERT_PATH, caBundle) }) as {
+    spec: { conversion: Record<string, unknown> };
+  };
+  return crd.spec.conversion;
+}
+
+/**
+ * Points the CRD's conversion at `endpoint` with `caBundle` (one JSON patch: `add` replaces spec.conversion whole,
+ * so a `service` reference left by the chart never sits next to the `url`). The CRD must exist.
+ */
+export async function ensureCrdConversion(
+  client: KubeClient,
+  opts: { endpoint: WebhookEndpoint; caBundle: string; crdName?: string },
+): Promise<void> {
+  await client.patch(
+    resources.customResourceDefinitions,
+    { name: opts.crdName ?? RESOURCE },
+    [{ op: 'add', path: '/spec/conversion', value: crdConversion(opts.endpoint, opts.caBundle) }],
+    { type: 'json' },
+  );
 }
 
 /** Creates the object, or replaces the existing one's content keeping its resourceVersion. */

@@ -232,8 +232,12 @@ async function runProcess(
       host: healthAddress.host,
       port: healthAddress.port,
       healthz: () => true,
-      // Followers are ready too: they serve webhooks and keep warm caches.
-      readyz: () => !draining && controller!.synced() && (webhook?.ready() ?? true),
+      // Followers are ready too: they serve webhooks and keep warm caches. A process that serves the webhook is ready
+      // once it serves, without waiting for its caches: the DaemonSet informer lists v1beta1, and objects stored in
+      // v1alpha1 (before an upgrade's storage migration, or with crd.storageVersion v1alpha1) are converted by this
+      // very webhook, which the apiserver reaches through the Service only at Ready pods. Waiting for the caches
+      // would leave every replica unready for good once none is ready.
+      readyz: () => !draining && (webhook ? webhook.ready() : controller!.synced()),
     });
     servers.push(health);
     servers.push(await startMetricsServer(registry, metricsAddress.port, metricsAddress.host));

@@ -22,6 +22,26 @@ const SECRET = 'ads-webhook-certs';
 const SECRETS = 'core/v1/secrets';
 const MUTATING = 'admissionregistration.k8s.io/v1/mutatingwebhookconfigurations';
 const VALIDATING = 'admissionregistration.k8s.io/v1/validatingwebhookconfigurations';
+const CRDS = 'apiextensions.k8s.io/v1/customresourcedefinitions';
+
+/** The DaemonSet CRD as the chart renders it in self-signed mode before the manager ran: no caBundle. */
+function crd(): KubeObject {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: 'daemonsets.apps.kruise.io' },
+    spec: {
+      group: 'apps.kruise.io',
+      conversion: {
+        strategy: 'Webhook',
+        webhook: {
+          conversionReviewVersions: ['v1'],
+          clientConfig: { service: { name: SERVICE, namespace: NS, path: '/convert', port: 443 } },
+        },
+      },
+    },
+  } as unknown as KubeObject;
+}
 
 function configuration(name: string): KubeObject {
   return {
@@ -101,6 +121,7 @@ describe('self-signed webhook start-up with the apiserver unreachable', () => {
     } as unknown as KubeObject);
     server.upsert(MUTATING, configuration('ads-mutating'));
     server.upsert(VALIDATING, configuration('ads-validating'));
+    server.upsert(CRDS, crd());
     await server.stop();
 
     const began = Date.now();
@@ -125,6 +146,13 @@ describe('self-signed webhook start-up with the apiserver unreachable', () => {
       };
       assert.equal(c.webhooks[0]?.clientConfig.caBundle, b64, `${name}: caBundle patched`);
     }
+    const conversion = (server.get(CRDS, undefined, 'daemonsets.apps.kruise.io') as unknown as ReturnType<typeof crd>)
+      .spec as { conversion: { webhook: { clientConfig: Record<string, unknown> } } };
+    assert.deepEqual(
+      conversion.conversion.webhook.clientConfig,
+      { service: { name: SERVICE, namespace: NS, path: '/convert', port: 443 }, caBundle: b64 },
+      'the CRD conversion webhook trusts the same CA, its Service reference kept',
+    );
     assert.equal(
       (await peerCertificate(webhook.port, material.caBundlePem)).fingerprint256,
       served.fingerprint256,

@@ -1,7 +1,7 @@
 // The webhook half of the manager: certificate, server, and (out of cluster) registration.
 // In a cluster the certificate comes from the chart's certificate mode; out of cluster
 // (`--webhook-host 127.0.0.1`) the manager makes its own and registers the webhook
-// configurations by URL, as kruise-manager does with WEBHOOK_HOST.
+// configurations, and the CRD's conversion webhook, by URL, as kruise-manager does with WEBHOOK_HOST.
 //
 // Where the manager makes its own certificate (self-signed, webhook-host), start-up never waits
 // for the apiserver (certs/startup.ts): the server starts at once with the certificate the cert
@@ -14,7 +14,12 @@ import type { Logger } from 'pino';
 import { runCertificateBootstrap, servingDnsNames, startupRetryDelayMs } from '../certs/bootstrap.ts';
 import type { CertMode } from '../certs/modes.ts';
 import { planWebhookStartup, readServingFiles } from '../certs/startup.ts';
-import { ensureLocalServingCertificate, ensureWebhookConfigurations } from '../certs/webhook-config.ts';
+import { RESOURCE } from '../src/api/constants.ts';
+import {
+  ensureCrdConversion,
+  ensureLocalServingCertificate,
+  ensureWebhookConfigurations,
+} from '../certs/webhook-config.ts';
 import { isAbortError, type KubeClient } from '../src/k8s/client.ts';
 import type { WebhookLimits } from '../webhook/limits.ts';
 import { startWebhookServer, type WebhookServer } from '../webhook/server.ts';
@@ -116,10 +121,20 @@ export async function startManagedWebhook(opts: ManagedWebhookOptions, signal: A
           timeoutSeconds: opts.timeoutSeconds,
         }),
       { log, signal: background, retryDelayMs: opts.retryDelayMs },
-    ).then(() => {
-      log.info({ url, configuration: opts.configurationName }, 'webhook configurations registered');
-      log.info({ mode: 'webhook-host' }, 'webhook bootstrap complete');
-    });
+    )
+      .then(() => {
+        log.info({ url, configuration: opts.configurationName }, 'webhook configurations registered');
+        // The CRD must exist (it is applied before the manager runs); until it does, this is retried.
+        return retryUntilDone(
+          'register the CRD conversion webhook',
+          () => ensureCrdConversion(opts.client, { endpoint: { url }, caBundle: cert.caBundle }),
+          { log, signal: background, retryDelayMs: opts.retryDelayMs },
+        );
+      })
+      .then(() => {
+        log.info({ url, crd: RESOURCE }, 'CRD conversion webhook registered');
+        log.info({ mode: 'webhook-host' }, 'webhook bootstrap complete');
+      });
     return managed(bootstrapped);
   }
 
@@ -145,6 +160,7 @@ export async function startManagedWebhook(opts: ManagedWebhookOptions, signal: A
     serviceName: opts.serviceName,
     certDir: opts.certDir,
     webhookConfigurationName: opts.configurationName,
+    crdName: RESOURCE,
     signal: background,
     logger: opts.logger.child({ component: 'certificates' }),
     ...(opts.retryDelayMs ? { retryDelayMs: opts.retryDelayMs } : {}),

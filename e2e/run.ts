@@ -4,15 +4,15 @@
 // Set ADS_E2E_KUBECONFIG to run against a cluster you already started (faster while iterating),
 // and pass test-name filters through: `npm run test:e2e -- --test-name-pattern=rollback`.
 // Naming e2e files runs only those: `npm run test:e2e -- e2e/controller/basics.e2e.ts`.
+// Artefacts tests keep (screenshots) go to $ADS_E2E_ARTEFACTS, by default a new temporary directory named at the end.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { ensureBinaries, repoRoot } from './cluster/binaries.ts';
-import { clusterDown, clusterUp, kubectl, readState } from './cluster/cluster.ts';
+import { clusterDown, clusterUp, readState } from './cluster/cluster.ts';
+import { installCrd, waitConversionWebhook } from './cluster/crd.ts';
 import { startManager, type ManagerProcess } from './lib/manager.ts';
-
-const CRD = join(repoRoot, 'charts', 'advanced-daemonset', 'crds', 'apps.kruise.io_daemonsets.yaml');
 
 function findTests(dir: string): string[] {
   return readdirSync(dir).flatMap((entry) => {
@@ -38,18 +38,14 @@ async function main(): Promise<number> {
     const state = await clusterUp({ dir, nodes: 0, progress: (l) => say(l) });
     kubeconfig = state.kubeconfig;
   }
+  // What tests keep for a person to look at (screenshots: e2e/lib/artefacts.ts), kept after the run.
+  const artefacts = process.env.ADS_E2E_ARTEFACTS || mkdtempSync(join(tmpdir(), 'ads-e2e-artefacts-'));
   let code = 1;
   let manager: ManagerProcess | undefined;
   try {
     // The product under test: our CRD and one manager (webhook + controller) for the whole run.
     say('installing the CRD and starting the manager (webhook + controller, out of cluster)');
-    await kubectl(kubeconfig, ['apply', '--server-side', '--force-conflicts', '-f', CRD]);
-    await kubectl(kubeconfig, [
-      'wait',
-      '--for=condition=Established',
-      '--timeout=60s',
-      'crd/daemonsets.apps.kruise.io',
-    ]);
+    await installCrd(kubeconfig);
     manager = await startManager({
       kubeconfig,
       dir: mkdtempSync(join(tmpdir(), 'ads-e2e-manager-')),
@@ -61,6 +57,8 @@ async function main(): Promise<number> {
         'PreDownloadImageForDaemonSetUpdate=true',
       ],
     });
+    // The manager registers the CRD's conversion webhook by URL: every v1alpha1 write needs it from now on.
+    await waitConversionWebhook(kubeconfig, `https://127.0.0.1:${manager.webhookPort}/convert`);
     say(`manager ready (log ${manager.log})`);
     say(`running ${files.length} e2e files: ${files.map((f) => relative(repoRoot, f)).join(', ')}`);
     code = await new Promise<number>((resolve, reject) => {
@@ -70,7 +68,12 @@ async function main(): Promise<number> {
         {
           stdio: 'inherit',
           cwd: repoRoot,
-          env: { ...process.env, KUBECONFIG: kubeconfig, ADS_E2E_CLUSTER_DIR: dir ?? '' },
+          env: {
+            ...process.env,
+            KUBECONFIG: kubeconfig,
+            ADS_E2E_CLUSTER_DIR: dir ?? '',
+            ADS_E2E_ARTEFACTS: artefacts,
+          },
         },
       );
       child.on('error', reject);
@@ -83,6 +86,8 @@ async function main(): Promise<number> {
       if (code === 0) code = 1;
     }
     if (code !== 0 && manager) say(`manager log: ${manager.log}`);
+    if (readdirSync(artefacts).length > 0) say(`test artefacts (screenshots) kept in ${artefacts}`);
+    else if (!process.env.ADS_E2E_ARTEFACTS) rmSync(artefacts, { recursive: true, force: true });
     if (dir) {
       if (code !== 0) {
         const state = readState(dir);

@@ -3,14 +3,14 @@
 // read from webhook-config.ts so that it checks the code instead of repeating it. Used by tests only.
 import assert from 'node:assert/strict';
 
-/** Fails closed, has no side effects, and sees only CREATE and UPDATE of apps.kruise.io/v1alpha1 daemonsets. */
+/** Fails closed, has no side effects, and sees only CREATE and UPDATE of apps.kruise.io daemonsets, v1alpha1 and v1beta1. */
 export function assertDaemonSetWebhookPolicy(w: { failurePolicy?: unknown; sideEffects?: unknown; rules?: unknown }) {
   assert.equal(w.failurePolicy, 'Fail');
   assert.equal(w.sideEffects, 'None');
   assert.deepEqual(w.rules, [
     {
       apiGroups: ['apps.kruise.io'],
-      apiVersions: ['v1alpha1'],
+      apiVersions: ['v1alpha1', 'v1beta1'],
       resources: ['daemonsets'],
       operations: ['CREATE', 'UPDATE'],
       scope: 'Namespaced',

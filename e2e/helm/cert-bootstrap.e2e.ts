@@ -30,6 +30,7 @@ import {
   install,
   release,
   serviceAccountKubeconfig,
+  SHARED_CLUSTER_VALUES,
   uninstall,
   webhookConfiguration,
   type Release,
@@ -77,7 +78,7 @@ describe('self-signed certificate bootstrap on the chart (as its ServiceAccount)
   before(async () => {
     ns = await createNamespace('e2e-helm-certs');
     r = release(uniqueName('hc'), ns);
-    await install(r);
+    await install(r, SHARED_CLUSTER_VALUES);
     for (const rep of replicas) mkdirSync(rep.dir);
     client = clientFor(await serviceAccountKubeconfig(r, tmp));
   });
@@ -201,6 +202,7 @@ describe('self-signed certificate bootstrap on the chart (as its ServiceAccount)
       '--namespace',
       ns,
       ...e2eValues(ns),
+      ...SHARED_CLUSTER_VALUES,
       '--set',
       'webhook.timeoutSeconds=25',
     ]);

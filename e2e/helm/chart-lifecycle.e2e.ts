@@ -1,11 +1,13 @@
-// The chart on a real control plane, end to end: `helm install` (CRD from crds/ first) creates
+// The chart on a real control plane, end to end: `helm install` (the CRD template first) creates
 // every object; two managers (the chart's 2 replicas) run out of cluster with the chart's own
 // Deployment args and the chart's ServiceAccount identity (a bound token from the TokenRequest
 // API), so every request they make is authorized by the chart's RBAC: they converge on one
-// certificate, fill caBundle in both webhook configurations, answer admission over TLS that
-// verifies against that caBundle for the Service's DNS name, and the Lease holder runs the core
-// controller flow (one Ready pod per node, an image rollout). `kubectl auth can-i`
-// shows what the ServiceAccount may not do. Then `helm upgrade` and `helm uninstall` (CRD kept).
+// certificate, fill caBundle in both webhook configurations and in the CRD's conversion webhook,
+// answer admission over TLS that verifies against that caBundle for the Service's DNS name, and
+// the Lease holder runs the core controller flow (one Ready pod per node, an image rollout) in
+// v1beta1, the storage version, which needs no conversion (the Service has no reachable endpoint
+// here). `kubectl auth can-i` shows what the ServiceAccount may not do. Then `helm upgrade` and
+// `helm uninstall` (CRD kept).
 //
 // This file runs on a private cluster of its own: the harness's manager reconciles every
 // DaemonSet of the shared cluster and would fight the managers under test.
@@ -16,6 +18,7 @@ import { request as httpsRequest } from 'node:https';
 import { checkServerIdentity } from 'node:tls';
 import { join } from 'node:path';
 import {
+  ADS_V1BETA1,
   adsManifest,
   adsPods,
   describeOnPrivateCluster,
@@ -108,6 +111,13 @@ async function admissionOverTls(manager: ManagedProcess, serverName: string, caP
   });
 }
 
+interface CrdJson {
+  metadata: { annotations?: Record<string, string> };
+  spec: { conversion: { strategy: string; webhook?: { clientConfig?: { caBundle?: string; service?: unknown } } } };
+  status?: { storedVersions?: string[] };
+}
+const crdJson = () => kubectlJson<CrdJson>(['get', 'crd', 'daemonsets.apps.kruise.io']);
+
 const exists = async (args: string[]) =>
   (await kubectl(['get', ...args, '--ignore-not-found', '-o', 'name'])).trim() !== '';
 
@@ -151,10 +161,15 @@ describeOnPrivateCluster(
       await Promise.all(managers.map((m) => m.exit));
     });
 
-    test('helm install creates the CRD (from crds/) and every object of the chart', async () => {
+    test('helm install creates the CRD (a template, converting through the webhook Service) and every object of the chart', async () => {
       assert.equal(await exists(['crd', 'daemonsets.apps.kruise.io']), false, 'a cluster without the CRD');
       await install(r);
-      assert.equal(await exists(['crd', 'daemonsets.apps.kruise.io']), true, 'helm installed crds/ first');
+      const crd = await crdJson();
+      assert.equal(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
+      assert.deepEqual(crd.spec.conversion.webhook?.clientConfig, {
+        service: { namespace: r.namespace, name: `${r.fullname}-webhook`, path: '/convert', port: 443 },
+      });
+      assert.deepEqual(crd.status?.storedVersions, ['v1beta1'], 'stored as v1beta1 from the start');
       for (const args of chartObjects()) assert.equal(await exists(args), true, `${args.join(' ')} exists`);
       for (const kind of ['mutating', 'validating'] as const) {
         const c = await webhookConfiguration(kind, r);
@@ -183,6 +198,12 @@ describeOnPrivateCluster(
           if (got !== caBundle)
             throw new Error(`${kind} caBundle ${got?.slice(0, 60)}..., Secret ${caBundle.slice(0, 60)}...`);
         }
+        return true;
+      });
+      await eventually('the CRD conversion webhook trusting the same CA', async () => {
+        const got = (await crdJson()).spec.conversion.webhook?.clientConfig?.caBundle;
+        if (got !== caBundle)
+          throw new Error(`CRD caBundle ${got?.slice(0, 60)}..., Secret ${caBundle.slice(0, 60)}...`);
         return true;
       });
       // Both replicas serve the one certificate in the Secret; exactly one of them wrote it.
@@ -228,8 +249,14 @@ describeOnPrivateCluster(
       );
       assert.equal(leaders.length, 1, `exactly one manager acquired the lease (${holder})`);
 
-      // The core flow. The chart's webhooks only see its own namespace here (their Service has no
-      // reachable endpoint on this cluster), so the manifest carries the webhook's defaults.
+      // The storage migration: nothing to rewrite on a CRD created with v1beta1 storage.
+      await eventually('the leader to skip the storage migration', async () =>
+        readLogLines(leaders[0]!.logFile).some((l) => l.msg === 'storage migration not needed'),
+      );
+
+      // The core flow, in v1beta1. The chart's webhooks only see its own namespace here and the CRD's conversion
+      // webhook, behind the same Service, has no reachable endpoint on this cluster: the manifest carries the
+      // webhook's defaults, and is written and read in the storage version, which needs no conversion.
       const manifest = adsManifest({
         name: ds,
         namespace: ns,
@@ -239,12 +266,12 @@ describeOnPrivateCluster(
         revisionHistoryLimit: 10,
       });
       (manifest.spec as Record<string, unknown>).burstReplicas = 250;
-      await apply(manifest);
+      await apply({ ...manifest, apiVersion: 'apps.kruise.io/v1beta1' });
       await waitOnePodPerNode(ns, ds, nodes);
-      await waitRolledOut(ns, ds, nodes.length);
+      await waitRolledOut(ns, ds, nodes.length, undefined, ADS_V1BETA1);
 
-      await patchAds(ns, ds, imagePatch('nginx:1.28'));
-      await waitRolledOut(ns, ds, nodes.length);
+      await patchAds(ns, ds, imagePatch('nginx:1.28'), ADS_V1BETA1);
+      await waitRolledOut(ns, ds, nodes.length, undefined, ADS_V1BETA1);
       await waitOnePodPerNode(ns, ds, nodes);
       const images = (await adsPods(ns, ds)).map((p) => p.spec.containers[0]!.image);
       assert.deepEqual(images, ['nginx:1.28', 'nginx:1.28', 'nginx:1.28']);
@@ -269,6 +296,10 @@ describeOnPrivateCluster(
         ['update', `leases.coordination.k8s.io/${r.fullname}-controller`, '-n', r.namespace],
         ['update', `secrets/${r.fullname}-webhook-certs`, '-n', r.namespace],
         ['patch', `validatingwebhookconfigurations/${r.fullname}-validating`, '-A'],
+        // The storage migration's no-op rewrite, the conversion caBundle and storedVersions.
+        ['update', 'daemonsets.apps.kruise.io', '-n', ns],
+        ['patch', 'customresourcedefinitions/daemonsets.apps.kruise.io', '-A'],
+        ['patch', 'customresourcedefinitions/daemonsets.apps.kruise.io', '--subresource=status', '-A'],
       ];
       const refused: string[][] = [
         ['delete', 'nodes', '-A'],
@@ -280,8 +311,9 @@ describeOnPrivateCluster(
         ['create', 'pods', '--subresource=exec', '-n', ns],
         ['create', 'pods', '--subresource=eviction', '-n', ns],
         ['delete', 'daemonsets.apps.kruise.io', '-n', ns],
-        ['update', 'daemonsets.apps.kruise.io', '-n', ns],
         ['create', 'daemonsets.apps', '-n', ns],
+        ['patch', 'customresourcedefinitions/clonesets.apps.kruise.io', '-A'],
+        ['patch', 'customresourcedefinitions/clonesets.apps.kruise.io', '--subresource=status', '-A'],
         ['get', 'configmaps', '-n', r.namespace],
         ['update', 'leases.coordination.k8s.io/kube-scheduler', '-n', 'kube-system'],
         ['create', 'leases.coordination.k8s.io', '-n', other],

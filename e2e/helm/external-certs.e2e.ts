@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from '../cluster/binaries.ts';
 import { createNamespace, deleteNamespace, kubectl, kubectlJson, uniqueName } from '../lib/kube.ts';
-import { canI, install, release, uninstall, webhookConfiguration, type Release } from './lib.ts';
+import { canI, install, release, SHARED_CLUSTER_VALUES, uninstall, webhookConfiguration, type Release } from './lib.ts';
 
 interface DeploymentJson {
   spec: { template: { spec: { volumes: { name: string; secret?: { secretName: string } }[] } } };
@@ -54,7 +54,13 @@ describe('external certificates from `advanced-daemonset certs`', () => {
       `--from-file=tls.key=${file('tls.key')}`,
       `--from-file=ca.crt=${file('ca.crt')}`,
     ]);
-    await install(r, ['--set', 'certificates.mode=external', '--set', `certificates.secretName=${secret}`]);
+    await install(r, [
+      ...SHARED_CLUSTER_VALUES,
+      '--set',
+      'certificates.mode=external',
+      '--set',
+      `certificates.secretName=${secret}`,
+    ]);
 
     const caBundle = readFileSync(file('ca.crt')).toString('base64');
     for (const kind of ['mutating', 'validating'] as const) {

@@ -9,12 +9,19 @@ import { after, afterEach, before, describe } from 'node:test';
 import { zeroCounters, type StatusCounters } from '../../src/daemonset/status.ts';
 import { binaries, repoRoot } from '../cluster/binaries.ts';
 import { clusterDown, clusterUp, fakeNode } from '../cluster/cluster.ts';
+import { installCrd } from '../cluster/crd.ts';
+import { startConversionWebhook, type ConversionWebhook } from './conversion.ts';
 import { auditApiserverArgs } from './audit.ts';
 import { eventually, kubeconfig, kubectl, kubectlJson, listPods, nodeReady, podReady, type PodJson } from './kube.ts';
 import { sleep } from '../../src/testing/wait.ts';
 
-/** kubectl resource name of our DaemonSets (the bare name `daemonset` means apps/v1). */
-export const ADS = 'daemonsets.apps.kruise.io';
+/**
+ * kubectl resource name of our DaemonSets in v1alpha1, the version these tests write and read (the bare name
+ * `daemonset` means apps/v1; `daemonsets.apps.kruise.io` alone means the preferred version, v1beta1).
+ */
+export const ADS = 'daemonsets.v1alpha1.apps.kruise.io';
+/** The same DaemonSets in v1beta1 (the storage version). */
+export const ADS_V1BETA1 = 'daemonsets.v1beta1.apps.kruise.io';
 export const HASH_LABEL = 'controller-revision-hash';
 export const KRUISE_POD_READY = 'KruisePodReady';
 
@@ -87,13 +94,14 @@ export function adsManifest(o: AdsOptions): Record<string, unknown> {
   };
 }
 
-export function getAds(namespace: string, name: string): Promise<AdsJson> {
-  return kubectlJson<AdsJson>(['get', ADS, name, '-n', namespace]);
+/** The DaemonSet as kubectl shows it, in v1alpha1 unless `resource` names another version (ADS_V1BETA1). */
+export function getAds(namespace: string, name: string, resource = ADS): Promise<AdsJson> {
+  return kubectlJson<AdsJson>(['get', resource, name, '-n', namespace]);
 }
 
-/** JSON merge patch of the DaemonSet (e.g. a template change). */
-export async function patchAds(namespace: string, name: string, patch: unknown): Promise<void> {
-  await kubectl(['patch', ADS, name, '-n', namespace, '--type=merge', '-p', JSON.stringify(patch)]);
+/** JSON merge patch of the DaemonSet (e.g. a template change), sent in v1alpha1 unless `resource` says otherwise. */
+export async function patchAds(namespace: string, name: string, patch: unknown, resource = ADS): Promise<void> {
+  await kubectl(['patch', resource, name, '-n', namespace, '--type=merge', '-p', JSON.stringify(patch)]);
 }
 
 /** Merge patch changing the image of the template's only container `c`. */
@@ -204,13 +212,14 @@ export async function waitRolledOut(
   name: string,
   desired: number,
   timeoutMs = 90_000,
+  resource = ADS,
 ): Promise<AdsJson> {
   let last: AdsJson | undefined;
   try {
     return await eventually(
       `${name} rolled out on ${desired} nodes (observedGeneration current, RolloutComplete True)`,
       async () => {
-        const ds = (last = await getAds(namespace, name));
+        const ds = (last = await getAds(namespace, name, resource));
         const s = ds.status ?? {};
         return (
           s.observedGeneration === ds.metadata.generation &&
@@ -459,11 +468,11 @@ export interface PrivateCluster {
 }
 
 /**
- * `describe` on a control plane of its own (no nodes; our CRD installed unless `crd: false`), with every helper of
- * the test file pointed at it (node:test runs each file in its own process). For tests that run their own
- * controller: on the shared cluster the harness's manager would act on the same objects. The cluster comes up
- * before the hooks `fn` registers and goes down after all of them; `cluster.dir` (logs of the processes the tests
- * start) is kept only when a test failed.
+ * `describe` on a control plane of its own (no nodes; our CRD installed unless `crd: false`, with its conversion
+ * webhook served from the test process: e2e/lib/conversion.ts), with every helper of the test file pointed at it
+ * (node:test runs each file in its own process). For tests that run their own controller: on the shared cluster the
+ * harness's manager would act on the same objects. The cluster comes up before the hooks `fn` registers and goes
+ * down after all of them; `cluster.dir` (logs of the processes the tests start) is kept only when a test failed.
  */
 export function describeOnPrivateCluster(
   name: string,
@@ -476,25 +485,22 @@ export function describeOnPrivateCluster(
     const dir = join(top, 'cluster');
     const pc: PrivateCluster = { dir: top, clusterDir: dir, kubeconfig: '' };
     let failed = false;
+    let conversion: ConversionWebhook | undefined;
     before(async () => {
       const a = audit ? auditApiserverArgs(pc.dir) : undefined;
       pc.auditLog = a?.log;
       pc.kubeconfig = (await clusterUp({ dir, nodes: 0, progress: () => {}, apiserverArgs: a?.args })).kubeconfig;
       process.env.KUBECONFIG = pc.kubeconfig;
       if (!crd) return;
-      await kubectl([
-        'apply',
-        '--server-side',
-        '-f',
-        join(repoRoot, 'charts/advanced-daemonset/crds/apps.kruise.io_daemonsets.yaml'),
-      ]);
-      await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/daemonsets.apps.kruise.io']);
+      await installCrd(pc.kubeconfig);
+      conversion = await startConversionWebhook(pc.kubeconfig, pc.dir);
     });
     afterEach((t) => {
       if ('passed' in t && !t.passed) failed = true;
     });
     fn(pc);
     after(async () => {
+      await conversion?.stop();
       await clusterDown({ dir, progress: () => {}, keepDir: failed });
       if (failed) process.stderr.write(`${name}: failed; logs kept in ${pc.dir}\n`);
       else rmSync(pc.dir, { recursive: true, force: true });

@@ -14,7 +14,8 @@ import { promisify } from 'node:util';
 import { repoRoot, binaries } from '../cluster/binaries.ts';
 import { clientKubeconfig } from '../cluster/cluster.ts';
 import { apply, eventually, fixture, kubeconfig } from '../lib/kube.ts';
-import { adsManifest, getAds, imagePatch, patchAds, waitRolledOut, type AdsJson } from '../lib/ads.ts';
+import { adsManifest, adsPods, getAds, hashOf, imagePatch, patchAds, waitRolledOut, type AdsJson } from '../lib/ads.ts';
+import { AdsWatch, CRASHLOOP_IMAGE, containerStatus } from '../canary/lib.ts';
 
 const run = promisify(execFile);
 const BIN = join(repoRoot, 'bin');
@@ -556,13 +557,18 @@ describe('kubectl ads', { timeout: 900_000 }, () => {
 describe('kubectl ads on a canary and a progress deadline', { timeout: 600_000 }, () => {
   const f = fixture('plugin-canary', 3);
   const n = () => ['-n', f.ns];
-  const canary = async (name: string, ok: (c: { revision?: string; phase?: string; nodes?: string[] }) => boolean) =>
-    eventually(`${name}: status.canary`, async () => {
-      const c = (await getAds(f.ns, name)).status as {
-        canary?: { revision?: string; phase?: string; nodes?: string[] };
-      };
-      return c?.canary && ok(c.canary) ? c.canary : undefined;
-    });
+  type Canary = { revision?: string; phase?: string; reason?: string; nodes?: string[] };
+  const canary = async (name: string, ok: (c: Canary) => boolean, timeoutMs = 60_000) =>
+    eventually(
+      `${name}: status.canary`,
+      async () => {
+        const c = (await getAds(f.ns, name)).status as { canary?: Canary };
+        return c?.canary && ok(c.canary) ? c.canary : undefined;
+      },
+      { timeoutMs },
+    );
+  const annotationsOf = async (name: string) =>
+    ((await getAds(f.ns, name)).metadata as { annotations?: Record<string, string> }).annotations ?? {};
 
   test('canary pause (and again), resume, promote: the rollout finishes; canary fail: status exits 1', async () => {
     const name = 'canary';
@@ -597,7 +603,13 @@ describe('kubectl ads on a canary and a progress deadline', { timeout: 600_000 }
       `daemonset.apps.kruise.io/${name} canary already paused\n`,
     );
     await canary(name, (c) => c.revision === v2 && c.phase === 'Paused');
-    assert.equal(await adsOk(['canary', 'resume', name, ...n()]), `daemonset.apps.kruise.io/${name} canary resumed\n`);
+    assert.equal(
+      await adsOk(['canary', 'resume', name, ...n()]),
+      `daemonset.apps.kruise.io/${name} canary resumed (revision ${v2})\n`,
+    );
+    const resumedWith = await annotationsOf(name);
+    assert.equal(resumedWith['advanced-daemonset.io/canary-resumed'], v2);
+    assert.equal(resumedWith['advanced-daemonset.io/canary-paused'], undefined, 'the pause annotation removed');
     await canary(name, (c) => c.revision === v2 && c.phase === 'Observing');
     assert.equal(
       await adsOk(['canary', 'promote', name, ...n()]),
@@ -610,7 +622,11 @@ describe('kubectl ads on a canary and a progress deadline', { timeout: 600_000 }
 
     await patchAds(f.ns, name, imagePatch('busybox:1.38'));
     const v3 = (await canary(name, (c) => c.phase === 'Observing' && c.revision !== v2)).revision!;
-    assert.equal(await adsOk(['canary', 'fail', name, ...n()]), `daemonset.apps.kruise.io/${name} canary failed\n`);
+    assert.equal(
+      await adsOk(['canary', 'fail', name, ...n()]),
+      `daemonset.apps.kruise.io/${name} canary failed (revision ${v3})\n`,
+    );
+    assert.equal((await annotationsOf(name))['advanced-daemonset.io/canary-failed'], v3);
     const failed = await ads(['status', name, ...n(), '--timeout', '180s']);
     assert.equal(failed.code, 1, `${failed.stdout}${failed.stderr}`);
     assert.match(failed.stderr, /^error: daemon set "canary" canary failed(: .+)?\n$/);
@@ -618,6 +634,81 @@ describe('kubectl ads on a canary and a progress deadline', { timeout: 600_000 }
     assert.equal(
       await adsOk(['canary', 'fail', name, ...n()]),
       `daemonset.apps.kruise.io/${name} canary already failed\n`,
+    );
+
+    // The annotation the plugin left names v3: the next template's canary runs (a bare "true" would fail it at once).
+    await patchAds(f.ns, name, imagePatch('busybox:1.39'));
+    const v4 = (await canary(name, (c) => c.phase === 'Observing' && c.revision !== v3)).revision!;
+    assert.equal((await canary(name, (c) => c.revision === v4)).phase, 'Observing');
+
+    // Removing rollingUpdate.canary after the canary failed: the rollout goes on, and status no longer says failed.
+    await adsOk(['canary', 'fail', name, ...n()]);
+    await canary(name, (c) => c.revision === v4 && c.phase === 'Failed');
+    await patchAds(f.ns, name, { spec: { updateStrategy: { rollingUpdate: { canary: null } } } });
+    const done = await ads(['status', name, ...n(), '--timeout', '180s']);
+    assert.equal(done.code, 0, `${done.stdout}${done.stderr}`);
+    assert.match(done.stdout, /daemon set "canary" successfully rolled out\n$/);
+    assert.equal((await waitRolledOut(f.ns, name, 3)).status?.daemonSetHash, v4);
+    const ended = await canary(name, (c) => c.revision === v4);
+    assert.deepEqual([ended.phase, ended.reason], ['Promoted', 'CanaryRemoved']);
+    assert.equal(table(await adsOk(['get', name, ...n()]))[1]?.[7], '-', 'the CANARY column: no canary');
+  });
+
+  test('canary resume of a canary autoPause paused: Observing again, autoPause off for that canary', async (t) => {
+    const name = 'autopaused';
+    await apply(
+      adsManifest({
+        name,
+        namespace: f.ns,
+        group: f.group,
+        image: 'busybox:1.36',
+        updateStrategy: {
+          type: 'RollingUpdate',
+          rollingUpdate: {
+            maxUnavailable: 1,
+            canary: {
+              nodes: 1,
+              autoPause: { enabled: true, maxRestarts: 1 },
+              autoFail: { enabled: true, maxRestarts: 1000 },
+            },
+          },
+        },
+      }),
+    );
+    const v1 = (await waitRolledOut(f.ns, name, 3)).status!.daemonSetHash!;
+    const watch = new AdsWatch(f.ns, name);
+    t.after(() => watch.stop());
+
+    // A crash-looping image (e2e/cluster/kwok-stages.yaml): paused by autoPause after its second restart.
+    await patchAds(f.ns, name, imagePatch(CRASHLOOP_IMAGE));
+    const paused = await canary(name, (c) => c.phase === 'Paused' && !!c.revision && c.revision !== v1, 120_000);
+    const v2 = paused.revision!;
+    assert.equal(paused.reason, 'CrashLoopBackOff');
+    assert.equal(
+      await adsOk(['canary', 'resume', name, ...n()]),
+      `daemonset.apps.kruise.io/${name} canary resumed (revision ${v2})\n`,
+    );
+    assert.equal((await annotationsOf(name))['advanced-daemonset.io/canary-resumed'], v2);
+    const resumed = await canary(name, (c) => c.revision === v2 && c.phase === 'Observing');
+    assert.equal(resumed.reason, 'Resumed');
+
+    // The canary pod keeps crashing; autoPause, off for this canary, does not pause it again (every version of the
+    // object is watched).
+    const restarts = async () => {
+      let most = 0;
+      for (const p of await adsPods(f.ns, name))
+        if (hashOf(p) === v2) most = Math.max(most, containerStatus(p, 'c')?.restartCount ?? 0);
+      return most;
+    };
+    const at = await restarts();
+    await eventually(`${name}: two more canary restarts`, async () => (await restarts()) >= at + 2, {
+      timeoutMs: 120_000,
+    });
+    assert.equal((await canary(name, (c) => c.revision === v2)).phase, 'Observing');
+    assert.deepEqual(watch.phases(v2), ['Observing', 'Paused', 'Observing']);
+    assert.equal(
+      await adsOk(['canary', 'resume', name, ...n()]),
+      `daemonset.apps.kruise.io/${name} canary already resumed\n`,
     );
   });
 

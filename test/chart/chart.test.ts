@@ -1,18 +1,21 @@
 // charts/advanced-daemonset: `helm lint` and `helm template` over the values files in the chart's
 // ci/ folder, with the rendered objects parsed and checked: the Deployment's probes and
-// security, the webhook configurations (equal to certs/webhook-config.ts), RBAC rule by rule,
-// the certificate modes, and the schema's messages for bad values.
+// security, the webhook configurations (equal to certs/webhook-config.ts), the CRD (equal to
+// src/api/crd.ts, with its conversion webhook), RBAC rule by rule, the certificate modes, and
+// the schema's messages for bad values.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { join } from 'node:path';
 import { CERT_MODES } from '../../certs/modes.ts';
-import { webhookConfigurations } from '../../certs/webhook-config.ts';
+import { crdConversion, webhookConfigurations } from '../../certs/webhook-config.ts';
+import { crdObject } from '../../src/api/crd.ts';
 import { assertDaemonSetWebhookPolicy } from '../../certs/testing/webhook-policy.ts';
 import { managerCommand, managerFlags } from '../../controller/command.ts';
 import { parseFlags } from '../../src/cli/command.ts';
 import { chartDir, ciValues, find, helm, helmMissing, helmOk, render, templateArgs, type Rendered } from './helm.ts';
+import { metricNames, renderedDashboards, ruleQueries, shippedQueries } from './promql.ts';
 
 const ns = 'kruise-system';
 const fullname = 'ads-advanced-daemonset';
@@ -31,7 +34,7 @@ const webhooks = (objects: Rendered[]) => [
 
 /** The ClusterRole the manager needs: what the controller and the certificate code call. */
 const expectedClusterRules = [
-  { apiGroups: ['apps.kruise.io'], resources: ['daemonsets'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['apps.kruise.io'], resources: ['daemonsets'], verbs: ['get', 'list', 'watch', 'update'] },
   { apiGroups: ['apps.kruise.io'], resources: ['daemonsets/status'], verbs: ['patch'] },
   { apiGroups: ['apps.kruise.io'], resources: ['daemonsets/finalizers'], verbs: ['update'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'create', 'delete', 'patch'] },
@@ -49,7 +52,22 @@ const expectedClusterRules = [
     resourceNames: [`${fullname}-mutating`, `${fullname}-validating`],
     verbs: ['get', 'update', 'patch'],
   },
+  {
+    apiGroups: ['apiextensions.k8s.io'],
+    resources: ['customresourcedefinitions'],
+    resourceNames: ['daemonsets.apps.kruise.io'],
+    verbs: ['get', 'update', 'patch'],
+  },
+  {
+    apiGroups: ['apiextensions.k8s.io'],
+    resources: ['customresourcedefinitions/status'],
+    resourceNames: ['daemonsets.apps.kruise.io'],
+    verbs: ['patch'],
+  },
 ];
+
+/** The conversion webhook of the rendered CRD: the chart's Service at /convert. */
+const conversionService = { namespace: ns, name: `${fullname}-webhook`, port: 443 };
 
 const leaseRules = [
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
@@ -103,6 +121,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
       assert.deepEqual(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort(), [
         `ClusterRole/${fullname}`,
         `ClusterRoleBinding/${fullname}`,
+        'CustomResourceDefinition/daemonsets.apps.kruise.io',
         `Deployment/${fullname}`,
         `MutatingWebhookConfiguration/${fullname}-mutating`,
         `PodDisruptionBudget/${fullname}`,
@@ -116,6 +135,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
       const clusterScoped = [
         'ClusterRole',
         'ClusterRoleBinding',
+        'CustomResourceDefinition',
         'MutatingWebhookConfiguration',
         'ValidatingWebhookConfiguration',
       ];
@@ -292,6 +312,14 @@ describe('helm chart', { skip: helmMissing() }, () => {
       }
     });
 
+    test('the CRD conversion webhook gets its caBundle from cainjector too', () => {
+      const crd = find(objects, 'CustomResourceDefinition');
+      assert.equal(crd.metadata.annotations?.['cert-manager.io/inject-ca-from'], `${ns}/${fullname}-webhook`);
+      assert.equal(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
+      assert.equal(crd.spec.conversion.webhook.clientConfig.caBundle, undefined);
+      assert.deepEqual(crd.spec.conversion.webhook.clientConfig.service, { ...conversionService, path: '/convert' });
+    });
+
     test('the pod mounts the Certificate Secret read-only at the cert dir; no Secret rights, no rendered Secret', () => {
       assert.equal(flag(objects, 'cert-mode'), 'cert-manager');
       const c = container(objects);
@@ -328,6 +356,13 @@ describe('helm chart', { skip: helmMissing() }, () => {
           'LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ4ZkNDQVd1Z0F3SUJBZ0lRCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K',
         );
       }
+      const crd = find(objects, 'CustomResourceDefinition');
+      assert.equal(
+        crd.spec.conversion.webhook.clientConfig.caBundle,
+        'LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ4ZkNDQVd1Z0F3SUJBZ0lRCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K',
+        'the CRD conversion webhook trusts the same caBundle',
+      );
+      assert.equal(crd.metadata.annotations?.['cert-manager.io/inject-ca-from'], undefined);
       assert.equal(flag(objects, 'cert-mode'), 'external');
       assert.equal(flag(objects, 'cert-secret-name'), 'my-webhook-tls');
       const volume = find(objects, 'Deployment').spec.template.spec.volumes.find(
@@ -404,10 +439,101 @@ describe('helm chart', { skip: helmMissing() }, () => {
     assert.deepEqual(sm.spec.selector.matchLabels, podLabels);
     const svc = find(objects, 'Service');
     for (const [k, v] of Object.entries(podLabels)) assert.equal(svc.metadata.labels?.[k], v);
+    // honorLabels: the kruise_daemonset_* series keep their own namespace label (the DaemonSet's).
     assert.deepEqual(sm.spec.endpoints, [
-      { port: 'metrics', path: '/metrics', scheme: 'http', interval: '15s', scrapeTimeout: '10s' },
+      { port: 'metrics', path: '/metrics', scheme: 'http', honorLabels: true, interval: '15s', scrapeTimeout: '10s' },
     ]);
     assert.deepEqual(sm.spec.namespaceSelector, { matchNames: [ns] });
+  });
+
+  describe('monitoring: PrometheusRule and Grafana dashboard (opt-in)', async () => {
+    const defaults = await render();
+    const objects = await render({ valuesFiles: [ciValues('monitoring')] });
+    /** Both on with every other value at its default. */
+    const defaultsOn = await render({ set: ['prometheusRule.enabled=true', 'grafanaDashboard.enabled=true'] });
+    const alerts = (o: Rendered[]) =>
+      find(o, 'PrometheusRule').spec.groups.flatMap((g: { rules: { alert: string }[] }) => g.rules);
+    const alert = (o: Rendered[], name: string) => alerts(o).find((r: { alert: string }) => r.alert === name);
+
+    test('off by default: no PrometheusRule, no dashboard ConfigMap', () => {
+      assert.equal(defaults.filter((o) => o.kind === 'PrometheusRule').length, 0);
+      assert.equal(defaults.filter((o) => o.kind === 'ConfigMap').length, 0);
+    });
+
+    test('the PrometheusRule: its labels, the alerts, the thresholds from values, alert labels merged', () => {
+      const rule = find(objects, 'PrometheusRule');
+      assert.equal(rule.apiVersion, 'monitoring.coreos.com/v1');
+      assert.equal(rule.metadata.namespace, ns);
+      assert.equal(rule.metadata.labels?.release, 'prometheus');
+      assert.deepEqual(
+        alerts(objects)
+          .map((r: { alert: string }) => r.alert)
+          .sort(),
+        [
+          'AdvancedDaemonSetCanaryFailed',
+          'AdvancedDaemonSetMisscheduled',
+          'AdvancedDaemonSetNoLeader',
+          'AdvancedDaemonSetPodOperationErrors',
+          'AdvancedDaemonSetRolloutStuck',
+          'AdvancedDaemonSetUnavailableAboveMaxUnavailable',
+        ],
+      );
+      for (const r of alerts(objects)) {
+        assert.equal(r.labels.team, 'platform', r.alert);
+        assert.match(r.labels.severity, /^(warning|critical)$/, r.alert);
+        assert.ok(r.annotations.summary && r.annotations.description, r.alert);
+      }
+      // ci/monitoring-values.yaml: rolloutStuckSeconds 900.
+      const stuck = alert(objects, 'AdvancedDaemonSetRolloutStuck');
+      assert.match(stuck.expr, /kruise_daemonset_rollout_duration_seconds > 900\b/);
+      assert.match(stuck.expr, /\[900s\]/);
+      assert.doesNotMatch(stuck.expr, /1800/);
+      assert.match(alert(defaultsOn, 'AdvancedDaemonSetRolloutStuck').expr, /> 1800\b/, 'default 1800 s');
+      // Alert annotations keep Prometheus's own templates (not Helm's).
+      assert.match(stuck.annotations.description, /\{\{ \$labels\.namespace \}\}\/\{\{ \$labels\.daemonset \}\}/);
+      const noLeader = alert(objects, 'AdvancedDaemonSetNoLeader');
+      assert.equal(noLeader.labels.severity, 'critical');
+      assert.equal(noLeader.for, '2m');
+      assert.match(noLeader.expr, new RegExp(`leader_election_master_status\\{name="${fullname}-controller"\\}`));
+      assert.equal(alert(objects, 'AdvancedDaemonSetMisscheduled').for, '15m');
+    });
+
+    test('no leader alert without leader election; a severity in alertLabels wins', async () => {
+      const single = await render({
+        valuesFiles: [ciValues('single-replica')],
+        set: ['prometheusRule.enabled=true', 'prometheusRule.alertLabels.severity=page'],
+      });
+      assert.equal(alert(single, 'AdvancedDaemonSetNoLeader'), undefined);
+      assert.ok(alerts(single).length >= 5);
+      for (const r of alerts(single)) assert.equal(r.labels.severity, 'page', r.alert);
+    });
+
+    test('every rule expression and dashboard query is PromQL the Prometheus parser accepts, reading metrics', () => {
+      for (const o of [objects, defaultsOn]) {
+        const queries = shippedQueries(o);
+        assert.ok(ruleQueries(o).length >= 6, 'rule expressions found');
+        assert.ok(queries.length > ruleQueries(o).length + 10, 'dashboard queries found');
+        for (const q of queries) assert.ok(metricNames(q.expr).length > 0, `${q.where} reads a metric: ${q.expr}`);
+      }
+    });
+
+    test('the dashboard ConfigMap: sidecar label, namespace and annotations from values, the JSON of dashboards/', async () => {
+      const cm = find(objects, 'ConfigMap');
+      assert.equal(cm.metadata.name, `${fullname}-dashboard`);
+      assert.equal(cm.metadata.namespace, 'monitoring');
+      assert.equal(cm.metadata.labels?.grafana_dashboard, '1');
+      assert.equal(cm.metadata.annotations?.grafana_folder, 'Kruise');
+      const file = readFileSync(join(chartDir, 'dashboards', 'advanced-daemonset.json'), 'utf8');
+      assert.deepEqual(JSON.parse(cm.data['advanced-daemonset.json']), JSON.parse(file));
+      const [d] = renderedDashboards(objects);
+      assert.equal(d?.dashboard.title, 'Advanced DaemonSet');
+      assert.equal(find(defaultsOn, 'ConfigMap').metadata.namespace, ns, 'the release namespace by default');
+      // The user's labels win over the default sidecar label.
+      const relabelled = await render({
+        set: ['grafanaDashboard.enabled=true', 'grafanaDashboard.labels.grafana_dashboard=ads'],
+      });
+      assert.equal(find(relabelled, 'ConfigMap').metadata.labels?.grafana_dashboard, 'ads');
+    });
   });
 
   test('the certificate Secret is mounted at mode 0440, readable through the pod fsGroup by the non-root user', async () => {
@@ -467,11 +593,59 @@ describe('helm chart', { skip: helmMissing() }, () => {
     assert.equal(flag(objects, 'leader-elect'), 'false');
   });
 
-  test('the CRD ships in crds/ (installed first, never deleted or upgraded by Helm)', async () => {
-    const objects = await render({ extra: ['--include-crds'] });
-    const crd = find(objects, 'CustomResourceDefinition');
-    assert.equal(crd.metadata.name, 'daemonsets.apps.kruise.io');
-    assert.equal((await render()).filter((o) => o.kind === 'CustomResourceDefinition').length, 0);
+  describe('the CRD: a template (upgraded by Helm), kept on uninstall, with the conversion webhook', () => {
+    for (const storageVersion of ['v1beta1', 'v1alpha1'] as const) {
+      test(`crd.storageVersion ${storageVersion}: equal to src/api/crd.ts, converting through the webhook Service`, async () => {
+        const objects = await render(
+          storageVersion === 'v1beta1' ? {} : { set: [`crd.storageVersion=${storageVersion}`] },
+        );
+        const crd = find(objects, 'CustomResourceDefinition');
+        const want = crdObject({
+          storageVersion,
+          conversion: { service: { ...conversionService, path: '/convert' } },
+        }) as unknown as Rendered;
+        assert.deepEqual(crd.spec, want.spec);
+        assert.deepEqual(
+          crd.spec.versions.map((v: { name: string; served: boolean; storage: boolean }) => [
+            v.name,
+            v.served,
+            v.storage,
+          ]),
+          [
+            ['v1alpha1', true, storageVersion === 'v1alpha1'],
+            ['v1beta1', true, storageVersion === 'v1beta1'],
+          ],
+        );
+        // The same conversion block the manager registers (certs/webhook-config.ts), but for the caBundle.
+        const expected = crdConversion({ service: conversionService }, '') as { webhook: { clientConfig: object } };
+        delete (expected.webhook.clientConfig as { caBundle?: string }).caBundle;
+        assert.deepEqual(crd.spec.conversion, expected);
+        assert.equal(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
+        assert.equal(crd.metadata.labels?.['app.kubernetes.io/managed-by'], 'Helm');
+        assert.equal(
+          crd.spec.conversion.webhook.clientConfig.caBundle,
+          undefined,
+          'self-signed: the manager injects it',
+        );
+      });
+    }
+
+    test('crd.create false renders no CRD', async () => {
+      const objects = await render({ set: ['crd.create=false'] });
+      assert.equal(objects.filter((o) => o.kind === 'CustomResourceDefinition').length, 0);
+    });
+
+    test('nothing is left in crds/, which Helm would never upgrade', async () => {
+      const withCrds = await render({ extra: ['--include-crds'] });
+      assert.equal(withCrds.filter((o) => o.kind === 'CustomResourceDefinition').length, 1);
+    });
+
+    test('an unknown storage version is refused by the schema', async () => {
+      const r = await helm(templateArgs({ set: ['crd.storageVersion=v1'] }));
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, /crd\/storageVersion/);
+      assert.match(r.stderr, /'v1beta1', 'v1alpha1'/);
+    });
   });
 
   describe('bad values are refused with a message naming the value', () => {
@@ -519,6 +693,21 @@ describe('helm chart', { skip: helmMissing() }, () => {
         name: 'a grace period shorter than the drain',
         set: ['terminationGracePeriodSeconds=10', 'webhook.drainSeconds=10'],
         messages: [/terminationGracePeriodSeconds \(10\) must be at least webhook.drainSeconds \(10\) \+ 5/],
+      },
+      {
+        name: 'a rollout stuck threshold under a minute',
+        set: ['prometheusRule.rolloutStuckSeconds=10'],
+        messages: [/prometheusRule\/rolloutStuckSeconds/, /minimum: got 10, want 60/],
+      },
+      {
+        name: 'an alert duration that is not a duration',
+        set: ['prometheusRule.for.noLeader=5'],
+        messages: [/prometheusRule\/for\/noLeader/],
+      },
+      {
+        name: 'an unknown alert duration',
+        set: ['prometheusRule.for.stuck=5m'],
+        messages: [/additional properties 'stuck' not allowed/],
       },
       {
         name: 'external mode without a Secret',

@@ -1,0 +1,60 @@
+// The DaemonSet CRD on a local cluster, as src/api/crd.ts builds it (the chart renders the same object as
+// templates/crd.yaml, test/chart checks they are equal): both versions served, v1beta1 stored, and no conversion
+// webhook until a manager started with --webhook-host registers its URL (controller/webhook-host.ts), or a test
+// registers one (e2e/lib/conversion.ts). Used by the e2e harness, the demo and the benchmarks.
+import { crdObject, type ConversionClientConfig, type CrdOptions } from '../../src/api/crd.ts';
+import { RESOURCE } from '../../src/api/constants.ts';
+import { until } from '../../src/testing/wait.ts';
+import { kubectl } from './cluster.ts';
+
+/**
+ * `kubectl apply --server-side` of the CRD, then waits until it is Established. A conversion webhook already
+ * registered on an existing CRD is kept unless `opts.conversion` says otherwise (a reused cluster, whose manager set
+ * its URL: applying strategy None next to that webhook would be refused).
+ */
+export async function installCrd(kubeconfig: string, opts: CrdOptions = {}): Promise<void> {
+  const existing = await getCrd(kubeconfig).catch(() => undefined);
+  const registered = existing?.spec.conversion?.strategy === 'Webhook' ? existing.spec.conversion.webhook : undefined;
+  const conversion = opts.conversion ?? registered?.clientConfig;
+  const crd = crdObject({ ...opts, ...(conversion ? { conversion } : {}) });
+  await kubectl(kubeconfig, ['apply', '--server-side', '--force-conflicts', '-f', '-'], JSON.stringify(crd));
+  await waitEstablished(kubeconfig);
+}
+
+/**
+ * Waits until the CRD is Established (polled: `kubectl wait --for=condition=Established` fails at once when it finds
+ * the CRD before the apiserver wrote any status condition).
+ */
+export async function waitEstablished(kubeconfig: string, timeoutMs = 60_000): Promise<void> {
+  await until(
+    `${RESOURCE} Established`,
+    async () =>
+      (await getCrd(kubeconfig)).status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True'),
+    { timeoutMs, intervalMs: 200 },
+  );
+}
+
+interface CrdJson {
+  spec: { conversion?: { strategy?: string; webhook?: { clientConfig?: ConversionClientConfig } } };
+  status?: { storedVersions?: string[]; conditions?: { type: string; status: string }[] };
+}
+
+export async function getCrd(kubeconfig: string): Promise<CrdJson> {
+  return JSON.parse((await kubectl(kubeconfig, ['get', 'crd', RESOURCE, '-o', 'json'])).stdout) as CrdJson;
+}
+
+/**
+ * Waits until the CRD converts through a webhook at `url` (a manager's --webhook-host registration is done: until
+ * then an object written in v1alpha1 would be stored without conversion).
+ */
+export async function waitConversionWebhook(kubeconfig: string, url: string, timeoutMs = 60_000): Promise<void> {
+  await until(
+    `the conversion webhook of ${RESOURCE} registered at ${url}`,
+    async () => {
+      const conversion = (await getCrd(kubeconfig)).spec.conversion;
+      const config = conversion?.strategy === 'Webhook' ? conversion.webhook?.clientConfig : undefined;
+      return config?.url === url && Boolean(config.caBundle);
+    },
+    { timeoutMs, intervalMs: 200 },
+  );
+}
