@@ -13,11 +13,12 @@ import {
   waitForNodesReady,
   type ClusterState,
 } from '../e2e/cluster/cluster.ts';
-import { repoRoot } from '../e2e/cluster/binaries.ts';
+import { installCrd, waitConversionWebhook } from '../e2e/cluster/crd.ts';
 import { startManager, type ManagerProcess } from '../e2e/lib/manager.ts';
 import { isNotFound, resources, type KubeClient, type ResourceType } from '../src/k8s/client.ts';
 import { createKubeClient } from '../src/k8s/kubeconfig.ts';
 import { isPodReady } from '../src/k8s/pod.ts';
+import { KRUISE_POD_READY } from '../src/api/constants.ts';
 import type { KubeObject, Pod } from '../src/k8s/types.ts';
 import { auditApiserverArgs, auditWindow, countRequests, type AuditWindow } from './lib/audit.ts';
 import { cpuSeconds, peakRssMiB } from './lib/proc.ts';
@@ -43,6 +44,8 @@ export interface ClusterBenchOptions {
   managerArgs: string[];
   /** Command line of our manager (lib/programs.ts). */
   managerCommand: string[];
+  /** Only the rollout race (`--only race`): no ceiling, no new-node latency. */
+  raceOnly?: boolean;
 }
 
 export type ControllerKind = 'native' | 'ours';
@@ -60,6 +63,18 @@ export interface RaceRound {
   /** Our manager only: peak RSS over the round (VmHWM). */
   peakRssMiB?: number;
   requestsByVerb: Record<string, number>;
+  /** Requests by verb and resource, creation and rollout apart. */
+  createByVerb?: Record<string, number>;
+  rolloutByVerb?: Record<string, number>;
+  /** From the step's start to the controller's last pod write in it (audit log), s. */
+  createWritesSeconds?: number;
+  rolloutWritesSeconds?: number;
+  /** Daemon pods the step made (the cluster's nodes). */
+  pods: number;
+  /** The controller's client QPS (native: the KCM's --kube-api-qps). */
+  qps: number;
+  /** Whether the pods carried the KruisePodReady readiness gate (one more pods/status write per pod created). */
+  readinessGate: boolean;
 }
 
 export interface CeilingResult {
@@ -93,7 +108,6 @@ export interface ClusterBenchResult {
 const NAMESPACE = 'ads-bench';
 const IMAGE_V1 = 'registry.example/node-agent:1.0.0';
 const IMAGE_V2 = 'registry.example/node-agent:1.0.1';
-const CRD = join(repoRoot, 'charts', 'advanced-daemonset', 'crds', 'apps.kruise.io_daemonsets.yaml');
 /** User agents in the audit log: the KCM's DaemonSet controller client, and our manager. */
 const USER_AGENT: Record<ControllerKind, string> = {
   native: '/daemon-set-controller',
@@ -102,6 +116,8 @@ const USER_AGENT: Record<ControllerKind, string> = {
 const BENCH_AGENT = 'ads-bench-ceiling';
 /** After "done", requests (final status writes) and CPU keep being counted this long. */
 export const SETTLE_MS = 2000;
+/** The KCM's --kube-api-qps in the benchmark's cluster (e2e/cluster/cluster.ts). */
+const NATIVE_QPS = 100;
 const NEW_NODE_LABEL = 'ads-bench/new';
 const PULL_POD_LABEL = 'apps.kruise.io/image-predownload-daemonset-uid';
 
@@ -236,13 +252,13 @@ class Bench {
         'info',
         '--webhook-drain',
         '0s',
-        // Native pods carry no readiness gate, and the published figures were measured without one: keep comparing
-        // like for like (the default, always, adds one pods/status write per pod; --manager-args can set it back).
-        '--kruise-pod-ready-gate',
-        'when-needed',
+        // The product's default --kruise-pod-ready-gate (always): every pod carries the gate, one more pods/status
+        // write per pod created than native; the table sets each controller against the floor of its own writes.
         ...this.opts.managerArgs,
       ],
     });
+    // Its conversion webhook (by URL) must be registered before a v1alpha1 DaemonSet is written.
+    await waitConversionWebhook(this.state.kubeconfig, `https://127.0.0.1:${m.webhookPort}/convert`);
     say(`  manager started (pid ${m.child.pid}, log ${m.log})`);
     return m;
   }
@@ -288,6 +304,9 @@ class Bench {
         return `pods ${live.length}/${n}, ready ${live.filter(isPodReady).length}, status.numberReady ${status().numberReady ?? 0}`;
       },
       this.timeoutMs(n),
+    );
+    const readinessGate = this.liveApp(name).some((p) =>
+      p.spec.readinessGates?.some((g) => g.conditionType === KRUISE_POD_READY),
     );
     await sleep(SETTLE_MS);
     const cpu1 = cpuSeconds(cpuPid);
@@ -344,6 +363,9 @@ class Bench {
       createCpuSeconds: cpu1 - cpu0,
       rolloutCpuSeconds: cpu2 - cpu1,
       requestsByVerb: {},
+      pods: n,
+      qps: kind === 'native' ? NATIVE_QPS : this.opts.managerQps,
+      readinessGate,
       ...(rssPeak !== undefined ? { peakRssMiB: rssPeak } : {}),
     };
     // Filled in after the run, when the audit log is read once.
@@ -511,6 +533,12 @@ class Bench {
     for (const { result, createWindow, rolloutWindow } of this.pendingCounts) {
       result.createRequests = createWindow.count;
       result.rolloutRequests = rolloutWindow.count;
+      result.createByVerb = createWindow.byVerb;
+      result.rolloutByVerb = rolloutWindow.byVerb;
+      if (createWindow.lastPodWriteAt !== undefined)
+        result.createWritesSeconds = (createWindow.lastPodWriteAt - createWindow.start) / 1000;
+      if (rolloutWindow.lastPodWriteAt !== undefined)
+        result.rolloutWritesSeconds = (rolloutWindow.lastPodWriteAt - rolloutWindow.start) / 1000;
       const merged: Record<string, number> = { ...createWindow.byVerb };
       for (const [k, v] of Object.entries(rolloutWindow.byVerb)) merged[k] = (merged[k] ?? 0) + v;
       result.requestsByVerb = merged;
@@ -520,13 +548,7 @@ class Bench {
 
 async function setup(state: ClusterState, client: KubeClient): Promise<void> {
   say('installing the CRD and the benchmark namespace');
-  await kubectl(state.kubeconfig, ['apply', '--server-side', '--force-conflicts', '-f', CRD]);
-  await kubectl(state.kubeconfig, [
-    'wait',
-    '--for=condition=Established',
-    '--timeout=60s',
-    'crd/daemonsets.apps.kruise.io',
-  ]);
+  await installCrd(state.kubeconfig);
   await client.create(resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } });
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -561,8 +583,10 @@ export async function runClusterBench(opts: ClusterBenchOptions): Promise<Cluste
     await bench.ds.native.start();
     await bench.ds.ours.start();
     await bench.race(result.race);
-    result.ceiling = await bench.ceiling();
-    result.newNode = await bench.newNodeLatency();
+    if (!opts.raceOnly) {
+      result.ceiling = await bench.ceiling();
+      result.newNode = await bench.newNodeLatency();
+    }
   } catch (err) {
     result.error = err instanceof Error ? err.message : String(err);
     say(`cluster benchmark stopped early: ${result.error}`);
@@ -581,6 +605,19 @@ export async function runClusterBench(opts: ClusterBenchOptions): Promise<Cluste
   }
 }
 
+/**
+ * The writes a step needs at the least: a create per pod (creation), a delete and a create per pod (rollout), and
+ * with the KruisePodReady gate one pods/status patch per pod created.
+ */
+export function writesNeeded(r: Pick<RaceRound, 'pods' | 'readinessGate'>, step: 'create' | 'rollout'): number {
+  return r.pods * ((step === 'create' ? 1 : 2) + (r.readinessGate ? 1 : 0));
+}
+
+/** The floor of a step: the writes it needs at the client's QPS, s (the burst left out). */
+export function floorSeconds(r: Pick<RaceRound, 'pods' | 'readinessGate' | 'qps'>, step: 'create' | 'rollout'): number {
+  return writesNeeded(r, step) / r.qps;
+}
+
 /** Medians per controller of a race, for the table. */
 export function raceMedians(rounds: RaceRound[], kind: ControllerKind) {
   const mine = rounds.filter((r) => r.controller === kind);
@@ -594,5 +631,13 @@ export function raceMedians(rounds: RaceRound[], kind: ControllerKind) {
     createCpuSeconds: m((r) => r.createCpuSeconds),
     rolloutCpuSeconds: m((r) => r.rolloutCpuSeconds),
     peakRssMiB: m((r) => r.peakRssMiB),
+    createFloorRatio: m((r) => (r.qps ? r.createSeconds / floorSeconds(r, 'create') : undefined)),
+    rolloutFloorRatio: m((r) => (r.qps ? r.rolloutSeconds / floorSeconds(r, 'rollout') : undefined)),
+    createWritesRatio: m((r) =>
+      r.qps && r.createWritesSeconds !== undefined ? r.createWritesSeconds / floorSeconds(r, 'create') : undefined,
+    ),
+    rolloutWritesRatio: m((r) =>
+      r.qps && r.rolloutWritesSeconds !== undefined ? r.rolloutWritesSeconds / floorSeconds(r, 'rollout') : undefined,
+    ),
   };
 }

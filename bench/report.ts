@@ -2,11 +2,21 @@
 import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { repoRoot, versions } from '../e2e/cluster/binaries.ts';
-import { raceMedians, SETTLE_MS, type ClusterBenchResult, type ControllerKind, type RaceRound } from './cluster.ts';
-import { fmt, fmtRatio, ratio } from './lib/stats.ts';
-import { scenarioText, type PlanningSample } from './planning.ts';
+import {
+  floorSeconds,
+  raceMedians,
+  SETTLE_MS,
+  writesNeeded,
+  type ClusterBenchResult,
+  type ControllerKind,
+  type RaceRound,
+} from './cluster.ts';
+import { fmt, fmtRatio, median, ratio } from './lib/stats.ts';
+import { scenarioTarget, scenarioText, type PlanningSample } from './planning.ts';
 import type { WebhookRun } from './webhook.ts';
 import type { WebhookMemoryResult } from './webhook-memory.ts';
+import type { MemoryBenchResult } from './memory.ts';
+import type { ScaleResult } from './scale.ts';
 
 export interface Machine {
   cores: number;
@@ -26,6 +36,8 @@ export interface BenchResults {
   cluster?: ClusterBenchResult;
   webhook?: WebhookRun[];
   webhookMemory?: WebhookMemoryResult;
+  memory?: MemoryBenchResult;
+  scale?: ScaleResult;
   planning?: PlanningSample[];
   /** Parts that failed, with the reason. */
   errors?: string[];
@@ -91,6 +103,11 @@ function raceTable(
       ours.rolloutCpuSeconds,
     ),
     row(['(d) peak RSS of our manager, MiB', 'n/a', fmt(ours.peakRssMiB), '', '≤ 150 MiB at 5k nodes']),
+    ...(c.newNode || c.ceiling || c.error
+      ? []
+      : ['', 'The rollout race alone (`--only race`): no ceiling, no new-node latency.']),
+    '',
+    ...floorTable(c.race),
     '',
     ...requestBreakdown(c.race),
     '',
@@ -99,6 +116,72 @@ function raceTable(
         .map((r) => `${r.controller}#${r.round + 1} create ${fmt(r.createSeconds)} rollout ${fmt(r.rolloutSeconds)}`)
         .join('; '),
   ];
+}
+
+/**
+ * Each controller against the floor of its own writes: the writes a step needs (writesNeeded) at its client's QPS;
+ * then its requests per pod by verb and resource in each step, medians over the rounds.
+ */
+function floorTable(rounds: RaceRound[]): string[] {
+  const mine = (kind: ControllerKind) => rounds.filter((r) => r.controller === kind);
+  const first = (kind: ControllerKind) => mine(kind)[0];
+  const perPod = (kind: ControllerKind, step: 'create' | 'rollout', key: string) =>
+    median(mine(kind).map((r) => ((step === 'create' ? r.createByVerb : r.rolloutByVerb)?.[key] ?? 0) / r.pods));
+  const native = raceMedians(rounds, 'native');
+  const ours = raceMedians(rounds, 'ours');
+  const floorText = (kind: ControllerKind, step: 'create' | 'rollout') => {
+    const r = first(kind);
+    return r ? `${fmt(writesNeeded(r, step))} / ${r.qps} = ${fmt(floorSeconds(r, step))} s` : 'n/a';
+  };
+  const out = [
+    row(['against the floor (writes needed / client QPS)', 'native', 'ours', 'target']),
+    row(['---', '---:', '---:', '---']),
+    row(['creation: floor', floorText('native', 'create'), floorText('ours', 'create'), '']),
+    row([
+      'creation: until every pod Ready / floor',
+      fmtRatio(native.createFloorRatio),
+      fmtRatio(ours.createFloorRatio),
+      '≤ 1.15x',
+    ]),
+    row([
+      "creation: until the controller's last pod write / floor",
+      fmtRatio(native.createWritesRatio),
+      fmtRatio(ours.createWritesRatio),
+      '',
+    ]),
+    row(['rollout: floor', floorText('native', 'rollout'), floorText('ours', 'rollout'), '']),
+    row([
+      'rollout: until done / floor',
+      fmtRatio(native.rolloutFloorRatio),
+      fmtRatio(ours.rolloutFloorRatio),
+      '≤ 1.15x',
+    ]),
+    row([
+      "rollout: until the controller's last pod write / floor",
+      fmtRatio(native.rolloutWritesRatio),
+      fmtRatio(ours.rolloutWritesRatio),
+      '',
+    ]),
+  ];
+  const keys = (step: 'create' | 'rollout') =>
+    [...new Set(rounds.flatMap((r) => Object.keys((step === 'create' ? r.createByVerb : r.rolloutByVerb) ?? {})))].sort(
+      (a, b) =>
+        perPod('ours', step, b) + perPod('native', step, b) - perPod('ours', step, a) - perPod('native', step, a),
+    );
+  out.push(
+    '',
+    row(['requests per pod, by step, verb and resource (medians)', 'native', 'ours']),
+    row(['---', '---:', '---:']),
+  );
+  for (const step of ['create', 'rollout'] as const) {
+    const total = (kind: ControllerKind) =>
+      median(mine(kind).map((r) => (step === 'create' ? r.createRequests : r.rolloutRequests) / r.pods));
+    const label = step === 'create' ? 'creation' : 'rollout';
+    out.push(row([`**${label}: all requests**`, fmt(total('native')), fmt(total('ours'))]));
+    for (const k of keys(step).slice(0, 10))
+      out.push(row([`${label}: \`${k}\``, fmt(perPod('native', step, k)), fmt(perPod('ours', step, k))]));
+  }
+  return out;
 }
 
 /** Where the requests went: creation + rollout, per round on average, the 12 largest kinds. */
@@ -234,21 +317,104 @@ function webhookMemoryTable(w: WebhookMemoryResult): string[] {
   ];
 }
 
+function memoryTable(m: MemoryBenchResult): string[] {
+  const goal = m.nodes >= 5000 ? '≤ 150 MiB at 5,000 nodes and pods' : '≤ 120 MiB at 1,000 nodes and pods';
+  const c = m.cached;
+  return [
+    `### 6. Memory: our manager with ${m.nodes.toLocaleString('en-US')} nodes and ${m.pods.toLocaleString('en-US')} pods cached (${m.trimmed ? 'trimmed caches' : 'whole objects cached'}${m.nodeFlags.length ? `, ${m.nodeFlags.join(' ')}` : ''})`,
+    '',
+    row(['part', 'seconds', 'CPU seconds', 'RSS at the end, MiB', 'peak RSS, MiB', 'heap used / total, MiB', 'target']),
+    row(['---', '---:', '---:', '---:', '---:', '---:', '---']),
+    row([
+      `a first manager creates a pod on every node${m.creation.readyPods < m.pods ? ` (${m.creation.readyPods} Ready; ${m.creation.readyNodes} nodes Ready: a loaded cluster)` : ''}`,
+      fmt(m.creation.seconds),
+      '',
+      '',
+      fmt(m.creation.peakRssMiB),
+      '',
+      '',
+    ]),
+    row([
+      `a fresh manager: caches synced, then ${c.steadySeconds} s steady`,
+      fmt(c.syncSeconds),
+      fmt(c.cpuSeconds),
+      fmt(c.rssMiB),
+      fmt(c.peakRssMiB),
+      c.heapUsedMiB === undefined ? '' : `${fmt(c.heapUsedMiB)} / ${fmt(c.heapTotalMiB)}`,
+      goal,
+    ]),
+    row([
+      `the same manager rolls every pod to a new image (maxUnavailable 10%)${m.rollout && !m.rollout.done ? ': not done, figures up to then' : ''}`,
+      fmt(m.rollout?.seconds),
+      fmt(m.rollout?.cpuSeconds),
+      '',
+      fmt(m.rollout?.peakRssMiB),
+      '',
+      goal,
+    ]),
+    '',
+    "Peak RSS is the manager's VmHWM at the end of each part (the fresh manager's includes its start and its lists); CPU seconds are its utime + stime from its start to the end of the steady part, then over the rollout. It runs the production bundle with the heap flag the launcher sets under the chart's 512Mi limit.",
+  ];
+}
+
+function scaleTable(s: ScaleResult): string[] {
+  const n = s.nodes.toLocaleString('en-US');
+  const ours = s.sides.find((x) => x.controller === 'ours');
+  const heap = ours?.heapUsedIdleMiB === undefined ? '' : `; V8 heap used at idle ${fmt(ours.heapUsedIdleMiB)} MiB`;
+  return [
+    `### 7. Scale: ${s.newNodes} nodes added at once to ${n} nodes running ${s.daemonSets} converged DaemonSets`,
+    '',
+    row([
+      'controller',
+      'daemon pods at the burst',
+      'samples',
+      'p50, ms',
+      'p99, ms',
+      'max, ms',
+      'RSS idle after convergence, MiB',
+      'RSS peak in the burst, MiB',
+      'peak RSS (VmHWM), MiB',
+      '1-min load',
+      'target',
+    ]),
+    row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---']),
+    ...s.sides.map((x) =>
+      row([
+        x.controller === 'ours' ? 'ours (our manager)' : 'native (KCM; RSS of the whole process)',
+        `${x.pods.toLocaleString('en-US')} (${x.readyAtBurst.toLocaleString('en-US')} Ready)`,
+        `${x.samples}/${x.expected}${x.unexpected ? ` (+${x.unexpected} unexpected)` : ''}`,
+        fmt(x.p50Ms),
+        fmt(x.p99Ms),
+        fmt(x.maxMs),
+        fmt(x.rssIdleMiB),
+        fmt(x.rssBurstPeakMiB),
+        fmt(x.rssPeakMiB),
+        fmt(x.load1AtBurst),
+        x.controller === 'ours' ? `p99 ≤ 5 s${s.nodes >= 5000 ? ', RSS ≤ 150 MiB' : ''}` : '',
+      ]),
+    ),
+    ...(s.error ? ['', `**Stopped early:** ${s.error}`] : []),
+    '',
+    `One sample per (added node, DaemonSet that should run there): from the Node create returning to the pod's ADDED event in the benchmark's own pod watch, both read on the benchmark process's monotonic clock (performance.now(); creationTimestamp has 1 s resolution). All ${s.newNodes} creates are sent together. The DaemonSets vary placement (nodeSelector, node affinity, tolerations of a NoExecute infra taint) and strategy (Standard, InPlaceIfPossible, maxSurge, a partition of 100% holding an image update; native: OnDelete and Standard instead), bench/scale.ts. Our manager: client QPS ${s.managerQps}, burst ${s.managerBurst} (the KCM's: 100, 200), \`--kruise-pod-ready-gate when-needed --leader-elect false\` (as the KCM here)${s.managerArgs.length ? ` ${s.managerArgs.join(' ')}` : ''}, ${s.heapFlags.join(' ') || 'no heap flag'} (the chart's 512Mi limit); RSS sampled from /proc every 200 ms${heap}. Converged in (s): ${s.sides.map((x) => `${x.controller} ${fmt(x.convergeSeconds)}`).join(', ')}; p99 from the create being sent (ms): ${s.sides.map((x) => `${x.controller} ${fmt(x.p99FromSentMs)}`).join(', ')}; slowest Node create (ms): ${s.sides.map((x) => `${x.controller} ${fmt(x.slowestCreateMs)}`).join(', ')}. Load at the start: ${s.loadAtStart.map((l) => l.toFixed(1)).join(' / ')}.`,
+  ];
+}
+
 function planningTable(samples: PlanningSample[]): string[] {
   return [
-    '### 5. Planning: one full `planDaemonSet` for one DaemonSet, in process',
+    '### 5. Planning: one `planDaemonSet` for one DaemonSet, in process (full, and with its memo after one change)',
     '',
-    row(['nodes', 'scenario', 'median, ms', 'p99, ms', 'plans timed', 'plan', 'target']),
-    row(['---:', '---', '---:', '---:', '---:', '---', '---']),
+    row(['nodes', 'scenario', 'median, ms', 'p99, ms', 'CPU median, ms', 'plans timed', 'plan', 'target']),
+    row(['---:', '---', '---:', '---:', '---:', '---:', '---', '---']),
     ...samples.map((s) =>
       row([
         s.nodes,
         `${s.scenario}: ${scenarioText[s.scenario]}`,
         fmt(s.medianMs),
         fmt(s.p99Ms),
+        s.cpuMedianMs !== undefined ? fmt(s.cpuMedianMs) : 'n/a',
         s.iterations,
         `${s.stage}, ${s.creates} creates, ${s.deletes} deletes`,
-        s.nodes === 5000 ? '≤ 5 ms' : '',
+        s.nodes === 5000 ? scenarioTarget[s.scenario] : '',
       ]),
     ),
   ];
@@ -270,11 +436,15 @@ export function renderMarkdown(r: BenchResults): string {
   for (const e of r.errors ?? []) out.push(`**Not measured:** ${e}`, '');
   if (r.cluster) {
     out.push(...raceTable(r.cluster, p.nodes, p.rounds, p.managerQps, p.managerArgs ?? []), '');
-    out.push(...ceilingTable(r.cluster, p.nodes), '');
-    out.push(...newNodeTable(r.cluster), '');
+    if (r.cluster.ceiling || r.cluster.newNode || r.cluster.error) {
+      out.push(...ceilingTable(r.cluster, p.nodes), '');
+      out.push(...newNodeTable(r.cluster), '');
+    }
   }
   if (r.webhook) out.push(...webhookTable(r.webhook), '');
   if (r.webhookMemory) out.push(...webhookMemoryTable(r.webhookMemory), '');
   if (r.planning) out.push(...planningTable(r.planning), '');
+  if (r.memory) out.push(...memoryTable(r.memory), '');
+  if (r.scale) out.push(...scaleTable(r.scale), '');
   return out.join('\n');
 }

@@ -1,5 +1,6 @@
-// `npm run bench [-- flags]`: runs the six benchmarks (planning, webhook, webhook memory, rollout race, ceiling,
-// new-node latency), writes results.md and results.json and prints the table. --help lists flags.
+// `npm run bench [-- flags]`: runs the eight benchmarks (planning, webhook, webhook memory, rollout race, ceiling,
+// new-node latency, the manager's memory, new nodes at scale), writes results.md and results.json and prints the
+// table. --help lists flags.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -12,10 +13,12 @@ import { runPlanningBenchInChild } from './planning.ts';
 import { machineFacts, renderMarkdown, type BenchResults } from './report.ts';
 import { runWebhookBench } from './webhook.ts';
 import { runWebhookMemoryBench } from './webhook-memory.ts';
+import { runMemoryBench } from './memory.ts';
+import { runScaleBench, type ScaleController } from './scale.ts';
 
 const HELP = `npm run bench -- [flags]
 
-  --nodes N               fake nodes of the rollout race and the ceiling (default 1000)
+  --nodes N               fake nodes of the rollout race, the ceiling, the memory and the scale parts (default 1000)
   --rounds N              rounds of the race, each native then ours (default 3)
   --new-node-base N       cluster size for new-node latency (default 2000)
   --new-nodes N           nodes added (default 50)
@@ -29,22 +32,40 @@ const HELP = `npm run bench -- [flags]
   --webhook-connections N connections of the max-throughput run (default 50)
   --webhook-memory-nodes N fake nodes of the webhook-memory part (default 1000)
   --webhook-memory-seconds N  duration of its load (default 30)
+  --memory-untrimmed      memory part: the manager caches whole objects (the figures before trimming)
+  --memory-node-flags="FLAGS"  memory part: Node/V8 flags added to the manager's, space-separated (default none)
+  --memory-steady-seconds N    memory part: how long the fresh manager stays before its rollout (default 30)
+  --memory-rollout-seconds N   memory part: figures of the rollout taken when done or after this (default 900)
+  --scale-daemonsets N    scale part (on --nodes nodes): converged DaemonSets (default 20)
+  --scale-new-nodes N     scale part: nodes added at once (default 50)
+  --scale-idle-seconds N  scale part: quiet time after convergence before the idle RSS is read (default 30)
+  --scale-controllers L   scale part: ours,native or one of them (default ours,native)
   --planning-sizes LIST   node counts of the planning benchmark (default 1000,5000,10000)
   --planning-ms N         time per planning measurement (default 1000)
-  --only LIST             some of planning,webhook,webhook-memory,cluster (default all four)
+  --only LIST             some of planning,webhook,webhook-memory,cluster,race,memory,scale (default all but race;
+                          race: the rollout race of the cluster part alone)
   --out DIR               where results.md and results.json go (default bench/results)
   --note TEXT             a line printed under the machine facts (e.g. "machine shared with ...")
   --keep                  keep the scratch directory (manager logs, audit log)
   --cpu-prof DIR          our manager and webhook server write V8 CPU profiles into DIR
   --help`;
 
-const PARTS = ['planning', 'webhook', 'webhook-memory', 'cluster'] as const;
+const PARTS = ['planning', 'webhook', 'webhook-memory', 'cluster', 'race', 'memory', 'scale'] as const;
+/** `race` is part of `cluster`: run alone only when asked. */
+const DEFAULT_PARTS = PARTS.filter((p) => p !== 'race');
 
 function int(name: string, value: string | undefined, fallback: number, min = 1): number {
   if (value === undefined) return fallback;
   const n = Number(value);
   if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min}, got "${value}"`);
   return n;
+}
+
+function scaleControllers(value: string | undefined): ScaleController[] {
+  const list = (value ?? 'ours,native').split(',').filter(Boolean);
+  if (list.length === 0 || list.some((c) => c !== 'ours' && c !== 'native') || new Set(list).size !== list.length)
+    throw new Error(`--scale-controllers must be ours,native or one of them, got "${value}"`);
+  return list as ScaleController[];
 }
 
 async function main(): Promise<number> {
@@ -64,6 +85,14 @@ async function main(): Promise<number> {
       'webhook-connections': { type: 'string' },
       'webhook-memory-nodes': { type: 'string' },
       'webhook-memory-seconds': { type: 'string' },
+      'memory-untrimmed': { type: 'boolean' },
+      'memory-node-flags': { type: 'string' },
+      'memory-steady-seconds': { type: 'string' },
+      'memory-rollout-seconds': { type: 'string' },
+      'scale-daemonsets': { type: 'string' },
+      'scale-new-nodes': { type: 'string' },
+      'scale-idle-seconds': { type: 'string' },
+      'scale-controllers': { type: 'string' },
       'planning-sizes': { type: 'string' },
       'planning-ms': { type: 'string' },
       only: { type: 'string' },
@@ -79,7 +108,7 @@ async function main(): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return 0;
   }
-  const only = (v.only ?? PARTS.join(',')).split(',').filter(Boolean);
+  const only = (v.only ?? DEFAULT_PARTS.join(',')).split(',').filter(Boolean);
   for (const part of only)
     if (!(PARTS as readonly string[]).includes(part))
       throw new Error(`--only: unknown part "${part}" (${PARTS.join(', ')})`);
@@ -100,6 +129,14 @@ async function main(): Promise<number> {
     webhookConnections: int('webhook-connections', v['webhook-connections'], 50),
     webhookMemoryNodes: int('webhook-memory-nodes', v['webhook-memory-nodes'], 1000),
     webhookMemorySeconds: int('webhook-memory-seconds', v['webhook-memory-seconds'], 30),
+    memoryUntrimmed: v['memory-untrimmed'] === true,
+    memoryNodeFlags: (v['memory-node-flags'] ?? '').split(/\s+/).filter(Boolean),
+    memorySteadySeconds: int('memory-steady-seconds', v['memory-steady-seconds'], 30),
+    memoryRolloutSeconds: int('memory-rollout-seconds', v['memory-rollout-seconds'], 900),
+    scaleDaemonSets: int('scale-daemonsets', v['scale-daemonsets'], 20),
+    scaleNewNodes: int('scale-new-nodes', v['scale-new-nodes'], 50),
+    scaleIdleSeconds: int('scale-idle-seconds', v['scale-idle-seconds'], 30, 0),
+    scaleControllers: scaleControllers(v['scale-controllers']),
     planningSizes: (v['planning-sizes'] ?? '1000,5000,10000').split(',').map((s) => int('planning-sizes', s, 0)),
     planningMs: int('planning-ms', v['planning-ms'], 1000),
     only,
@@ -148,11 +185,50 @@ async function main(): Promise<number> {
           managerCommand: programs.manager,
         });
       });
-    if (only.includes('cluster'))
+    if (only.includes('cluster') || only.includes('race'))
       await part('cluster', async () => {
         say('checking control-plane binaries (a cold build takes many minutes)');
         await ensureBinaries();
-        results.cluster = await runClusterBench({ dir: work, ...params, managerCommand: programs.manager });
+        results.cluster = await runClusterBench({
+          dir: work,
+          ...params,
+          managerCommand: programs.manager,
+          raceOnly: !only.includes('cluster'),
+        });
+      });
+    if (only.includes('memory'))
+      await part('memory', async () => {
+        say('checking control-plane binaries (a cold build takes many minutes)');
+        await ensureBinaries();
+        results.memory = await runMemoryBench({
+          dir: work,
+          nodes: params.nodes,
+          managerCommand: programs.manager,
+          managerQps: params.managerQps,
+          managerBurst: params.managerBurst,
+          managerArgs: params.managerArgs,
+          nodeFlags: params.memoryNodeFlags,
+          untrimmed: params.memoryUntrimmed,
+          steadySeconds: params.memorySteadySeconds,
+          rolloutTimeoutSeconds: params.memoryRolloutSeconds,
+        });
+      });
+    if (only.includes('scale'))
+      await part('scale', async () => {
+        say('checking control-plane binaries (a cold build takes many minutes)');
+        await ensureBinaries();
+        results.scale = await runScaleBench({
+          dir: work,
+          nodes: params.nodes,
+          daemonSets: params.scaleDaemonSets,
+          newNodes: params.scaleNewNodes,
+          idleSeconds: params.scaleIdleSeconds,
+          controllers: params.scaleControllers,
+          managerCommand: programs.manager,
+          managerQps: params.managerQps,
+          managerBurst: params.managerBurst,
+          managerArgs: params.managerArgs,
+        });
       });
   } finally {
     if (v.keep) say(`scratch directory kept: ${work}`);
@@ -164,7 +240,7 @@ async function main(): Promise<number> {
   writeFileSync(join(out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(`${markdown}\n`);
   say(`wrote ${join(out, 'results.md')} and ${join(out, 'results.json')}`);
-  return results.errors || results.cluster?.error ? 1 : 0;
+  return results.errors || results.cluster?.error || results.scale?.error ? 1 : 0;
 }
 
 main().then(

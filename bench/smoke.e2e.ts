@@ -19,7 +19,8 @@ const finite = (what: string, x: number | undefined) =>
 describe('benchmarks smoke run', () => {
   test(
     'npm run bench at 20 nodes and 1 round writes a table with all five measurements',
-    { timeout: 240_000 },
+    // The scale part starts a cluster of its own and runs both controllers in it.
+    { timeout: 480_000 },
     async () => {
       const out = mkdtempSync(join(tmpdir(), 'ads-bench-smoke-'));
       const { stdout } = await run(
@@ -30,7 +31,8 @@ describe('benchmarks smoke run', () => {
           join(repoRoot, 'bench', 'run.ts'),
           ...['--nodes', '20', '--rounds', '1', '--new-node-base', '20', '--new-nodes', '5'],
           ...['--new-node-daemonsets', '2', '--webhook-seconds', '1', '--planning-sizes', '100,1000'],
-          ...['--planning-ms', '50', '--out', out],
+          ...['--planning-ms', '50', '--memory-steady-seconds', '2', '--out', out],
+          ...['--scale-daemonsets', '3', '--scale-new-nodes', '5', '--scale-idle-seconds', '1'],
         ],
         { cwd: repoRoot, maxBuffer: 16 * 1024 * 1024 },
       );
@@ -40,6 +42,8 @@ describe('benchmarks smoke run', () => {
         '### 3. New-node latency',
         '### 4. Webhook',
         '### 5. Planning',
+        '### 6. Memory',
+        '### 7. Scale',
       ])
         assert.ok(stdout.includes(heading), `the table has no "${heading}" section:\n${stdout}`);
       assert.equal(readFileSync(join(out, 'results.md'), 'utf8').trim(), stdout.trim());
@@ -72,8 +76,24 @@ describe('benchmarks smoke run', () => {
       // refusal or error.
       for (const w of r.webhook ?? [])
         assert.ok(w.requestsPerSecond > 0 && w.errors + w.non2xx + w.tooMany === 0, JSON.stringify(w));
-      assert.equal(r.planning?.length, 6);
+      finite('memory: creation peak RSS', r.memory?.creation.peakRssMiB);
+      finite('memory: cached peak RSS', r.memory?.cached.peakRssMiB);
+      finite('memory: rollout peak RSS', r.memory?.rollout?.peakRssMiB);
+      assert.equal(r.memory?.trimmed, true);
+      // Two sizes, each with the full computation (create, steady, rollout) and the memo's two syncs.
+      assert.equal(r.planning?.length, 10);
       for (const p of r.planning ?? []) finite(`planning ${p.nodes} ${p.scenario}`, p.medianMs);
+      assert.equal(r.scale?.error, undefined);
+      assert.deepEqual(
+        r.scale?.sides.map((x) => x.controller),
+        ['ours', 'native'],
+      );
+      for (const x of r.scale?.sides ?? []) {
+        assert.ok(x.expected > 0 && x.samples === x.expected && x.unexpected === 0, JSON.stringify(x));
+        for (const k of ['p50Ms', 'p99Ms', 'maxMs', 'rssIdleMiB', 'rssBurstPeakMiB'] as const)
+          finite(`scale ${x.controller} ${k}`, x[k]);
+      }
+      finite('our peak RSS in the scale part', r.scale?.sides[0]?.rssPeakMiB);
     },
   );
 });

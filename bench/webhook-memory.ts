@@ -6,8 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { join } from 'node:path';
-import { repoRoot } from '../e2e/cluster/binaries.ts';
-import { clusterDown, clusterUp, kubectl } from '../e2e/cluster/cluster.ts';
+import { clusterDown, clusterUp } from '../e2e/cluster/cluster.ts';
+import { installCrd } from '../e2e/cluster/crd.ts';
 import { startManager } from '../e2e/lib/manager.ts';
 import { MUTATE_PATH } from '../src/api/constants.ts';
 import { admissionReview } from '../src/api/testing/review-fixtures.ts';
@@ -109,14 +109,7 @@ export async function runWebhookMemoryBench(o: WebhookMemoryOptions): Promise<We
   say(`webhook memory: starting a private cluster with ${o.nodes} fake nodes`);
   const state = await clusterUp({ dir: clusterDir, nodes: o.nodes, progress: (l) => say(l) });
   try {
-    const crd = join(repoRoot, 'charts', 'advanced-daemonset', 'crds', 'apps.kruise.io_daemonsets.yaml');
-    await kubectl(state.kubeconfig, ['apply', '--server-side', '-f', crd]);
-    await kubectl(state.kubeconfig, [
-      'wait',
-      '--for=condition=Established',
-      '--timeout=60s',
-      'crd/daemonsets.apps.kruise.io',
-    ]);
+    await installCrd(state.kubeconfig);
     // As in the chart (512Mi limit): the heap flag the image's launcher would add (src/cli/heap.ts); this machine
     // has no such limit, and without it V8 lets garbage grow to gigabytes before collecting.
     const heap = heapFlags([], undefined, CHART_MEMORY_LIMIT);
@@ -129,9 +122,9 @@ export async function runWebhookMemoryBench(o: WebhookMemoryOptions): Promise<We
     });
     try {
       const pid = manager.child.pid ?? 0;
-      // Caches loaded: /readyz needs the controller's informers synced.
-      for (let i = 0; (await fetch(`http://127.0.0.1:${manager.healthPort}/readyz`)).status !== 200; i++) {
-        if (i > 600) throw new Error('the manager did not become ready in 60 s');
+      // Caches loaded (a manager's /readyz does not wait for them: controller/command.ts).
+      for (let i = 0; !readFileSync(manager.log, 'utf8').includes('"msg":"caches synced"'); i++) {
+        if (i > 600) throw new Error('the manager did not sync its caches in 60 s');
         await sleep(100);
       }
       await sleep(2_000);

@@ -8,6 +8,7 @@ import { EventRecorder } from './runtime/events.ts';
 import { LeaderElector } from './runtime/leaderelection.ts';
 import type { Logger } from './runtime/log.ts';
 import { observeRestClientRequest } from './runtime/metrics.ts';
+import { runStorageMigration } from './storage-migration.ts';
 
 export interface ControllerRunOptions {
   kubeconfig?: string;
@@ -77,6 +78,8 @@ export function startController(opts: ControllerRunOptions, signal: AbortSignal)
     workers: opts.workers,
     imagePreDownload: opts.imagePreDownload,
     kruisePodReadyGate: opts.kruisePodReadyGate,
+    // Untrimmed caches only for the benchmark's before/after (bench/memory.ts); not a product setting.
+    trimCache: process.env.ADS_BENCH_UNTRIMMED_CACHE !== '1',
   });
   let synced = false;
 
@@ -88,6 +91,15 @@ export function startController(opts: ControllerRunOptions, signal: AbortSignal)
   });
 
   const lead = async (leaderSignal: AbortSignal) => {
+    // While leading, beside the workers (it needs no cache): DaemonSets stored in another version are rewritten in
+    // the storage version, then the CRD's status.storedVersions says only that one (storage-migration.ts).
+    runStorageMigration({
+      client: client.withScope({ signal: leaderSignal, beforeWrite: writeFence }),
+      logger: log,
+      signal: leaderSignal,
+    }).catch((err: unknown) => {
+      if (!leaderSignal.aborted) log.error({ err }, 'storage migration stopped');
+    });
     if (!(await cacheSync)) return;
     log.info({ workers: opts.workers }, 'starting workers');
     await controller.runWorkers(leaderSignal, writeFence);

@@ -33,6 +33,8 @@ export interface AuditWindow {
   end: number;
   count: number;
   byVerb: Record<string, number>;
+  /** When the last write to pods (any subresource) in the window was received, ms; undefined without any. */
+  lastPodWriteAt?: number;
 }
 
 interface AuditEvent {
@@ -42,6 +44,8 @@ interface AuditEvent {
   requestReceivedTimestamp?: string;
   objectRef?: { resource?: string; subresource?: string };
 }
+
+const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
 /**
  * One pass over the log: each request once (a watch at ResponseStarted, anything else at
@@ -68,6 +72,8 @@ export async function countRequests(logPath: string, windows: AuditWindow[]): Pr
       const resource = [e.objectRef?.resource, e.objectRef?.subresource].filter(Boolean).join('/');
       const key = `${e.verb} ${resource}`;
       w.byVerb[key] = (w.byVerb[key] ?? 0) + 1;
+      if (e.objectRef?.resource === 'pods' && WRITE_VERBS.has(e.verb ?? ''))
+        w.lastPodWriteAt = Math.max(w.lastPodWriteAt ?? t, t);
     }
   }
 }

@@ -20,10 +20,13 @@ export interface Programs {
  * exits (node --cpu-prof), to open in Chrome DevTools or `npx speedscope`.
  */
 export async function buildPrograms(cpuProfileDir?: string): Promise<Programs> {
-  const manager = join(repoRoot, 'dist', 'main.mjs');
+  // ADS_BENCH_MANAGER_BUNDLE: a manager bundle built earlier (e.g. of the code before a change, for a before/after
+  // on the same machine state); the rest is built as usual.
+  const prebuilt = process.env.ADS_BENCH_MANAGER_BUNDLE;
+  const manager = prebuilt ?? join(repoRoot, 'dist', 'main.mjs');
   const webhookServer = join(repoRoot, 'dist', 'bench', 'webhook-server.mjs');
   const planning = join(repoRoot, 'dist', 'bench', 'planning.mjs');
-  await bundle(PRODUCT_ENTRY, manager);
+  if (!prebuilt) await bundle(PRODUCT_ENTRY, manager);
   await bundle('bench/webhook-server.ts', webhookServer);
   await bundle('bench/planning.ts', planning);
   const node = [NODE, ...NODE_RUNTIME_FLAGS, ...(cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfileDir] : [])];

@@ -9,15 +9,23 @@ import { pino } from 'pino';
 import { KubeClient } from '../../src/k8s/client.ts';
 import type { ControllerRevision, KubeObject, Node, Pod } from '../../src/k8s/types.ts';
 import type { DaemonSet } from '../../src/api/types.ts';
+import { toInternal, toV1beta1 } from '../../src/api/conversion.ts';
+import { PROGRESSIVE_CREATE_POD_ANNOTATION } from '../../src/api/constants.ts';
 import {
+  CANARY_FAILED_REASON,
+  CANARY_PROMOTED_REASON,
+  CANARY_ROLLED_BACK_REASON,
+  CANARY_STARTED_REASON,
   FAILED_CREATE_REASON,
   FAILED_DAEMON_POD_REASON,
   SUCCESSFUL_CREATE_REASON,
   SUCCESSFUL_DELETE_REASON,
 } from '../../src/daemonset/events.ts';
+import { CANARY_POD_LABEL, CANARY_VALIDATED_ANNOTATION } from '../../src/daemonset/constants.ts';
+import { CONTROLLER_REVISION_HASH_LABEL as HASH_LABEL } from '../../src/api/constants.ts';
 import { isImagePullPod as isPullPod } from '../../src/daemonset/predownload.ts';
 import { addNodes, newDaemonSet, newNode, newPod } from '../../src/daemonset/test-fixtures.ts';
-import { EventRecorder } from '../runtime/events.ts';
+import { EventRecorder, type EventRecorderOptions } from '../runtime/events.ts';
 import { DeletedFinalStateUnknown } from '../runtime/informer.ts';
 import { FakeApiServer, type RequestRecord } from '../../src/k8s/testing/fake-apiserver.ts';
 import type { ReconcileResult } from '../runtime/workqueue.ts';
@@ -25,7 +33,8 @@ import { DaemonSetController } from './controller.ts';
 import { sleep, until } from '../../src/testing/wait.ts';
 
 const logger = pino({ level: process.env.DEBUG_LOG ?? 'silent' });
-const DAEMONSETS = 'apps.kruise.io/v1alpha1/daemonsets';
+/** The controller reads and writes v1beta1, the storage version (the fake apiserver keeps each version apart). */
+const DAEMONSETS = 'apps.kruise.io/v1beta1/daemonsets';
 const NODES = 'core/v1/nodes';
 const PODS = 'core/v1/pods';
 const EVENTS = 'core/v1/events';
@@ -68,7 +77,7 @@ describe('DaemonSetController: one writer', { timeout: 60_000 }, () => {
   async function startController(name: string, nodes: number, fence: () => string | undefined) {
     const ds = newDaemonSet({ name, strategy: 'RollingUpdate' });
     ds.metadata.namespace = name;
-    server.upsert(DAEMONSETS, ds as unknown as KubeObject);
+    server.upsert(DAEMONSETS, toV1beta1(ds) as unknown as KubeObject);
     for (const node of addNodes(nodes, {}, 0)) server.upsert(NODES, { ...node, metadata: { ...node.metadata } });
     const controller = new DaemonSetController({
       client: env.client,
@@ -102,13 +111,13 @@ describe('DaemonSetController: one writer', { timeout: 60_000 }, () => {
 
   test('a status computed from an older copy never replaces a newer one (resourceVersion precondition)', async () => {
     const { controller, key, leading, workers } = await startController('stale', 2, () => undefined);
-    const stored = () => server.get(DAEMONSETS, 'stale', 'stale') as unknown as DaemonSet;
+    const stored = () => toInternal(server.get(DAEMONSETS, 'stale', 'stale'));
     await until('2 pods and their status', () => stored().status?.desiredNumberScheduled === 2);
     // A newer writer (the next leader, on a newer spec) writes observedGeneration 2; our cache never hears of it.
     const newer = structuredClone(stored());
     newer.metadata.generation = 2;
     newer.status = { ...newer.status!, observedGeneration: 2, desiredNumberScheduled: 2 };
-    server.upsertSilently(DAEMONSETS, newer as unknown as KubeObject);
+    server.upsertSilently(DAEMONSETS, toV1beta1(newer) as unknown as KubeObject);
     const before = server.requests.length;
     controller.queue.add(key);
     // Our copy (generation 1) plans a status write; it is refused with a Conflict and not retried blindly.
@@ -359,12 +368,16 @@ describe('DaemonSetController syncs', { timeout: 60_000 }, () => {
   }
 
   /** A controller with synced caches (no workers: each test runs the syncs itself) and a DaemonSet on `nodes`. */
-  async function setup(ds: DaemonSet, nodes: number): Promise<Harness> {
+  async function setup(
+    ds: DaemonSet,
+    nodes: number,
+    recorderOptions: Partial<EventRecorderOptions> = {},
+  ): Promise<Harness> {
     const namespace = ds.metadata.name!;
     ds.metadata.namespace = namespace;
-    server.upsert(DAEMONSETS, ds as unknown as KubeObject);
+    server.upsert(DAEMONSETS, toV1beta1(ds) as unknown as KubeObject);
     for (const node of addNodes(nodes, {}, 0)) server.upsert(NODES, node);
-    const recorder = new EventRecorder({ client: env.client, logger });
+    const recorder = new EventRecorder({ client: env.client, logger, ...recorderOptions });
     const controller = new DaemonSetController({ client: env.client, recorder, logger, workers: 1 });
     const informers = new AbortController();
     stops.push(informers);
@@ -435,6 +448,37 @@ describe('DaemonSetController syncs', { timeout: 60_000 }, () => {
     return { result, error, reasons };
   }
 
+  test('v1beta1 in and out: partitionedScaling limits the first pods as the annotation does; status says updateRevision', async () => {
+    // Written in v1beta1 (a v1beta1 manifest): the field, no annotation.
+    const ds = newDaemonSet({ name: 'beta', strategy: 'RollingUpdate', rollingUpdate: { partition: 2 } });
+    const v1beta1 = toV1beta1(ds) as unknown as { spec: Record<string, unknown> };
+    v1beta1.spec.scaleStrategy = { partitionedScaling: true };
+    const h = await setup(toInternal(v1beta1), 5);
+    const stored = () =>
+      server.get(DAEMONSETS, h.namespace, 'beta') as unknown as {
+        metadata: { annotations?: Record<string, string> };
+        spec: { scaleStrategy?: unknown };
+        status?: Record<string, unknown>;
+      };
+    assert.deepEqual(stored().spec.scaleStrategy, { partitionedScaling: true });
+    assert.equal(
+      stored().metadata.annotations?.[PROGRESSIVE_CREATE_POD_ANNOTATION],
+      undefined,
+      'stored as v1beta1 says it',
+    );
+    // The cache holds the internal model, where the v1alpha1 annotation stands for the field.
+    const cached = h.controller.daemonSets.store.get(h.key)!;
+    assert.equal(cached.apiVersion, 'apps.kruise.io/v1alpha1');
+    assert.equal(cached.metadata.annotations?.[PROGRESSIVE_CREATE_POD_ANNOTATION], 'true');
+    // Progressive creation: the 2 nodes of the partition get no first pod.
+    await expectSyncDaemonSets(h, { creates: 3, deletes: 0, events: 3 });
+    await settled(h);
+    const status = stored().status!;
+    assert.match(String(status.updateRevision), /^[a-z0-9]+$/, 'the status write is v1beta1');
+    assert.equal(status.daemonSetHash, undefined);
+    assert.equal(h.controller.daemonSets.store.get(h.key)!.status?.daemonSetHash, status.updateRevision);
+  });
+
   test('a new DaemonSet on 5 nodes: 5 creates, 5 SuccessfulCreate events, then nothing more to do', async () => {
     const h = await setup(newDaemonSet({ name: 'fresh' }), 5);
     const { reasons } = await expectSyncDaemonSets(h, { creates: 5, deletes: 0, events: 5 });
@@ -442,6 +486,85 @@ describe('DaemonSetController syncs', { timeout: 60_000 }, () => {
     assert.deepEqual(podNodes(h), ['node-0', 'node-1', 'node-2', 'node-3', 'node-4']);
     await settled(h);
     await expectSyncDaemonSets(h, { creates: 0, deletes: 0, events: 0 });
+  });
+
+  test('KruisePodReady (the default gate): one patch per pod right after its create, which holds back neither the sync nor the next one, and is never sent twice', async () => {
+    // burstReplicas 2 on 4 nodes: two creating syncs. Every pods/status patch is held unanswered until released.
+    const h = await setup(newDaemonSet({ name: 'gated', burstReplicas: 2 }), 4);
+    const readinessPatches = () =>
+      server.requests.filter(
+        (r) => r.method === 'PATCH' && r.path.startsWith(`/api/v1/namespaces/${h.namespace}/pods/`),
+      );
+    const held: (() => void)[] = [];
+    server.hook = (r, res) => {
+      if (r.method !== 'PATCH' || !r.path.endsWith('/status') || !r.path.includes('/pods/')) return false;
+      held.push(() => {
+        // Applied when answered, as the apiserver would have: the condition added to the pod's conditions.
+        const name = r.path.split('/')[6]!;
+        const pod = server.get(PODS, h.namespace, name) as Pod;
+        const added = (r.body as { status: { conditions: NonNullable<Pod['status']>['conditions'] } }).status
+          .conditions!;
+        const stored = server.upsert(PODS, {
+          ...pod,
+          status: { ...pod.status, conditions: [...(pod.status?.conditions ?? []), ...added] },
+        } as KubeObject);
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify(stored));
+      });
+      return true;
+    };
+    // The sync returns with its two patches unanswered.
+    await expectSyncDaemonSets(h, { creates: 2, deletes: 0, events: 2 });
+    await until('both patches sent', () => readinessPatches().length === 2);
+    // The creates are in the cache: the next sync creates the other two, and plans no patch for the first two.
+    await settled(h);
+    await expectSyncDaemonSets(h, { creates: 2, deletes: 0, events: 2 });
+    await until('four patches sent', () => readinessPatches().length === 4);
+    const sent = readinessPatches().map((r) => r.path);
+    assert.equal(new Set(sent).size, 4, `one per pod: ${sent.join(', ')}`);
+    // A sync while all four are still in flight plans none of them again.
+    await settled(h);
+    await expectSyncDaemonSets(h, { creates: 0, deletes: 0, events: 0 });
+    assert.equal(readinessPatches().length, 4, 'none planned again while in flight');
+    for (const answer of held.splice(0)) answer();
+    server.hook = undefined;
+    await h.controller.executor.readinessWritesSettled();
+    await until('the cache shows every KruisePodReady', () =>
+      h.controller.pods.store
+        .byIndex('namespace', h.namespace)
+        .every((p) => p.status?.conditions?.some((c) => c.type === 'KruisePodReady' && c.status === 'True')),
+    );
+    await expectSyncDaemonSets(h, { creates: 0, deletes: 0, events: 0 });
+    assert.equal(readinessPatches().length, 4, 'once set, never again');
+  });
+
+  test('KruisePodReady: a patch right after the create that fails is planned again by the next sync', async () => {
+    const h = await setup(newDaemonSet({ name: 'regated' }), 2);
+    const readinessPatches = () =>
+      server.requests.filter(
+        (r) => r.method === 'PATCH' && r.path.startsWith(`/api/v1/namespaces/${h.namespace}/pods/`),
+      );
+    let refused = 0;
+    server.hook = (r, res) => {
+      if (r.method !== 'PATCH' || !r.path.endsWith('/status') || refused >= 2) return false;
+      refused++;
+      res.writeHead(500, { 'Content-Type': 'application/json' });
+      res.end(
+        JSON.stringify({ kind: 'Status', status: 'Failure', reason: 'InternalError', code: 500, message: 'etcd' }),
+      );
+      return true;
+    };
+    await expectSyncDaemonSets(h, { creates: 2, deletes: 0, events: 2 });
+    await h.controller.executor.readinessWritesSettled();
+    assert.equal(readinessPatches().length, 2);
+    await settled(h);
+    await expectSyncDaemonSets(h, { creates: 0, deletes: 0, events: 0 });
+    await until('patched again', () => readinessPatches().length === 4);
+    await until('the cache shows every KruisePodReady', () =>
+      h.controller.pods.store
+        .byIndex('namespace', h.namespace)
+        .every((p) => p.status?.conditions?.some((c) => c.type === 'KruisePodReady' && c.status === 'True')),
+    );
   });
 
   test('a failed pod is deleted (FailedDaemonPod), and replaced by the next sync', async () => {
@@ -497,10 +620,10 @@ describe('DaemonSetController syncs', { timeout: 60_000 }, () => {
         },
       } as KubeObject);
     }
-    const ds = structuredClone(server.get(DAEMONSETS, h.namespace, h.namespace)) as unknown as DaemonSet;
+    const ds = structuredClone(toInternal(server.get(DAEMONSETS, h.namespace, h.namespace)));
     ds.metadata.generation = 2;
     ds.spec.template.spec!.containers[0]!.image = 'foo/bar:v2';
-    const stored = server.upsert(DAEMONSETS, ds as unknown as KubeObject);
+    const stored = server.upsert(DAEMONSETS, toV1beta1(ds) as unknown as KubeObject);
     await until(
       'the cache sees the new template and ready pods',
       () =>
@@ -545,6 +668,194 @@ describe('DaemonSetController syncs', { timeout: 60_000 }, () => {
     assert.equal(daemonPods(h).length, 1);
     // The next sync starts over with a batch of 1.
     await expectSyncDaemonSets(h, { creates: 1, deletes: 0, events: 1 });
+  });
+
+  // ---- canary (src/daemonset/canary.ts decides; the shell creates, deletes, patches the canary label, records the
+  // events and requeues for the planner's next moment)
+
+  /** Every daemon pod bound to its node, Running and Ready since `since` (no kubelet here); waits for the cache. */
+  async function runPods(h: Harness, since = Date.now() - 60_000, status: Partial<Pod['status']> = {}): Promise<void> {
+    const at = new Date(since).toISOString().replace(/\.\d+Z$/, 'Z');
+    const written = daemonPods(h).map((pod) =>
+      server.upsert(PODS, {
+        ...pod,
+        spec: { ...pod.spec, nodeName: podNode(pod) },
+        status: {
+          ...pod.status,
+          phase: 'Running',
+          conditions: [
+            ...(pod.status?.conditions ?? []).filter((c) => c.type !== 'Ready'),
+            { type: 'Ready', status: 'True', lastTransitionTime: at },
+          ],
+          ...status,
+        },
+      } as KubeObject),
+    );
+    await until('the cache sees the pods running', () =>
+      written.every(
+        (w) =>
+          h.controller.pods.store.get(`${h.namespace}/${w.metadata.name}`)?.metadata.resourceVersion ===
+          w.metadata.resourceVersion,
+      ),
+    );
+  }
+
+  /** Writes a change of the stored DaemonSet; waits for the cache to show it. */
+  async function changeDaemonSet(h: Harness, change: (ds: DaemonSet) => void): Promise<void> {
+    const ds = structuredClone(toInternal(server.get(DAEMONSETS, h.namespace, h.namespace)));
+    change(ds);
+    const stored = server.upsert(DAEMONSETS, toV1beta1(ds) as unknown as KubeObject);
+    await until(
+      'the cache sees the DaemonSet change',
+      () => h.controller.daemonSets.store.get(h.key)?.metadata.resourceVersion === stored.metadata.resourceVersion,
+    );
+  }
+
+  const newImage = (image: string) => (ds: DaemonSet) => {
+    ds.metadata.generation = (ds.metadata.generation ?? 1) + 1;
+    ds.spec.template.spec!.containers[0]!.image = image;
+  };
+
+  /** A DaemonSet with `canary` rolled out on 3 nodes (pods running), then given image foo/bar:v2. */
+  async function canaryOnNewTemplate(name: string, canary: Record<string, unknown>): Promise<Harness> {
+    const h = await setup(newDaemonSet({ name, strategy: 'RollingUpdate', rollingUpdate: { canary } }), 3);
+    await expectSyncDaemonSets(h, { creates: 3, deletes: 0, events: 3 });
+    await settled(h);
+    await runPods(h);
+    await changeDaemonSet(h, newImage('foo/bar:v2'));
+    // The canary starts on one node: its old pod goes first (recreate, within maxUnavailable 1).
+    const { reasons } = await expectSyncDaemonSets(h, { creates: 0, deletes: 1, events: 2 });
+    assert.deepEqual(reasons.sort(), [CANARY_STARTED_REASON, SUCCESSFUL_DELETE_REASON]);
+    await settled(h);
+    await expectSyncDaemonSets(h, { creates: 1, deletes: 0, events: 1 });
+    await settled(h);
+    return h;
+  }
+
+  const canaryPodOf = (h: Harness) => daemonPods(h).find((p) => p.spec!.containers[0]!.image === 'foo/bar:v2');
+  const canaryOf = (h: Harness) => h.controller.daemonSets.store.get(h.key)!.status!.canary!;
+  /** The PATCHes of pod `name` sent since request `from`, by body. */
+  const podPatches = (h: Harness, name: string, from: number) =>
+    server.requests
+      .slice(from)
+      .filter((r) => r.method === 'PATCH' && r.path === `/api/v1/namespaces/${h.namespace}/pods/${name}`)
+      .map((r) => r.body);
+
+  test('canary: its pod is created labelled, the label is put back when lost; the validated annotation promotes it (CanaryPromoted), the label goes and the rollout goes on', async () => {
+    const h = await canaryOnNewTemplate('canary-manual', { nodes: 1, validation: 'Manual' });
+    const pod = canaryPodOf(h)!;
+    assert.equal(pod.metadata.labels?.[CANARY_POD_LABEL], 'true', 'the canary pod is created labelled');
+    await runPods(h);
+    const v2 = canaryOf(h).revision;
+    assert.equal(pod.metadata.labels?.[HASH_LABEL], v2);
+
+    // Someone removes the label: the next sync puts it back (a pod patch), and does nothing else.
+    const unlabelled = structuredClone(server.get(PODS, h.namespace, pod.metadata.name!)) as Pod;
+    delete unlabelled.metadata.labels![CANARY_POD_LABEL];
+    const written = server.upsert(PODS, unlabelled as KubeObject);
+    await until(
+      'the cache sees the label gone',
+      () =>
+        h.controller.pods.store.get(`${h.namespace}/${pod.metadata.name}`)?.metadata.resourceVersion ===
+        written.metadata.resourceVersion,
+    );
+    let from = server.requests.length;
+    await expectSyncDaemonSets(h, { creates: 0, deletes: 0, events: 0 });
+    assert.deepEqual(podPatches(h, pod.metadata.name!, from), [
+      { metadata: { labels: { [CANARY_POD_LABEL]: 'true' } } },
+    ]);
+    assert.equal(
+      (server.get(PODS, h.namespace, pod.metadata.name!) as Pod).metadata.labels?.[CANARY_POD_LABEL],
+      'true',
+    );
+    await settled(h);
+
+    // Promoted by the annotation: the event, the label removed, and the rolling update deletes the next old pod.
+    await changeDaemonSet(h, (ds) => {
+      ds.metadata.annotations = { ...ds.metadata.annotations, [CANARY_VALIDATED_ANNOTATION]: v2 };
+    });
+    from = server.requests.length;
+    const { reasons } = await expectSyncDaemonSets(h, { creates: 0, deletes: 1, events: 2 });
+    assert.deepEqual(reasons.sort(), [CANARY_PROMOTED_REASON, SUCCESSFUL_DELETE_REASON]);
+    assert.deepEqual(podPatches(h, pod.metadata.name!, from), [{ metadata: { labels: { [CANARY_POD_LABEL]: null } } }]);
+    assert.equal(
+      (server.get(PODS, h.namespace, pod.metadata.name!) as Pod).metadata.labels?.[CANARY_POD_LABEL],
+      undefined,
+    );
+    await settled(h);
+    assert.equal(canaryOf(h).phase, 'Promoted');
+  });
+
+  test("canary events are not drowned by the rollout's pod events: they have a spam-filter bucket of their own", async () => {
+    // A burst of 3 per object: the 3 creates use it up, so the delete that starts the canary is dropped, not its event.
+    const ds = newDaemonSet({
+      name: 'canary-spam',
+      strategy: 'RollingUpdate',
+      rollingUpdate: { canary: { nodes: 1 } },
+    });
+    const h = await setup(ds, 3, { spamBurst: 3 });
+    await expectSyncDaemonSets(h, { creates: 3, deletes: 0, events: 3 });
+    await settled(h);
+    await runPods(h);
+    await changeDaemonSet(h, newImage('foo/bar:v2'));
+    const { reasons } = await expectSyncDaemonSets(h, { creates: 0, deletes: 1, events: 1 });
+    assert.deepEqual(reasons, [CANARY_STARTED_REASON]);
+  });
+
+  test('canary, Auto: once its pod is available the sync is requeued for the promotion time, and nothing else is done', async () => {
+    const h = await canaryOnNewTemplate('canary-auto', { nodes: 1, duration: '5m', noRestartsDuration: '1m' });
+    await runPods(h, Date.now());
+    // The first sync on the ready pod writes status; the next one has only the canary's clock to wait for.
+    await expectSyncDaemonSets(h, { creates: 0, deletes: 0, events: 0 });
+    await settled(h);
+    const { result } = await expectSyncDaemonSets(h, { creates: 0, deletes: 0, events: 0 });
+    const requeue = (result as ReconcileResult | undefined)?.requeueAfterMs;
+    assert.ok(
+      requeue !== undefined && requeue > 290_000 && requeue <= 300_000,
+      `requeued for the end of the 5m duration: ${requeue} ms`,
+    );
+    assert.equal(canaryOf(h).phase, 'Observing');
+  });
+
+  test('canary failing (restarts over autoFail.maxRestarts): CanaryFailed, its node goes back to the stable revision (a pod of the old template, unlabelled), then CanaryRolledBack', async () => {
+    const h = await canaryOnNewTemplate('canary-fail', {
+      nodes: 1,
+      autoPause: { enabled: true, maxRestarts: 1 },
+      autoFail: { enabled: true, maxRestarts: 2 },
+    });
+    const v1 = daemonPods(h).find((p) => p.spec!.containers[0]!.image === 'foo/bar')!.metadata.labels![HASH_LABEL];
+    const crashed = new Date(Date.now() - 1000).toISOString().replace(/\.\d+Z$/, 'Z');
+    const pod = canaryPodOf(h)!;
+    await runPods(h, Date.now(), {
+      containerStatuses: [
+        {
+          name: 'foo',
+          image: 'foo/bar:v2',
+          imageID: '',
+          ready: false,
+          restartCount: 3,
+          state: { waiting: { reason: 'CrashLoopBackOff' } },
+          lastState: { terminated: { exitCode: 1, reason: 'Error', finishedAt: crashed } },
+        },
+      ],
+    } as Partial<Pod['status']>);
+    const { reasons } = await expectSyncDaemonSets(h, { creates: 0, deletes: 1, events: 2 });
+    assert.deepEqual(reasons.sort(), [CANARY_FAILED_REASON, SUCCESSFUL_DELETE_REASON]);
+    assert.equal(
+      server.objects(PODS, h.namespace).some((p) => p.metadata.name === pod.metadata.name),
+      false,
+    );
+    await settled(h);
+    assert.deepEqual([canaryOf(h).phase, canaryOf(h).reason], ['Failed', 'CrashLoopBackOff']);
+    await expectSyncDaemonSets(h, { creates: 1, deletes: 0, events: 1 });
+    await settled(h);
+    const back = daemonPods(h).find((p) => podNode(p) === podNode(pod))!;
+    assert.equal(back.spec!.containers[0]!.image, 'foo/bar', 'built from the stable revision');
+    assert.equal(back.metadata.labels?.[HASH_LABEL], v1);
+    assert.equal(back.metadata.labels?.[CANARY_POD_LABEL], undefined, 'not a canary pod');
+    await runPods(h);
+    const rolledBack = await expectSyncDaemonSets(h, { creates: 0, deletes: 0, events: 1 });
+    assert.deepEqual(rolledBack.reasons, [CANARY_ROLLED_BACK_REASON]);
   });
 });
 

@@ -3,15 +3,22 @@
 // to do, and hands the plan to the executor (executor.ts). It decides nothing itself. Shapes and
 // names as upstream's https://github.com/kubernetes/kubernetes/blob/master/pkg/controller/daemon/daemon_controller.go.
 import type { DaemonSet } from '../../src/api/types.ts';
+import { toInternal } from '../../src/api/conversion.ts';
 import { adoptPatch, claimObjects, releasePatch } from '../../src/daemonset/claim.ts';
+import { cachedNode, cachedPod, withoutManagedFields } from '../../src/daemonset/cache-shapes.ts';
 import { getControllerOf } from '../../src/daemonset/pods.ts';
 import { IMAGE_PULL_POD_DAEMONSET_UID_LABEL } from '../../src/daemonset/constants.ts';
 import { isImagePullPod } from '../../src/daemonset/predownload.ts';
 import { nodeAddAffects, nodeUpdateAffects } from '../../src/daemonset/eligibility.ts';
 import { planDaemonSet } from '../../src/daemonset/plan.ts';
+import { PlanMemo } from '../../src/daemonset/memo.ts';
 import { minDelay } from '../../src/daemonset/context.ts';
 import { STATUS_PROGRESS_INTERVAL_MS } from '../../src/daemonset/status.ts';
-import type { ImagePreDownloadMode, KruisePodReadyGateMode } from '../../src/daemonset/plan-types.ts';
+import type {
+  DaemonSetSnapshot,
+  ImagePreDownloadMode,
+  KruisePodReadyGateMode,
+} from '../../src/daemonset/plan-types.ts';
 import type { BackoffState } from '../../src/daemonset/backoff.ts';
 import { labelSelectorMatches } from '../../src/k8s/labels.ts';
 import { isNotFound, resources, type KubeClient } from '../../src/k8s/client.ts';
@@ -23,6 +30,7 @@ import { deletedObject, Informer, indexByControllerUID, type DeletedFinalStateUn
 import type { Logger } from '../runtime/log.ts';
 import { WorkQueue, runWorkers, type ReconcileResult } from '../runtime/workqueue.ts';
 import { pullPodsKey, SyncExecutor } from './executor.ts';
+import { DaemonSetMetrics } from './metrics.ts';
 
 export const CONTROLLER_NAME = 'daemonset';
 const CONTROLLER_UID_INDEX = 'controllerUID';
@@ -41,6 +49,11 @@ export interface DaemonSetControllerOptions {
   imagePreDownload?: ImagePreDownloadMode;
   /** Which new pods get the KruisePodReady gate (default 'always'; plan-types.ts). */
   kruisePodReadyGate?: KruisePodReadyGateMode;
+  /**
+   * Cache nodes and pods as the controller reads them and drop managedFields (src/daemonset/cache-shapes.ts);
+   * default true. False only for the benchmark's before/after (bench/memory.ts).
+   */
+  trimCache?: boolean;
 }
 
 type MaybeTombstone<T> = T | DeletedFinalStateUnknown<T>;
@@ -57,13 +70,24 @@ export class DaemonSetController {
   readonly podVersions = new ResourceVersionExpectations();
   /** Our last status write of each DaemonSet: no sync plans on a cached copy older than it (status never goes back). */
   readonly statusVersions = new ResourceVersionExpectations();
+  /** KruisePodReady True written right after each create: not planned again until the cache shows it (executor.ts). */
+  readonly readinessWrites = new ResourceVersionExpectations();
   private readonly failedPodsBackoff = new Map<string, BackoffState>();
+  /**
+   * Each DaemonSet's planner memo (src/daemonset/memo.ts): a sync re-evaluates only the nodes whose object or pods
+   * changed since the last one. It finds changes by object identity, which holds because cached objects are replaced,
+   * never modified (Indexer; nothing in this controller or the executor writes to them).
+   */
+  private readonly planMemos = new Map<string, PlanMemo>();
+  /** Per-DaemonSet rollout gauges and pod operation counters (kruise_daemonset_*). */
+  readonly metrics = new DaemonSetMetrics();
   /** Informers read through `baseClient`; reconciles go through `client`, scoped to the leadership by runWorkers. */
   private readonly baseClient: KubeClient;
   private client: KubeClient;
   /** Aborts when this replica stops leading: no slow-start batch begins after that. */
   private workSignal: AbortSignal | undefined;
-  private readonly executor: SyncExecutor;
+  /** Public for tests (readinessWritesSettled). */
+  readonly executor: SyncExecutor;
   private readonly log: Logger;
   private readonly workers: number;
   private readonly imagePreDownload: ImagePreDownloadMode;
@@ -83,21 +107,40 @@ export class DaemonSetController {
       expectations: this.expectations,
       podVersions: this.podVersions,
       statusVersions: this.statusVersions,
+      readinessWrites: this.readinessWrites,
       queue: this.queue,
+      metrics: this.metrics,
     });
     const common = { client: opts.client, logger: opts.logger, ...opts.informerOverrides };
-    this.daemonSets = new Informer<DaemonSet>({ ...common, name: 'daemonsets', type: resources.daemonSets });
+    // Objects are trimmed as they are decoded, before they are stored (cache-shapes.ts).
+    const trim = opts.trimCache !== false;
+    // v1beta1, the storage version: listing and watching it needs no conversion webhook call for objects already
+    // stored so. Each object becomes the internal (v1alpha1) model in the cache, converted in-process by the same
+    // pure function the /convert webhook runs (src/api/conversion.ts); status writes convert back (executor.ts).
+    this.daemonSets = new Informer<DaemonSet>({
+      ...common,
+      name: 'daemonsets',
+      type: resources.daemonSetsV1beta1,
+      transform: trim ? (obj) => toInternal(withoutManagedFields(obj)) : (obj) => toInternal(obj),
+    });
     this.pods = new Informer<Pod>({
       ...common,
       name: 'pods',
       type: resources.pods,
       indexers: { [CONTROLLER_UID_INDEX]: indexByControllerUID },
+      ...(trim ? { transform: cachedPod } : {}),
     });
-    this.nodes = new Informer<Node>({ ...common, name: 'nodes', type: resources.nodes });
+    this.nodes = new Informer<Node>({
+      ...common,
+      name: 'nodes',
+      type: resources.nodes,
+      ...(trim ? { transform: cachedNode } : {}),
+    });
     this.revisions = new Informer<ControllerRevision>({
       ...common,
       name: 'controllerrevisions',
       type: resources.controllerRevisions,
+      ...(trim ? { transform: withoutManagedFields } : {}),
     });
     this.registerHandlers();
   }
@@ -165,6 +208,7 @@ export class DaemonSetController {
     if (cur.metadata.resourceVersion === old.metadata.resourceVersion) return;
     if (this.pullPodEvent(cur, cur.metadata.deletionTimestamp ? 'deleted' : 'updated')) return;
     this.podVersions.observe(cur);
+    this.readinessWrites.observe(cur);
     if (cur.metadata.deletionTimestamp) this.podDeleted(cur);
     const oldOwner = this.resolveControllerRef(old);
     const curOwner = this.resolveControllerRef(cur);
@@ -177,6 +221,7 @@ export class DaemonSetController {
     const pod = deletedObject(obj);
     if (this.pullPodEvent(pod, 'deleted')) return;
     this.podVersions.delete(pod);
+    this.readinessWrites.delete(pod);
     this.podDeleted(pod);
   }
 
@@ -271,6 +316,8 @@ export class DaemonSetController {
     this.expectations.deleteExpectations(key);
     this.expectations.deleteExpectations(pullPodsKey(key));
     this.failedPodsBackoff.delete(key);
+    this.planMemos.delete(key);
+    this.metrics.forget(key);
   }
 
   // ------------------------------------------------------------------------------------------
@@ -295,11 +342,16 @@ export class DaemonSetController {
     this.client = this.baseClient.withScope({ signal, beforeWrite: writeFence });
     this.workSignal = signal;
     this.enqueueAll();
-    await runWorkers(this.queue, this.workers, (key) => this.reconcile(key), {
-      controller: CONTROLLER_NAME,
-      signal,
-      logger: this.log,
-    });
+    try {
+      await runWorkers(this.queue, this.workers, (key) => this.reconcile(key), {
+        controller: CONTROLLER_NAME,
+        signal,
+        logger: this.log,
+      });
+    } finally {
+      // Only the leader reports per-DaemonSet gauges.
+      this.metrics.resetGauges();
+    }
   }
 
   // ------------------------------------------------------------------------------------------
@@ -331,9 +383,17 @@ export class DaemonSetController {
     const allRevisions = this.revisions.store.byIndex('namespace', namespace);
     const revisions = await this.claim(ds, allRevisions, resources.controllerRevisions, log);
     const ownedNames = new Set(revisions.map((r) => r.metadata.name));
-    const podVersionsSatisfied = pods.every((p) => this.podVersions.isSatisfied(p).satisfied);
+    // A pod whose cached copy is older than our last write to it holds back the sync (podVersions), except for the
+    // KruisePodReady patch right after its create; either way no readiness upkeep is planned from that copy.
+    let podVersionsSatisfied = true;
+    const podsAwaitingWrites = new Set<string>();
+    for (const p of pods) {
+      const current = this.podVersions.isSatisfied(p).satisfied;
+      podVersionsSatisfied &&= current;
+      if (!current || this.executor.awaitingReadinessWrite(p)) podsAwaitingWrites.add(p.metadata.name ?? '');
+    }
 
-    const plan = planDaemonSet({
+    const snapshot: DaemonSetSnapshot = {
       ds,
       nodes: this.nodes.store.listSorted(),
       pods,
@@ -342,6 +402,7 @@ export class DaemonSetController {
       now: Date.now(),
       failedPodsBackoff: this.failedPodsBackoff.get(key) ?? {},
       expectationsSatisfied: this.expectations.satisfiedExpectations(key) && podVersionsSatisfied,
+      podsAwaitingWrites,
       // Pull pods in flight not yet in the cache: plan no pre-download until they are, or the parallelism
       // would be exceeded.
       imagePullPods,
@@ -349,8 +410,12 @@ export class DaemonSetController {
         imagePreDownload: this.expectations.satisfiedExpectations(pullPodsKey(key)) ? this.imagePreDownload : 'off',
         kruisePodReadyGate: this.kruisePodReadyGate,
       },
-    });
+    };
+    let memo = this.planMemos.get(key);
+    if (!memo) this.planMemos.set(key, (memo = new PlanMemo()));
+    const plan = planDaemonSet(snapshot, memo);
     this.failedPodsBackoff.set(key, plan.failedPodsBackoff);
+    this.metrics.observe(ds, plan);
     log.debug(
       {
         stage: plan.stage,
@@ -408,7 +473,7 @@ export class DaemonSetController {
    */
   private async canAdopt(ds: DaemonSet): Promise<boolean> {
     try {
-      const fresh = await this.client.get<DaemonSet>(resources.daemonSets, {
+      const fresh = await this.client.get<DaemonSet>(resources.daemonSetsV1beta1, {
         namespace: ds.metadata.namespace,
         name: ds.metadata.name!,
       });

@@ -4,6 +4,7 @@
 // history cleanup, planner events, status. It decides nothing the planner or a pure rule (statusWriteAction,
 // inPlaceRetryWaitMs, slowStartBatches) does not decide.
 import type { DaemonSet } from '../../src/api/types.ts';
+import { statusToV1beta1 } from '../../src/api/conversion.ts';
 import { kruisePodReadyPatch } from '../../src/daemonset/pods.ts';
 import { IMAGE_PULL_POD_DAEMONSET_UID_LABEL } from '../../src/daemonset/constants.ts';
 import { slowStartBatches } from '../../src/daemonset/manage.ts';
@@ -16,6 +17,11 @@ import {
   type InPlaceFailure,
 } from '../../src/daemonset/backoff.ts';
 import {
+  CANARY_FAILED_REASON,
+  CANARY_PAUSED_REASON,
+  CANARY_PROMOTED_REASON,
+  CANARY_ROLLED_BACK_REASON,
+  CANARY_STARTED_REASON,
   CREATED_IMAGE_PULL_JOB_REASON,
   FAILED_CREATE_IMAGE_PULL_JOB_REASON,
   FAILED_CREATE_REASON,
@@ -28,10 +34,12 @@ import {
 } from '../../src/daemonset/events.ts';
 import type { AfterManage, InPlaceUpdate, Plan, PodCreate, PodDelete } from '../../src/daemonset/plan-types.ts';
 import {
+  isAbortError,
   isAlreadyExists,
   isConflict,
   isNotFound,
   resources,
+  WriteRefusedError,
   type KubeClient,
   type ResourceType,
 } from '../../src/k8s/client.ts';
@@ -42,10 +50,19 @@ import type { ResourceVersionExpectations, UIDTrackingControllerExpectations } f
 import { monotonic } from '../runtime/clock.ts';
 import type { Logger } from '../runtime/log.ts';
 import { slowStartBatch } from '../runtime/slowstart.ts';
+import type { DaemonSetMetrics } from './metrics.ts';
 import type { WorkQueue } from '../runtime/workqueue.ts';
 
 /** The part of a plan that touches pods and status: the plan itself, or its afterManage part. */
 type PlanStep = Plan | AfterManage;
+
+const CANARY_EVENT_REASONS: ReadonlySet<string> = new Set([
+  CANARY_STARTED_REASON,
+  CANARY_PAUSED_REASON,
+  CANARY_PROMOTED_REASON,
+  CANARY_FAILED_REASON,
+  CANARY_ROLLED_BACK_REASON,
+]);
 
 /** Upstream's SlowStartInitialBatchSize: creates go out in batches of 1, 2, 4, ... (slowStartBatches). */
 const SLOW_START_INITIAL_BATCH = 1;
@@ -60,8 +77,15 @@ export interface SyncExecutorOptions {
   expectations: UIDTrackingControllerExpectations;
   podVersions: ResourceVersionExpectations;
   statusVersions: ResourceVersionExpectations;
+  /**
+   * The KruisePodReady True patch sent right after each create (markKruisePodReady). Apart from podVersions: it holds
+   * back no sync, only the planning of the same write again (awaitingReadinessWrite, podsAwaitingWrites).
+   */
+  readinessWrites: ResourceVersionExpectations;
   /** For in-place updates in backoff: the DaemonSet is requeued when the backoff ends. */
   queue: WorkQueue;
+  /** Counts the daemon pod creates, deletes and in-place updates by result (not the image pull pods). */
+  metrics?: DaemonSetMetrics;
 }
 
 /**
@@ -73,6 +97,8 @@ export class SyncExecutor {
   private readonly inPlaceFailures = new Map<string, InPlaceFailure>();
   /** When each DaemonSet's status was last written by this process (statusWriteAction). */
   private readonly lastStatusWrite = new Map<string, number>();
+  /** KruisePodReady patches right after a create still in flight, by pod key; the patch of each. */
+  private readonly readinessInFlight = new Map<string, Promise<void>>();
 
   constructor(private readonly o: SyncExecutorOptions) {}
 
@@ -83,6 +109,16 @@ export class SyncExecutor {
   /** Drops what is kept for a DaemonSet that is gone. */
   forget(key: string): void {
     this.lastStatusWrite.delete(key);
+  }
+
+  /** Whether our KruisePodReady patch right after this pod's create is in flight, or newer than this cached copy. */
+  awaitingReadinessWrite(pod: Pod): boolean {
+    return this.readinessInFlight.has(objectKey(pod)) || !this.o.readinessWrites.isSatisfied(pod).satisfied;
+  }
+
+  /** Resolves when the KruisePodReady patches in flight now have been answered (tests; they never reject). */
+  async readinessWritesSettled(): Promise<void> {
+    await Promise.all(this.readinessInFlight.values());
   }
 
   /** Runs a plan; returns how long a deferred progress-only status write waits, if one was deferred. */
@@ -117,7 +153,11 @@ export class SyncExecutor {
     }
 
     for (const e of [...plan.events, ...(step === plan ? [] : step.events)]) {
-      this.o.recorder.event(ds, e.type, e.reason, e.message);
+      // A canary's steps are the rollout's milestones, a handful per revision: they get a spam-filter bucket of their
+      // own (a rollout's pod creates and deletes use up the object's burst of 25 at once), and a log line too.
+      const canary = CANARY_EVENT_REASONS.has(e.reason);
+      this.o.recorder.event(ds, e.type, e.reason, e.message, canary ? { spamGroup: 'canary' } : {});
+      if (canary) log[e.type === 'Warning' ? 'warn' : 'info']({ reason: e.reason }, e.message);
     }
 
     // Status last, by the status-write rule.
@@ -152,7 +192,7 @@ export class SyncExecutor {
       });
       if (!revisionMatches(ds, existing)) {
         await this.client.patchStatus(
-          resources.daemonSets,
+          resources.daemonSetsV1beta1,
           { namespace, name: ds.metadata.name! },
           { status: { collisionCount: (ds.status?.collisionCount ?? 0) + 1 } },
           { type: 'merge' },
@@ -167,11 +207,15 @@ export class SyncExecutor {
     this.lastStatusWrite.set(key, monotonic());
     try {
       // Only over the copy this sync planned on (resourceVersion precondition, as upstream's UpdateStatus): a
-      // status never replaces a newer one, whoever wrote it.
+      // status never replaces a newer one, whoever wrote it. Written in v1beta1, the version the informer reads
+      // (daemonSetHash is updateRevision there).
       const written = await this.client.patchStatus<DaemonSet>(
-        resources.daemonSets,
+        resources.daemonSetsV1beta1,
         { namespace: ds.metadata.namespace ?? '', name: ds.metadata.name! },
-        { metadata: { resourceVersion: ds.metadata.resourceVersion }, status: step.status },
+        {
+          metadata: { resourceVersion: ds.metadata.resourceVersion },
+          status: step.status && statusToV1beta1(step.status),
+        },
         { type: 'merge' },
       );
       this.o.statusVersions.expect(written);
@@ -256,6 +300,7 @@ export class SyncExecutor {
       });
       this.o.podVersions.expect(patched);
       this.inPlaceFailures.delete(podKey);
+      this.o.metrics?.podOperation(ds, 'inplace_update', 'success');
       this.o.recorder.event(
         ds,
         'Normal',
@@ -264,7 +309,8 @@ export class SyncExecutor {
       );
       return undefined;
     } catch (err) {
-      if (isNotFound(err)) return undefined; // the pod is gone: nothing to put back or retry
+      if (isNotFound(err)) return undefined; // the pod is gone: nothing to put back or retry (nor to count)
+      this.o.metrics?.podOperation(ds, 'inplace_update', 'error');
       // Half applied (InPlaceUpdateReady False, pod unchanged): put the condition back, best effort; if that fails
       // too, the next sync's refresh sets it True (no update in flight), as Kruise's inplaceupdate Refresh.
       let outcome = '';
@@ -399,17 +445,18 @@ export class SyncExecutor {
    */
   private async createPods(ds: DaemonSet, key: string, creates: PodCreate[], log: Logger): Promise<unknown[]> {
     const namespace = ds.metadata.namespace ?? '';
-    const readinessPatches: Promise<void>[] = [];
     const { errors, notStarted } = await slowStartBatch(
       creates,
       slowStartBatches(creates.length, SLOW_START_INITIAL_BATCH),
       async (c) => {
         try {
           const created = await this.client.create<Pod>(resources.pods, c.pod, { namespace });
+          this.o.metrics?.podOperation(ds, 'create', 'success');
           this.o.recorder.event(ds, 'Normal', SUCCESSFUL_CREATE_REASON, `Created pod: ${created.metadata.name}`);
-          readinessPatches.push(this.markKruisePodReady(created, namespace, log));
+          this.markKruisePodReady(created, namespace, log);
         } catch (err) {
           this.o.expectations.creationObserved(key);
+          this.o.metrics?.podOperation(ds, 'create', 'error');
           this.o.recorder.event(ds, 'Warning', FAILED_CREATE_REASON, `Error creating: ${message(err)}`);
           log.warn({ node: c.nodeName, err: message(err) }, 'pod create failed');
           throw err;
@@ -418,7 +465,6 @@ export class SyncExecutor {
       this.o.workSignal(),
     );
     for (let i = 0; i < notStarted; i++) this.o.expectations.creationObserved(key);
-    await Promise.all(readinessPatches);
     return errors;
   }
 
@@ -426,22 +472,34 @@ export class SyncExecutor {
    * The KruisePodReady rule (kruisePodReadyPatch, which the planner also applies at every sync) applied to a pod
    * right after its create, as Kruise's pod-readiness controller does per pod. Left to the next sync, every new
    * pod stays NotReady for its whole create batch plus a resync: the benchmark showed creation at 2x native for
-   * that. Best effort: if this fails, the next sync plans the patch again.
+   * that. Nothing waits for it, as Kruise's DaemonSet controller does not wait for its pod-readiness controller:
+   * not the next slow-start batch, not the end of the sync, not the next sync (it is in readinessWrites, not in
+   * podVersions); while it is in flight or not yet in the cache, no sync plans it again (podsAwaitingWrites). Best
+   * effort: if it fails, the next sync plans it again.
    */
-  private async markKruisePodReady(pod: Pod, namespace: string, log: Logger): Promise<void> {
+  private markKruisePodReady(pod: Pod, namespace: string, log: Logger): void {
     const patch = kruisePodReadyPatch(pod, Date.now());
     if (!patch) return;
-    try {
-      const patched = await this.client.patch<Pod>(
-        resources.pods,
-        { namespace, name: pod.metadata.name ?? '' },
-        patch,
-        { type: 'strategic', subresource: 'status' },
-      );
-      this.o.podVersions.expect(patched);
-    } catch (err) {
-      if (ignoreNotFound(err)) log.warn({ pod: pod.metadata.name, err: message(err) }, 'could not set KruisePodReady');
-    }
+    const podKey = objectKey(pod);
+    const sent = (async () => {
+      try {
+        const patched = await this.client.patch<Pod>(
+          resources.pods,
+          { namespace, name: pod.metadata.name ?? '' },
+          patch,
+          { type: 'strategic', subresource: 'status' },
+        );
+        this.o.readinessWrites.expect(patched);
+      } catch (err) {
+        // Gone, or this replica stopped leading (the request aborted, or refused by the write fence): nothing to say.
+        const stopped = this.o.workSignal()?.aborted || isAbortError(err) || err instanceof WriteRefusedError;
+        if (ignoreNotFound(err) && !stopped)
+          log.warn({ pod: pod.metadata.name, err: message(err) }, 'could not set KruisePodReady');
+      } finally {
+        this.readinessInFlight.delete(podKey);
+      }
+    })();
+    this.readinessInFlight.set(podKey, sent);
   }
 
   private async deletePods(ds: DaemonSet, key: string, deletes: PodDelete[], log: Logger): Promise<unknown[]> {
@@ -450,6 +508,7 @@ export class SyncExecutor {
       deletes.map(async (d) => {
         try {
           await this.deletePod(namespace, d);
+          this.o.metrics?.podOperation(ds, 'delete', 'success');
           this.o.recorder.event(ds, 'Normal', SUCCESSFUL_DELETE_REASON, `Deleted pod: ${d.podName}`);
           log.info({ pod: d.podName, node: d.nodeName, reason: d.reason }, 'deleted pod');
           return undefined;
@@ -457,6 +516,8 @@ export class SyncExecutor {
           // The delete did not happen (or the pod was gone): no watch event will lower the expectation for it.
           this.o.expectations.deletionObservedOf(key, `${namespace}/${d.podName}`);
           const failed = ignoreNotFound(err);
+          // NotFound: the pod is gone, which is what the delete was for (not an error in upstream's syncNodes either).
+          this.o.metrics?.podOperation(ds, 'delete', failed ? 'error' : 'success');
           if (failed) this.o.recorder.event(ds, 'Warning', FAILED_DELETE_REASON, `Error deleting: ${message(failed)}`);
           return failed;
         }

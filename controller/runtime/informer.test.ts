@@ -150,6 +150,42 @@ describe('Informer', () => {
     assert.equal(informer.lastSyncResourceVersion(), String(server.resourceVersion));
   });
 
+  test('the transform runs on each list item and watch object as decoded, with apiVersion and kind set', async () => {
+    const seen: string[] = [];
+    const other = new Informer<Pod>({
+      name: 'pods-transformed',
+      client,
+      type: resources.pods,
+      namespace: 'ns',
+      transform: (p) => {
+        seen.push(`${p.apiVersion}/${p.kind}/${p.metadata.name}`);
+        return { apiVersion: p.apiVersion, kind: p.kind, metadata: { name: p.metadata.name, namespace: 'ns' } } as Pod;
+      },
+      logger,
+    });
+    const stopOther = new AbortController();
+    const runningOther = other.run(stopOther.signal);
+    try {
+      assert.equal(await other.waitForCacheSync(AbortSignal.timeout(1500)), true);
+      assert.deepEqual(seen.sort(), ['v1/Pod/p1', 'v1/Pod/p2', 'v1/Pod/p3']);
+      assert.deepEqual(other.store.get('ns/p1'), {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'p1', namespace: 'ns' },
+      });
+      server.upsert(PODS, pod('p4', 'n1'));
+      await until('p4 cached', () => other.store.has('ns/p4'));
+      assert.deepEqual(other.store.get('ns/p4'), {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'p4', namespace: 'ns' },
+      });
+    } finally {
+      stopOther.abort();
+      await runningOther;
+    }
+  });
+
   test('a dropped connection is rewatched from the last resourceVersion, without a relist', async () => {
     server.upsert(PODS, pod('p4'));
     await until('p4', () => informer.store.has('ns/p4'));

@@ -153,6 +153,23 @@ describe('LeaderElector', () => {
     assert.equal(lease('flaky')?.spec?.holderIdentity, 'me', 'not released: we could not write');
   });
 
+  test("a leader renews with one request each time, no read (client-go's optimistic renewal)", async () => {
+    const elector = newElector('cheap', { callbacks: { onStartedLeading: () => {} } });
+    const ac = new AbortController();
+    const run = elector.run(ac.signal);
+    await until('leading', () => elector.isLeader());
+    const from = server.requests.length;
+    const renewTime = () => lease('cheap')?.spec?.renewTime;
+    const first = renewTime();
+    await until('several renewals', () => server.requests.slice(from).filter((r) => r.method === 'PUT').length >= 4);
+    const sent = server.requests.slice(from).filter((r) => r.path.endsWith('/leases/cheap'));
+    assert.deepEqual(new Set(sent.map((r) => r.method)), new Set(['PUT']), 'no GET while the lease is ours');
+    assert.notEqual(renewTime(), first, 'renewed');
+    assert.equal(elector.fence(), undefined);
+    ac.abort();
+    await run;
+  });
+
   test('fence: open while renewals land; closed once renewDeadline passes by the monotonic clock (a frozen process)', async () => {
     let skewMs = 0; // added to the monotonic clock: a SIGSTOP'd process finds it far ahead when resumed
     let leaderSignal: AbortSignal | undefined;

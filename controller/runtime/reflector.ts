@@ -247,8 +247,26 @@ export class Reflector<T extends KubeObject> {
       configured: this.opts.pageSize,
       paginatedResult: this.paginatedResult,
     });
+    const apiVersion = apiVersionOf(type);
+    // List items come without apiVersion/kind; events and owner references need them.
+    const complete = (item: T): T => {
+      item.apiVersion ??= apiVersion;
+      item.kind ??= type.kind;
+      return item;
+    };
+    // With a transform, each item goes through it as it is decoded (client-go's TransformFunc runs before the
+    // store too): the list's full objects are never all in memory (list-stream.ts).
+    const decodeItem = transform ? (item: unknown) => transform(complete(item as T)) : undefined;
     const listAt = (resourceVersion: string) =>
-      client.listAll<T>(type, { namespace, labelSelector, fieldSelector, pageSize, resourceVersion, signal });
+      client.listAll<T>(type, {
+        namespace,
+        labelSelector,
+        fieldSelector,
+        pageSize,
+        resourceVersion,
+        signal,
+        decodeItem,
+      });
     let list: KubeList<T> & { paginated: boolean };
     let listedAt = requested;
     try {
@@ -267,13 +285,7 @@ export class Reflector<T extends KubeObject> {
     }
     this.lastSyncUnavailable = false;
     if (listedAt === '0' && list.paginated) this.paginatedResult = true;
-    const apiVersion = apiVersionOf(type);
-    const items = list.items.map((item) => {
-      // List items come without apiVersion/kind; events and owner references need them.
-      item.apiVersion ??= apiVersion;
-      item.kind ??= type.kind;
-      return transform ? transform(item) : item;
-    });
+    const items = decodeItem ? list.items : list.items.map(complete);
     const rv = list.metadata.resourceVersion ?? '';
     this.store.replace(items, rv);
     this.resourceVersion = rv;

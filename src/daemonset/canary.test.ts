@@ -21,6 +21,7 @@ import {
   type CanaryStatus,
 } from './canary.ts';
 import { CANARY_POD_LABEL, CONTROLLER_REVISION_HASH_LABEL, INPLACE_UPDATE_STATE_ANNOTATION } from './constants.ts';
+import { daemonSetGauges } from './metrics.ts';
 import type { Plan } from './plan-types.ts';
 import { FakeCluster, T0, addNodes, newDaemonSet, newNode, newPod } from './test-fixtures.ts';
 
@@ -496,6 +497,104 @@ describe('nextCanaryPhase', () => {
       reason: 'CrashLoopBackOff',
       resumed: true,
     },
+    {
+      name: 'autoPause says how to go on: promote, fail or resume, each naming the revision',
+      in: input({ pods: [crashing(3)] }),
+      phase: 'Paused',
+      reason: 'CrashLoopBackOff',
+      message:
+        /annotate advanced-daemonset.io\/canary-validated=h2 to promote, advanced-daemonset.io\/canary-failed=h2 to fail, or advanced-daemonset.io\/canary-resumed=h2 to resume without autoPause$/,
+    },
+    {
+      name: 'canary-resumed naming the revision resumes a canary autoPause paused, autoPause off',
+      in: input({
+        prev: prev({ phase: 'Paused', reason: 'ErrImagePull', message: 'm' }),
+        annotations: { 'advanced-daemonset.io/canary-resumed': 'h2' },
+        pods: [health({ cannotStart: { container: 'foo', reason: 'ErrImagePull' }, ready: false })],
+      }),
+      phase: 'Observing',
+      reason: 'Resumed',
+      resumed: true,
+    },
+    {
+      name: 'canary-resumed naming the revision resumes a canary paused by hand (the pause annotation removed)',
+      in: input({
+        prev: prev({ phase: 'Paused', reason: 'ManualPause', message: 'm' }),
+        annotations: { 'advanced-daemonset.io/canary-resumed': 'h2' },
+        pods: [crashing(3)],
+      }),
+      phase: 'Observing',
+      reason: 'Resumed',
+      resumed: true,
+    },
+    {
+      name: 'canary-resumed while canary-paused is still "true": the pause holds (autoPause is off once it goes)',
+      in: input({
+        prev: prev({ phase: 'Paused', reason: 'ManualPause', message: 'm' }),
+        annotations: {
+          'advanced-daemonset.io/canary-paused': 'true',
+          'advanced-daemonset.io/canary-resumed': 'h2',
+        },
+      }),
+      phase: 'Paused',
+      reason: 'ManualPause',
+      resumed: true,
+    },
+    {
+      name: 'canary-resumed naming another revision (left from an earlier canary): ignored, autoPause holds',
+      in: input({
+        prev: prev({ phase: 'Paused', reason: 'ErrImagePull', message: 'm' }),
+        annotations: { 'advanced-daemonset.io/canary-resumed': 'h1' },
+      }),
+      phase: 'Paused',
+      reason: 'ErrImagePull',
+      resumed: false,
+    },
+    {
+      name: 'canary-resumed naming another revision: a new canary is still autoPaused',
+      in: input({ annotations: { 'advanced-daemonset.io/canary-resumed': 'h1' }, pods: [crashing(3)] }),
+      phase: 'Paused',
+      reason: 'CrashLoopBackOff',
+      resumed: false,
+    },
+    {
+      name: 'canary-resumed before any pause: autoPause off for this canary, autoFail still applies',
+      in: input({ annotations: { 'advanced-daemonset.io/canary-resumed': 'h2' }, pods: [crashing(3)] }),
+      phase: 'Observing',
+      reason: 'Started',
+      resumed: true,
+    },
+    {
+      name: 'canary-resumed: autoFail still fails it',
+      in: input({
+        prev: prev({ phase: 'Paused', reason: 'CrashLoopBackOff' }),
+        annotations: { 'advanced-daemonset.io/canary-resumed': 'h2' },
+        pods: [crashing(6)],
+      }),
+      phase: 'Failed',
+      reason: 'CrashLoopBackOff',
+      resumed: true,
+    },
+    {
+      name: 'canary-failed naming the revision: failed',
+      in: input({ annotations: { 'advanced-daemonset.io/canary-failed': 'h2' } }),
+      phase: 'Failed',
+      reason: 'ManualFail',
+      message: /^failed by annotation advanced-daemonset.io\/canary-failed=h2$/,
+    },
+    {
+      name: 'canary-failed naming another revision (left from an earlier canary): ignored',
+      in: input({ annotations: { 'advanced-daemonset.io/canary-failed': 'h1' } }),
+      phase: 'Observing',
+      reason: 'Started',
+    },
+    {
+      name: 'canary-failed "true" fails whichever canary runs (it stays in force until removed)',
+      in: input({ annotations: { 'advanced-daemonset.io/canary-failed': 'true' } }),
+      phase: 'Failed',
+      reason: 'ManualFail',
+      message: /^failed by annotation advanced-daemonset.io\/canary-failed=true$/,
+    },
   ];
   for (const r of rows) {
     test(r.name, () => {
@@ -566,10 +665,10 @@ const progressing = (ds: DaemonSet) =>
   (ds.status?.conditions ?? []).find((x: DaemonSetCondition) => x.type === 'Progressing');
 const eventsOf = (plans: Plan[], reason: string) => plans.flatMap((p) => p.events.filter((e) => e.reason === reason));
 
-/** Pods on `nodes` crash: restartCount and CrashLoopBackOff as the kubelet reports it, not Ready. */
-function crash(c: FakeCluster, nodes: readonly string[], restartCount: number): void {
+/** Pods of `image` on `nodes` crash: restartCount and CrashLoopBackOff as the kubelet reports it, not Ready. */
+function crash(c: FakeCluster, nodes: readonly string[], restartCount: number, image = 'img:v2'): void {
   c.pods = c.pods.map((p) => {
-    if (!nodes.includes(p.spec.nodeName ?? '') || imageOf(p) !== 'img:v2' || p.metadata.deletionTimestamp) return p;
+    if (!nodes.includes(p.spec.nodeName ?? '') || imageOf(p) !== image || p.metadata.deletionTimestamp) return p;
     const cs = (p.status?.containerStatuses ?? []).map((s) => ({
       ...s,
       restartCount,
@@ -846,6 +945,138 @@ describe('canary through the planner', () => {
     settle(c);
     assert.deepEqual([canaryOf(c)?.phase, canaryOf(c)?.reason], ['Promoted', 'CanaryRemoved']);
     assert.ok(c.live().every((p) => imageOf(p) === 'img:v2'));
+  });
+
+  test('canary-resumed resumes a canary autoPause paused, for that canary only; autoFail still applies', () => {
+    const c = canaryCluster({ nodes: 2, autoPause: { maxRestarts: 1 }, autoFail: { maxRestarts: 6 } });
+    c.setImage('img:v2');
+    const plans: Plan[] = [];
+    const step = (restarts: number, image = 'img:v2', nodes = ['node-0', 'node-1']) => {
+      for (let i = 0; i < 6; i++) {
+        plans.push(c.sync());
+        c.markReady((p) => imageOf(p) === 'img:v1');
+        crash(c, nodes, restarts, image);
+        c.now += 1000;
+      }
+    };
+    const annotate = (annotations: Record<string, string>) => {
+      c.ds = { ...c.ds, metadata: { ...c.ds.metadata, annotations } };
+    };
+    step(2);
+    assert.deepEqual([canaryOf(c)?.phase, canaryOf(c)?.reason], ['Paused', 'CrashLoopBackOff']);
+    const v2 = canaryOf(c)?.revision ?? '';
+
+    // A hash of another revision does nothing.
+    annotate({ 'advanced-daemonset.io/canary-resumed': canaryOf(c)?.stableRevision ?? '' });
+    step(2);
+    assert.deepEqual(
+      [canaryOf(c)?.phase, canaryOf(c)?.reason, canaryOf(c)?.resumed],
+      ['Paused', 'CrashLoopBackOff', false],
+    );
+
+    annotate({ 'advanced-daemonset.io/canary-resumed': v2 });
+    step(3);
+    assert.deepEqual([canaryOf(c)?.phase, canaryOf(c)?.reason, canaryOf(c)?.resumed], ['Observing', 'Resumed', true]);
+    assert.deepEqual([progressing(c.ds)?.status, progressing(c.ds)?.reason], ['True', 'CanaryObserving']);
+    assert.equal(eventsOf(plans, 'CanaryPaused').length, 1, 'not paused again: autoPause is off for this canary');
+
+    step(7);
+    assert.deepEqual([canaryOf(c)?.phase, canaryOf(c)?.reason], ['Failed', 'CrashLoopBackOff']);
+
+    // The next canary (the annotation still names v2): autoPause applies again.
+    c.setImage('img:v3');
+    plans.length = 0;
+    step(2, 'img:v3');
+    assert.notEqual(canaryOf(c)?.revision, v2);
+    assert.deepEqual(
+      [canaryOf(c)?.phase, canaryOf(c)?.reason, canaryOf(c)?.resumed],
+      ['Paused', 'CrashLoopBackOff', false],
+    );
+    assert.equal(eventsOf(plans, 'CanaryPaused').length, 1);
+  });
+
+  test('canary-failed naming the revision fails that canary only: the next template runs its canary', () => {
+    const c = canaryCluster({ nodes: 1, duration: '10m', noRestartsDuration: '5m' });
+    c.setImage('img:v2');
+    settle(c);
+    const v2 = canaryOf(c)?.revision ?? '';
+    c.ds = { ...c.ds, metadata: { ...c.ds.metadata, annotations: { 'advanced-daemonset.io/canary-failed': v2 } } };
+    settle(c);
+    assert.deepEqual([canaryOf(c)?.phase, canaryOf(c)?.reason], ['Failed', 'ManualFail']);
+    assert.ok(c.live().every((p) => imageOf(p) === 'img:v1'));
+
+    c.setImage('img:v3');
+    settle(c);
+    assert.deepEqual([canaryOf(c)?.phase, canaryOf(c)?.reason], ['Observing', 'Restarted']);
+    c.now += 10 * MIN;
+    settle(c);
+    assert.equal(canaryOf(c)?.phase, 'Promoted');
+    assert.ok(c.live().every((p) => imageOf(p) === 'img:v3'));
+  });
+
+  test('canary-failed "true" stays in force: the next canary fails at its first sync', () => {
+    const c = canaryCluster({ nodes: 1 });
+    c.ds = { ...c.ds, metadata: { ...c.ds.metadata, annotations: { 'advanced-daemonset.io/canary-failed': 'true' } } };
+    c.setImage('img:v2');
+    const plans = settle(c);
+    assert.deepEqual([canaryOf(c)?.phase, canaryOf(c)?.reason], ['Failed', 'ManualFail']);
+    assert.equal(eventsOf(plans, 'CanaryFailed').length, 1);
+    assert.ok(c.live().every((p) => imageOf(p) === 'img:v1'));
+  });
+
+  /** A canary of img:v2 failed by hand and rolled back. */
+  const failedCanary = () => {
+    const c = canaryCluster({ nodes: 1 });
+    c.setImage('img:v2');
+    settle(c);
+    const hash = canaryOf(c)?.revision ?? '';
+    c.ds = { ...c.ds, metadata: { ...c.ds.metadata, annotations: { 'advanced-daemonset.io/canary-failed': hash } } };
+    settle(c);
+    assert.equal(canaryOf(c)?.phase, 'Failed');
+    assert.ok(c.live().every((p) => imageOf(p) === 'img:v1'));
+    return { c, hash };
+  };
+  const removeCanary = (c: FakeCluster) =>
+    c.updateSpec((ds) => {
+      delete (ds.spec.updateStrategy?.rollingUpdate as { canary?: unknown }).canary;
+    });
+  const notFailed = (c: FakeCluster) => {
+    assert.notEqual(canaryOf(c)?.phase, 'Failed');
+    assert.notEqual(progressing(c.ds)?.reason, 'CanaryFailed');
+    // The CanaryFailed alert matches this series (charts/advanced-daemonset/templates/prometheusrule.yaml).
+    assert.notEqual(daemonSetGauges(c.ds, { hash: '' }).canaryPhase, 'Failed');
+  };
+
+  test('canary removed from the spec after it failed: no longer Failed (Promoted, CanaryRemoved), rolled out', () => {
+    const { c, hash } = failedCanary();
+    removeCanary(c);
+    const plans = settle(c);
+    assert.deepEqual(
+      [canaryOf(c)?.revision, canaryOf(c)?.phase, canaryOf(c)?.reason],
+      [hash, 'Promoted', 'CanaryRemoved'],
+    );
+    assert.match(canaryOf(c)?.message ?? '', /rollingUpdate.canary was removed after the canary failed \(ManualFail\)/);
+    assert.equal(eventsOf(plans, 'CanaryPromoted').length, 1);
+    assert.ok(c.live().every((p) => imageOf(p) === 'img:v2'));
+    assert.deepEqual([progressing(c.ds)?.status, progressing(c.ds)?.reason], ['False', 'RolloutComplete']);
+    notFailed(c);
+  });
+
+  test('canary removed together with a new template after it failed: the new revision rolls out, not Failed', () => {
+    const { c, hash } = failedCanary();
+    removeCanary(c);
+    c.setImage('img:v3');
+    settle(c);
+    const now = canaryOf(c);
+    assert.notEqual(now?.revision, hash);
+    assert.deepEqual(
+      [now?.revision, now?.phase, now?.reason],
+      [c.ds.status?.daemonSetHash, 'Promoted', 'CanaryRemoved'],
+    );
+    assert.match(now?.message ?? '', new RegExp(`the canary of revision ${hash} had failed`));
+    assert.ok(c.live().every((p) => imageOf(p) === 'img:v3'));
+    assert.deepEqual([progressing(c.ds)?.status, progressing(c.ds)?.reason], ['False', 'RolloutComplete']);
+    notFailed(c);
   });
 
   test('OnDelete: no canary', () => {

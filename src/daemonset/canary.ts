@@ -20,10 +20,12 @@ import {
 } from '../k8s/pod.ts';
 import { getScaledValueFromIntOrPercent, type IntOrStringValue } from '../k8s/intstr.ts';
 import { labelSelectorMatches } from '../k8s/labels.ts';
+import { getTargetNodeName } from '../k8s/scheduling.ts';
 import {
   CANARY_FAILED_ANNOTATION,
   CANARY_PAUSED_ANNOTATION,
   CANARY_POD_LABEL,
+  CANARY_RESUMED_ANNOTATION,
   CANARY_VALIDATED_ANNOTATION,
   DEFAULT_CANARY_AUTO_FAIL_MAX_RESTARTS,
   DEFAULT_CANARY_AUTO_PAUSE_MAX_RESTARTS,
@@ -431,24 +433,27 @@ const podText = (p: CanaryPodHealth) => `pod ${p.pod} on node ${p.node}`;
 
 /**
  * One step of the phase machine for a running canary (Observing or Paused), in EDS's order of precedence
- * (manageCanaryPodFailures): a person failing it; a person validating it (the annotation names this revision);
- * autoFail (restarts above autoFail.maxRestarts, restarts going on longer than maxRestartsDuration, older than
- * timeout); a person pausing it (annotation "true"); then, unless a person resumed it (the pause annotation no longer
- * "true" after it paused the canary; that wins over autoPause until the canary ends), autoPause, which holds once it
- * paused: a container
- * that cannot start, restarts above autoPause.maxRestarts, a pod not ready maxStartupDuration after it started;
- * finally Auto validation once every canary node has run an available canary pod for `duration` and no canary
- * container restarted for `noRestartsDuration`.
+ * (manageCanaryPodFailures): a person failing it (canary-failed "true", or naming this revision); a person
+ * validating it (canary-validated names this revision); autoFail (restarts above autoFail.maxRestarts, restarts going
+ * on longer than maxRestartsDuration, older than timeout); a person pausing it (canary-paused "true"); then, unless a
+ * person resumed it, autoPause, which holds once it paused: a container that cannot start, restarts above
+ * autoPause.maxRestarts, a pod not ready maxStartupDuration after it started; finally Auto validation once every
+ * canary node has run an available canary pod for `duration` and no canary container restarted for
+ * `noRestartsDuration`. A resume (canary-resumed naming this revision, or canary-paused going away after it paused
+ * the canary) wins over autoPause until the canary ends.
  */
 export function nextCanaryPhase(input: CanaryPhaseInput): CanaryVerdict {
   const { settings, prev, annotations, pods, nodes, complete, now } = input;
   const revision = prev.revision;
   const pausedAnnotation = annotations[CANARY_PAUSED_ANNOTATION];
-  // A resume is the pause annotation going away (or another value than "true") after it paused this canary, as the
-  // stored status shows. Its value alone says nothing: left on the object, "false" would turn autoPause off for every
-  // later canary.
+  const failedAnnotation = annotations[CANARY_FAILED_ANNOTATION];
+  // A resume names this revision (canary-resumed), or is the pause annotation going away (or another value than
+  // "true") after it paused this canary, as the stored status shows. The pause annotation's value alone says nothing:
+  // left on the object, "false" would turn autoPause off for every later canary; a leftover canary-resumed names an
+  // earlier revision and is ignored.
   const resumed =
     prev.resumed === true ||
+    annotations[CANARY_RESUMED_ANNOTATION] === revision ||
     (prev.phase === 'Paused' && prev.reason === CANARY_REASON_MANUAL_PAUSE && pausedAnnotation !== 'true');
   let lastRestart: CanaryPodHealth | undefined;
   let firstRestart: number | undefined;
@@ -470,13 +475,14 @@ export function nextCanaryPhase(input: CanaryPhaseInput): CanaryVerdict {
   );
   const { autoFail, autoPause } = settings;
 
-  if (annotations[CANARY_FAILED_ANNOTATION] === 'true') {
+  // "true" fails whichever canary runs (the contract's form; in force until removed); a hash, that revision's only.
+  if (failedAnnotation === 'true' || failedAnnotation === revision) {
     return {
       ...base,
       phase: 'Failed',
       reason: CANARY_REASON_MANUAL_FAIL,
       manual: true,
-      message: `failed by annotation ${CANARY_FAILED_ANNOTATION}=true`,
+      message: `failed by annotation ${CANARY_FAILED_ANNOTATION}=${failedAnnotation}`,
     };
   }
   if (annotations[CANARY_VALIDATED_ANNOTATION] === revision) {
@@ -540,7 +546,7 @@ export function nextCanaryPhase(input: CanaryPhaseInput): CanaryVerdict {
       ...base,
       phase: 'Paused',
       reason,
-      message: `${message}; annotate ${CANARY_VALIDATED_ANNOTATION}=${revision} to promote, ${CANARY_FAILED_ANNOTATION}=true to fail, or ${CANARY_PAUSED_ANNOTATION}=true and then remove it to resume without autoPause`,
+      message: `${message}; annotate ${CANARY_VALIDATED_ANNOTATION}=${revision} to promote, ${CANARY_FAILED_ANNOTATION}=${revision} to fail, or ${CANARY_RESUMED_ANNOTATION}=${revision} to resume without autoPause`,
       ...(pod ? { pod } : {}),
       ...(requeue !== undefined ? { requeueAfterMs: requeue } : {}),
     });
@@ -694,27 +700,29 @@ function liveOn(ctx: SyncContext, nodeName: string): Pod[] {
  */
 function canaryLabelPatches(ctx: SyncContext, labelled: ReadonlySet<string>): PodPatch[] {
   const out: PodPatch[] = [];
-  for (const pods of ctx.nodeToDaemonPods.values()) {
-    for (const pod of pods) {
-      if (pod.metadata.deletionTimestamp) continue;
-      const name = pod.metadata.name ?? '';
-      const has = pod.metadata.labels?.[CANARY_POD_LABEL] !== undefined;
-      const want = labelled.has(name);
-      if (want && pod.metadata.labels?.[CANARY_POD_LABEL] !== 'true') {
-        out.push({
-          podName: name,
-          patchType: 'strategic',
-          patch: { metadata: { labels: { [CANARY_POD_LABEL]: 'true' } } },
-          reason: 'CanaryLabel',
-        });
-      } else if (!want && has) {
-        out.push({
-          podName: name,
-          patchType: 'strategic',
-          patch: { metadata: { labels: { [CANARY_POD_LABEL]: null } } },
-          reason: 'CanaryLabel',
-        });
-      }
+  // With a memo (memo.ts), a sync where no pod carries the label and none should skips the pass over every pod.
+  if (labelled.size === 0 && ctx.upkeep?.canaryLabel === 0) return out;
+  // In the snapshot's order; the pods of nodeToDaemonPods, i.e. those targeting a node (terminal pods being deleted
+  // are left out there, and terminating ones here).
+  for (const pod of ctx.pods) {
+    if (pod.metadata.deletionTimestamp || !getTargetNodeName(pod.spec)) continue;
+    const name = pod.metadata.name ?? '';
+    const has = pod.metadata.labels?.[CANARY_POD_LABEL] !== undefined;
+    const want = labelled.has(name);
+    if (want && pod.metadata.labels?.[CANARY_POD_LABEL] !== 'true') {
+      out.push({
+        podName: name,
+        patchType: 'strategic',
+        patch: { metadata: { labels: { [CANARY_POD_LABEL]: 'true' } } },
+        reason: 'CanaryLabel',
+      });
+    } else if (!want && has) {
+      out.push({
+        podName: name,
+        patchType: 'strategic',
+        patch: { metadata: { labels: { [CANARY_POD_LABEL]: null } } },
+        reason: 'CanaryLabel',
+      });
     }
   }
   return out;
@@ -730,8 +738,9 @@ const list = (names: readonly string[]) => (names.length > 0 ? names.join(', ') 
 /**
  * The canary of one sync, from the DaemonSet (spec, annotations, status.canary), nodes, pods, revisions (the
  * current one and the others) and now:
- * - no rollingUpdate.canary (or OnDelete): nothing, as without the feature; a running canary of this revision is
- *   recorded Promoted (CanaryRemoved);
+ * - no rollingUpdate.canary (or OnDelete): nothing, as without the feature; a canary that had not ended (Observing,
+ *   Paused, or Failed: the hold ends with the canary) is recorded Promoted (CanaryRemoved) for the current revision,
+ *   so nothing reports a failed canary for the rollout that now proceeds;
  * - a new revision: a canary starts when some pods run another revision (the stable one: stableRevisionHash), on
  *   nodes picked by selectCanaryNodes; a canary that was still running or had failed restarts on its nodes with its
  *   stable revision; a template back at the stable revision ends it (Promoted, StableRevision);
@@ -769,24 +778,36 @@ export function planCanary(
   });
   const nowText = formatTime(now);
   const spec = canarySpecOf(ds);
-  const running = (s: CanaryStatus | undefined) => s?.phase === 'Observing' || s?.phase === 'Paused';
   if (!spec) {
-    if (prev && prev.revision === hash && running(prev)) {
-      const status: CanaryStatus = {
-        ...prev,
-        phase: 'Promoted',
-        reason: CANARY_REASON_REMOVED,
-        message: 'rollingUpdate.canary was removed: the rolling update takes over',
-        since: nowText,
-      };
-      events.push({
-        type: 'Normal',
-        reason: CANARY_PROMOTED_REASON,
-        message: `Canary of revision ${hash} promoted: ${status.message}`,
-      });
-      return inactive(status);
-    }
-    return inactive(prev);
+    if (!prev || prev.phase === 'Promoted') return inactive(prev);
+    // The canary ends with its spec. Recorded for the current revision (status.canary is the latest revision's
+    // canary): a Failed record left would keep `kubectl ads status` failing and the CanaryFailed alert firing while
+    // the rolling update takes the revision everywhere.
+    const same = prev.revision === hash;
+    const failed = prev.phase === 'Failed' ? `failed (${prev.reason ?? ''})` : '';
+    const removed = 'rollingUpdate.canary was removed';
+    const takesOver = 'the rolling update takes over';
+    let message = `${removed}: ${takesOver}`;
+    if (same && failed) message = `${removed} after the canary ${failed}: ${takesOver}`;
+    else if (!same)
+      message += ` (the canary of revision ${prev.revision} ${failed ? `had ${failed}` : `was ${prev.phase}`})`;
+    const status: CanaryStatus = {
+      ...prev,
+      revision: hash,
+      phase: 'Promoted',
+      reason: CANARY_REASON_REMOVED,
+      message,
+      since: nowText,
+      ...(same ? {} : { startTime: nowText, resumed: false, restartingSince: '' }),
+    };
+    events.push({
+      type: 'Normal',
+      reason: CANARY_PROMOTED_REASON,
+      message: same
+        ? `Canary of revision ${hash} promoted: ${message}`
+        : `Canary of revision ${prev.revision} ended, revision ${hash} rolls out: ${message}`,
+    });
+    return inactive(status);
   }
   const settings = canarySettings(spec);
   const revisions = new Map<string, ControllerRevision>();

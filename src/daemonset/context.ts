@@ -3,23 +3,38 @@ import type { DaemonSet } from '../api/types.ts';
 import type { CanaryPlan } from './canary.ts';
 import type { Node, Pod } from '../k8s/types.ts';
 import { nodeShouldRunDaemonPod, templateTolerations, type NodeEligibility } from './eligibility.ts';
-import { getNodesToDaemonPods, type NodeToDaemonPods } from './pods.ts';
+import type { PlanMemo, PodLookup, PodUpkeepCounts } from './memo.ts';
+import { newNodeState, type NodeState } from './node-state.ts';
+import { getNodesToDaemonPods } from './pods.ts';
 import type { PlanOptions } from './plan-types.ts';
 import type { CountersResult } from './status.ts';
-import type { NodesToUpdate } from './update.ts';
+import type { NodesToUpdateStates } from './update.ts';
 
 export interface SyncContext {
   ds: DaemonSet;
   /** All nodes, sorted by name (upstream iterates the lister's order; sorting makes plans deterministic). */
   nodes: Node[];
-  nodeByName: Map<string, Node>;
-  eligibility: Map<string, NodeEligibility>;
+  nodeByName: ReadonlyMap<string, Node>;
+  eligibility: ReadonlyMap<string, NodeEligibility>;
   /** Live count of nodes where shouldRun (what desiredNumberScheduled will be). */
   desired: number;
   /** Pods by target node (deleted terminal pods left out). */
-  nodeToDaemonPods: NodeToDaemonPods;
-  /** Built on first use: a settled sync looks up no pod by name. */
-  readonly podsByName: ReadonlyMap<string, Pod>;
+  nodeToDaemonPods: ReadonlyMap<string, Pod[]>;
+  /** The snapshot's pods, in its order. */
+  pods: readonly Pod[];
+  /** Built on first use (without a memo): a settled sync looks up no pod by name. */
+  readonly podsByName: PodLookup;
+  /** Per node, aligned with `nodes`: eligibility, pods and their facts (node-state.ts). */
+  states: NodeState[];
+  /** The states of `nodes` and `ghosts` by name; built on first use without a memo. */
+  readonly stateByName: ReadonlyMap<string, NodeState>;
+  /** Node names daemon pods point to that no node has, in name order. */
+  ghosts: NodeState[];
+  /**
+   * With a memo only: how many pods have readiness-gate or canary-label upkeep pending, so a sync where none has
+   * skips those passes over every pod.
+   */
+  upkeep?: PodUpkeepCounts;
   hash: string;
   now: number;
   opts: PlanOptions;
@@ -38,7 +53,7 @@ export interface SyncContext {
 /** Derived values of one sync; each is filled by the function named in its comment. */
 export interface SyncMemo {
   /** nodesToUpdateResult (update.ts). */
-  nodesToUpdate?: NodesToUpdate;
+  nodesToUpdate?: NodesToUpdateStates;
   /** calculateCounters (status.ts). */
   counters?: CountersResult;
   /** pendingNodes (status.ts). */
@@ -65,6 +80,11 @@ function sortedByName(nodes: readonly Node[]): boolean {
   return true;
 }
 
+/**
+ * The context of one sync. With `memo` (memo.ts), the per-node part is brought up to date from the previous sync of the
+ * same DaemonSet, re-evaluating only the nodes whose object or pods changed; without it everything is built here. The
+ * two give the same context.
+ */
 export function newSyncContext(
   ds: DaemonSet,
   nodes: readonly Node[],
@@ -72,37 +92,79 @@ export function newSyncContext(
   hash: string,
   now: number,
   opts: PlanOptions = {},
+  memo?: PlanMemo,
 ): SyncContext {
-  const sorted = sortedByName(nodes)
-    ? (nodes as Node[])
-    : [...nodes].sort((a, b) => cmp(a.metadata.name ?? '', b.metadata.name ?? ''));
-  const nodeByName = new Map<string, Node>();
   const tolerations = templateTolerations(ds);
+  if (memo) {
+    const v = memo.update(ds, nodes, pods, tolerations, sortedByName, byName);
+    return {
+      ds,
+      nodes: v.nodes,
+      nodeByName: v.nodeByName,
+      eligibility: v.eligibility,
+      desired: v.desired,
+      nodeToDaemonPods: v.nodeToDaemonPods,
+      pods,
+      podsByName: v.podsByName,
+      states: v.states,
+      stateByName: v.stateByName,
+      ghosts: v.ghosts,
+      upkeep: v.upkeep,
+      hash,
+      now,
+      opts,
+      memo: {},
+    };
+  }
+  const sorted = sortedByName(nodes) ? (nodes as Node[]) : [...nodes].sort(byName);
+  const nodeByName = new Map<string, Node>();
   const eligibility = new Map<string, NodeEligibility>();
+  const nodeToDaemonPods = getNodesToDaemonPods(pods);
+  const states: NodeState[] = new Array<NodeState>(sorted.length);
   let desired = 0;
-  for (const node of sorted) {
+  for (let i = 0; i < sorted.length; i++) {
+    const node = sorted[i] as Node;
     const name = node.metadata.name ?? '';
     const e = nodeShouldRunDaemonPod(node, ds, tolerations);
     nodeByName.set(name, node);
     eligibility.set(name, e);
+    states[i] = newNodeState(name, node, e, nodeToDaemonPods.get(name));
     if (e.shouldRun) desired++;
   }
+  const ghosts: NodeState[] = [];
+  for (const [name, list] of nodeToDaemonPods) {
+    if (!nodeByName.has(name)) ghosts.push(newNodeState(name, undefined, NOT_RUN, list));
+  }
+  ghosts.sort((a, b) => cmp(a.name, b.name));
   let podsByName: Map<string, Pod> | undefined;
+  let stateByName: Map<string, NodeState> | undefined;
   return {
     ds,
     nodes: sorted,
     nodeByName,
     eligibility,
     desired,
-    nodeToDaemonPods: getNodesToDaemonPods(pods),
+    nodeToDaemonPods,
+    pods,
     get podsByName() {
       return (podsByName ??= new Map(pods.map((p) => [p.metadata.name ?? '', p])));
     },
+    states,
+    get stateByName() {
+      return (stateByName ??= new Map([...states, ...ghosts].map((s) => [s.name, s])));
+    },
+    ghosts,
     hash,
     now,
     opts,
     memo: {},
   };
+}
+
+const NOT_RUN: NodeEligibility = Object.freeze({ shouldRun: false, shouldContinueRunning: false });
+
+function byName(a: Node, b: Node): number {
+  return cmp(a.metadata.name ?? '', b.metadata.name ?? '');
 }
 
 export function cmp(a: string, b: string): number {

@@ -228,8 +228,10 @@ export function constructHistory(
       const h = revisionHashLabel(r);
       if (h !== keepHash) dupHashes.add(h);
     }
-    for (const pod of pods) {
-      if (dupHashes.has(podRevisionHash(pod))) podRelabels.push({ podName: pod.metadata.name ?? '', hash: keepHash });
+    if (dupHashes.size > 0) {
+      for (const pod of pods) {
+        if (dupHashes.has(podRevisionHash(pod))) podRelabels.push({ podName: pod.metadata.name ?? '', hash: keepHash });
+      }
     }
     cur = keep;
     if (keep.revision < nextRevision) {

@@ -11,9 +11,9 @@ import {
   type BackoffState,
 } from './backoff.ts';
 import { cmp, minDelay, type SyncContext } from './context.ts';
+import { isSettledPod, updatedPodsOf } from './node-state.ts';
 import {
   addNotReadyKeyPatch,
-  findUpdatedPodsOnNode,
   isPodHooked,
   isPodPreDeleting,
   isPodUpdated,
@@ -42,12 +42,6 @@ export interface NodeDecision {
 
 function podDelete(pod: Pod, nodeName: string, reason: PodDelete['reason']): PodDelete {
   return { podName: pod.metadata.name ?? '', nodeName, uid: pod.metadata.uid, reason };
-}
-
-/** Not terminating, not terminal, not PreparingDelete: a pod podsShouldBeOnNode keeps as it is when it is alone. */
-function isSettledPod(pod: Pod): boolean {
-  const phase = pod.status?.phase;
-  return !pod.metadata.deletionTimestamp && phase !== 'Failed' && phase !== 'Succeeded' && !isPodPreDeleting(pod);
 }
 
 /**
@@ -159,10 +153,9 @@ export function podsShouldBeOnNode(
  */
 export function getUnscheduledPodsWithoutNode(ctx: SyncContext): PodDelete[] {
   const out: PodDelete[] = [];
-  const gone = [...ctx.nodeToDaemonPods.keys()].filter((name) => !ctx.nodeByName.has(name)).sort(cmp);
-  for (const nodeName of gone) {
-    for (const pod of ctx.nodeToDaemonPods.get(nodeName) ?? []) {
-      if (!pod.spec.nodeName && !pod.metadata.deletionTimestamp) out.push(podDelete(pod, nodeName, 'NodeGone'));
+  for (const gone of ctx.ghosts) {
+    for (const pod of gone.pods ?? []) {
+      if (!pod.spec.nodeName && !pod.metadata.deletionTimestamp) out.push(podDelete(pod, gone.name, 'NodeGone'));
     }
   }
   return out;
@@ -189,8 +182,8 @@ export function getNodesNeedingPods(
 /** Nodes with exactly one non-terminating pod of the current revision (progressive creation counts them). */
 function newPodCount(ctx: SyncContext): number {
   let n = 0;
-  for (const node of ctx.nodes) {
-    const { newPod: np, ok } = findUpdatedPodsOnNode(ctx.nodeToDaemonPods.get(node.metadata.name ?? ''), ctx.hash);
+  for (const s of ctx.states) {
+    const { newPod: np, ok } = updatedPodsOf(s, ctx.hash);
     if (ok && np) n++;
   }
   return n;
@@ -208,8 +201,10 @@ export interface ManageResult {
 export function manage(ctx: SyncContext, backoff: BackoffState): ManageResult {
   const surge = allowSurge(ctx.ds);
   const result: ManageResult = { nodesNeedingDaemonPods: [], podsToDelete: [], events: [], backoff };
-  for (const node of ctx.nodes) {
-    const name = node.metadata.name ?? '';
+  for (const s of ctx.states) {
+    // A settled node decides nothing (podsShouldBeOnNode's first check), whatever the clock says.
+    if (s.settled) continue;
+    const name = s.name;
     const d = podsShouldBeOnNode(ctx, name, result.backoff, surge);
     if (!d) continue;
     if (d.needsPod) result.nodesNeedingDaemonPods.push(name);

@@ -218,6 +218,13 @@ export interface DaemonSetSnapshot {
    * observedGeneration is not advanced. Default true.
    */
   expectationsSatisfied?: boolean;
+  /**
+   * Pods (by name) with a write of ours that their cached copy does not show yet: no readiness upkeep (KruisePodReady,
+   * InPlaceUpdateReady) is planned from that older copy, which would repeat or undo the write. The shell's KruisePodReady
+   * patch right after each create is one: it does not hold back the sync (expectationsSatisfied), as the write of
+   * Kruise's separate pod-readiness controller does not hold back its DaemonSet controller. Default none.
+   */
+  podsAwaitingWrites?: ReadonlySet<string>;
   /** Image pre-download pull pods of this DaemonSet (label apps.kruise.io/image-predownload-daemonset-uid). */
   imagePullPods?: readonly Pod[];
   options?: PlanOptions;

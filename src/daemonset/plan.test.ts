@@ -5,6 +5,7 @@ import type { DaemonSet, DaemonSetCondition } from '../api/types.ts';
 import type { Node } from '../k8s/types.ts';
 import { filterDaemonPodsNodeToUpdate } from './update.ts';
 import { getNodesToDaemonPods } from './pods.ts';
+import { planDaemonSet } from './plan.ts';
 import {
   FakeCluster,
   T0,
@@ -83,6 +84,39 @@ describe('planDaemonSet stages', () => {
         Array.from({ length: row.patches }, () => ['KruisePodReady', 'status']),
       );
       assert.equal(c.sync().podPatches.length, 0, 'once set, never again');
+    });
+  }
+
+  // A pod whose cached copy does not show our write yet (the patch right after its create, in flight) gets no
+  // KruisePodReady planned from that copy: it would be the same write again.
+  for (const row of [
+    { name: 'no pod awaiting a write: every pod', awaiting: (_: string[]) => [], want: (n: string[]) => n },
+    {
+      name: 'one pod awaiting: the others',
+      awaiting: (n: string[]) => n.slice(0, 1),
+      want: (n: string[]) => n.slice(1),
+    },
+    { name: 'every pod awaiting: none', awaiting: (n: string[]) => n, want: (_: string[]) => [] },
+  ]) {
+    test(`KruisePodReady and podsAwaitingWrites: ${row.name}`, () => {
+      const c = new FakeCluster(newDaemonSet(), addNodes(3));
+      c.sync();
+      const names = c.pods.map((p) => p.metadata.name ?? '').sort();
+      const p = planDaemonSet({
+        ds: c.ds,
+        nodes: c.nodes,
+        pods: c.pods,
+        revisions: c.revisions,
+        now: c.now,
+        podsAwaitingWrites: new Set(row.awaiting(names)),
+      });
+      assert.deepEqual(
+        p.podPatches
+          .filter((x) => x.reason === 'KruisePodReady')
+          .map((x) => x.podName)
+          .sort(),
+        row.want(names),
+      );
     });
   }
 

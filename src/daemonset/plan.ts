@@ -10,6 +10,7 @@ import { minDelay, newSyncContext, type SyncContext } from './context.ts';
 import { cleanupHistory, constructHistory, revisionHashLabel, type HistoryResult } from './history.ts';
 import { planCanary, targetHash } from './canary.ts';
 import { manage, syncNodes } from './manage.ts';
+import type { PlanMemo } from './memo.ts';
 import { canPodInPlaceUpdate, inPlaceRefreshPatch, planInPlaceUpdate } from './inplace.ts';
 import { kruisePodReadyPatch } from './pods.ts';
 import { planImagePreDownload, planImagePullJobs } from './predownload.ts';
@@ -46,10 +47,21 @@ function emptyPlan(snapshot: DaemonSetSnapshot, stage: Plan['stage']): Plan {
  * `refreshInPlace`: on a cache older than our own writes (expectations pending) a pod between its InPlaceUpdateReady
  * False and its image patch looks like a refused update, so, as in Kruise, the refresh waits for the cache.
  */
-function readinessPatches(pods: readonly Pod[], now: number, refreshInPlace: boolean): PodPatch[] {
+function readinessPatches(
+  ctx: SyncContext,
+  pods: readonly Pod[],
+  now: number,
+  refreshInPlace: boolean,
+  awaitingWrites: ReadonlySet<string> | undefined,
+): PodPatch[] {
   const out: PodPatch[] = [];
+  // With a memo (memo.ts) a sync where no pod needs either skips the pass over every pod.
+  const upkeep = ctx.upkeep;
+  if (upkeep && upkeep.kruiseReady === 0 && (!refreshInPlace || upkeep.inPlaceRefresh === 0)) return out;
   for (const pod of pods) {
     const podName = pod.metadata.name ?? '';
+    // Our own write to it is not in this copy yet (podsAwaitingWrites): planning from it would repeat or undo it.
+    if (awaitingWrites?.has(podName)) continue;
     const ready = kruisePodReadyPatch(pod, now);
     if (ready)
       out.push({ podName, subresource: 'status', patchType: 'strategic', patch: ready, reason: 'KruisePodReady' });
@@ -97,8 +109,12 @@ function finishWithStatus(
  * Readiness-gate upkeep (KruisePodReady, InPlaceUpdateReady) is planned at every stage from 4 on; image
  * pre-download (options.imagePreDownload 'pods', predownload.ts) between 4 and 5. The canary (canary.ts: phase,
  * events, canary labels, each node's target revision) is decided right after 3 and applies from 4 on.
+ *
+ * `memo`: the PlanMemo of this DaemonSet (memo.ts), kept by the shell between its syncs: the per-node part of the sync
+ * is then brought up to date rather than rebuilt, re-evaluating only the nodes whose object or pods changed. The plan
+ * is the same with or without it.
  */
-export function planDaemonSet(snapshot: DaemonSetSnapshot): Plan {
+export function planDaemonSet(snapshot: DaemonSetSnapshot, memo?: PlanMemo): Plan {
   const { ds, now } = snapshot;
   if (ds.metadata.deletionTimestamp) return emptyPlan(snapshot, 'Deleting');
   const selector = ds.spec.selector;
@@ -151,8 +167,10 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot): Plan {
           };
     });
   }
-  const ctx = newSyncContext(ds, snapshot.nodes, pods, history.hash, now, snapshot.options);
-  plan.podPatches.push(...readinessPatches(pods, now, snapshot.expectationsSatisfied !== false));
+  const ctx = newSyncContext(ds, snapshot.nodes, pods, history.hash, now, snapshot.options, memo);
+  plan.podPatches.push(
+    ...readinessPatches(ctx, pods, now, snapshot.expectationsSatisfied !== false, snapshot.podsAwaitingWrites),
+  );
   // The canary (canary.ts), before anything reads the nodes' target revisions.
   const canary = planCanary(ctx, history.current, history.old);
   ctx.canary = canary;

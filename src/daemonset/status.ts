@@ -3,13 +3,12 @@
 // plus conditions for `kubectl wait` (docs/differences.md#status-conditions).
 import type { DaemonSetCondition, DaemonSetStatus } from '../api/types.ts';
 import type { Pod } from '../k8s/types.ts';
-import { formatTime, getPodCondition, hasReadinessGate, isPodAvailable, isPodReady, parseTime } from '../k8s/pod.ts';
-import { podAvailableWaitingTimeMs } from '../k8s/pod.ts';
+import { formatTime, getPodCondition, hasReadinessGate, isPodAvailable, parseTime } from '../k8s/pod.ts';
 import { canonicalJson } from '../k8s/hash.ts';
 import { IN_PLACE_UPDATE_READY } from './constants.ts';
 import { memo, minDelay, type SyncContext } from './context.ts';
-import { isPodUpdated } from './pods.ts';
-import { nodesToUpdate, nodesToUpdateResult } from './update.ts';
+import { factsDaemonAvailable, factsWaitingTimeMs } from './node-state.ts';
+import { nodesToUpdateResult } from './update.ts';
 import { isDaemonSetPaused, isRollingUpdate } from './strategy.ts';
 import { targetHash } from './canary.ts';
 
@@ -119,28 +118,27 @@ export function calculateCounters(ctx: SyncContext): CountersResult {
 
 function countersOf(ctx: SyncContext): CountersResult {
   const minReady = ctx.ds.spec.minReadySeconds ?? 0;
+  const { hash, now } = ctx;
   const c = zeroCounters();
   let requeueAfterMs: number | undefined;
-  for (const node of ctx.nodes) {
-    const name = node.metadata.name ?? '';
-    const pods = ctx.nodeToDaemonPods.get(name) ?? [];
-    const scheduled = pods.length > 0;
-    if (ctx.eligibility.get(name)?.shouldRun) {
+  for (const s of ctx.states) {
+    const first = s.first;
+    if (s.shouldRun) {
       c.desiredNumberScheduled++;
-      for (const p of pods) {
-        if (!p.metadata.deletionTimestamp) {
-          requeueAfterMs = minDelay(requeueAfterMs, podAvailableWaitingTimeMs(p, minReady, ctx.now));
+      // Without minReadySeconds no pod waits to become available (podAvailableWaitingTimeMs is 0).
+      if (minReady > 0) {
+        for (const f of s.facts) {
+          if (!f.terminating) requeueAfterMs = minDelay(requeueAfterMs, factsWaitingTimeMs(f, minReady, now));
         }
       }
-      const pod = pods[0];
-      if (!pod) continue;
+      if (!first) continue;
       c.currentNumberScheduled++;
-      if (isPodReady(pod)) {
+      if (first.ready) {
         c.numberReady++;
-        if (isDaemonPodAvailable(pod, minReady, ctx.now)) c.numberAvailable++;
+        if (factsDaemonAvailable(first, minReady, now)) c.numberAvailable++;
       }
-      if (isPodUpdated(pod, ctx.hash)) c.updatedNumberScheduled++;
-    } else if (scheduled) {
+      if (first.hash === hash) c.updatedNumberScheduled++;
+    } else if (first) {
       c.numberMisscheduled++;
     }
   }
@@ -159,12 +157,12 @@ function countPendingNodes(ctx: SyncContext): number {
   let pending = calculateCounters(ctx).counters.numberUnavailable;
   if (!isRollingUpdate(ctx.ds) || isDaemonSetPaused(ctx.ds)) return pending;
   const minReady = ctx.ds.spec.minReadySeconds ?? 0;
-  for (const name of nodesToUpdate(ctx)) {
-    if (!ctx.eligibility.get(name)?.shouldRun) continue;
-    const pods = ctx.nodeToDaemonPods.get(name);
-    const pod = pods?.[0];
-    if (!pod || !isDaemonPodAvailable(pod, minReady, ctx.now)) continue; // counted as unavailable
-    if (!isPodUpdated(pod, targetHash(ctx, name)) || (pods as Pod[]).length > 1) pending++;
+  const sameTarget = ctx.canary?.active ? undefined : ctx.hash;
+  for (const s of nodesToUpdateResult(ctx).states) {
+    if (!s.shouldRun) continue;
+    const first = s.first;
+    if (!first || !factsDaemonAvailable(first, minReady, ctx.now)) continue; // counted as unavailable
+    if (first.hash !== (sameTarget ?? targetHash(ctx, s.name)) || s.facts.length > 1) pending++;
   }
   return pending;
 }

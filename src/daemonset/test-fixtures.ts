@@ -7,6 +7,7 @@ import type { ControllerRevision, Node, Pod, PodCondition, Taint } from '../k8s/
 import { formatTime, isPodReady } from '../k8s/pod.ts';
 import type { BackoffState } from './backoff.ts';
 import { CONTROLLER_REVISION_HASH_LABEL } from './constants.ts';
+import { PlanMemo } from './memo.ts';
 import { planDaemonSet } from './plan.ts';
 import type { DaemonSetSnapshot, Plan, PlanOptions } from './plan-types.ts';
 
@@ -212,6 +213,8 @@ export class FakeCluster {
   backoff: BackoffState = {};
   terminateOnDelete = false;
   lastPlan?: Plan;
+  /** Kept across this cluster's syncs, as the controller keeps one per DaemonSet (memo.ts). */
+  memo = new PlanMemo();
   private seq = 0;
 
   options?: PlanOptions;
@@ -223,7 +226,7 @@ export class FakeCluster {
   }
 
   plan(expectationsSatisfied = true): Plan {
-    return planDaemonSet({
+    const snap: DaemonSetSnapshot = {
       ds: this.ds,
       nodes: this.nodes,
       pods: this.pods,
@@ -232,7 +235,11 @@ export class FakeCluster {
       failedPodsBackoff: this.backoff,
       expectationsSatisfied,
       ...(this.options ? { options: this.options } : {}),
-    });
+    };
+    const full = planDaemonSet(snap);
+    // Every sync of every table is planned a second time with this cluster's memo, which must not change the plan.
+    assert.deepEqual(planDaemonSet(snap, this.memo), full, 'the plan with the memo differs from the full computation');
+    return full;
   }
 
   sync(): Plan {

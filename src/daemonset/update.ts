@@ -2,11 +2,18 @@
 // (or update in place) and, when surging, on which nodes to start a new pod first; plus Kruise's partition and
 // rollingUpdate.selector filter (filterDaemonPodsNodeToUpdate).
 import type { DaemonSet } from '../api/types.ts';
-import type { Node, Pod } from '../k8s/types.ts';
-import { isPodAvailable } from '../k8s/pod.ts';
+import type { Node } from '../k8s/types.ts';
 import { labelSelectorErrors } from '../k8s/labels.ts';
 import { cmp, memo, type SyncContext } from './context.ts';
-import { findUpdatedPodsOnNode, isPodNilOrPreDeleting, isPodPreDeleting, type NodeToDaemonPods } from './pods.ts';
+import {
+  factsAvailable,
+  factsNilOrPreDeleting,
+  newNodeState,
+  updatedPodsOf,
+  type NodeState,
+  type PodFacts,
+} from './node-state.ts';
+import type { NodeToDaemonPods } from './pods.ts';
 import type { PodDelete } from './plan-types.ts';
 import { hasUpdateSelector, nodeSelectedForUpdate, partitionCount, rollingUpdateBudget } from './strategy.ts';
 import { targetHash } from './canary.ts';
@@ -17,12 +24,16 @@ import { targetHash } from './canary.ts';
  * nodeToDaemonPods with an empty entry per such node; a missing entry reads the same as an empty one here.
  */
 export function desiredNodeNames(ctx: SyncContext): string[] {
-  const names: string[] = [];
-  for (const node of ctx.nodes) {
-    const name = node.metadata.name ?? '';
-    if (ctx.nodeToDaemonPods.has(name) || ctx.eligibility.get(name)?.shouldRun) names.push(name);
-  }
-  return names;
+  return desiredNodes(ctx).map((s) => s.name);
+}
+
+function takesPart(s: NodeState): boolean {
+  return s.first !== undefined || s.shouldRun;
+}
+
+/** desiredNodeNames, as node states. */
+function desiredNodes(ctx: SyncContext): NodeState[] {
+  return ctx.states.filter(takesPart);
 }
 
 /**
@@ -48,6 +59,11 @@ export interface NodesToUpdate {
   hold?: SelectorPartitionHold;
 }
 
+/** NodesToUpdate with the states of `nodes` (same order), for the passes that read their pods. */
+export interface NodesToUpdateStates extends NodesToUpdate {
+  states: NodeState[];
+}
+
 /**
  * filterDaemonPodsNodeToUpdate for this sync, computed once: the rolling update, image pre-download and the
  * Progressing condition all need it. ctx.nodes is in name order already, so nothing is sorted again.
@@ -62,25 +78,21 @@ export function nodesToUpdate(ctx: SyncContext): string[] {
  * neither partition nor selector (the selector already chose the canary nodes; the partition applies after
  * promotion).
  */
-export function nodesToUpdateResult(ctx: SyncContext): NodesToUpdate {
+export function nodesToUpdateResult(ctx: SyncContext): NodesToUpdateStates {
   const canary = ctx.canary;
   if (canary?.active) {
     return memo(ctx, 'nodesToUpdate', () => {
-      const desired = new Set(desiredNodeNames(ctx));
-      const nodes = canary.rollingNodes.filter((n) => desired.has(n));
-      const hash = nodes[0] === undefined ? ctx.hash : targetHash(ctx, nodes[0]);
-      return nodesToUpdateInOrder(ctx.ds, hash, ctx.nodeToDaemonPods, ctx.nodeByName, 0, nodes, false);
+      const nodes: NodeState[] = [];
+      for (const n of canary.rollingNodes) {
+        const s = ctx.stateByName.get(n);
+        if (s?.node !== undefined && takesPart(s)) nodes.push(s);
+      }
+      const hash = nodes[0] === undefined ? ctx.hash : targetHash(ctx, nodes[0].name);
+      return nodesToUpdateInOrder(ctx.ds, hash, 0, nodes, false, false);
     });
   }
   return memo(ctx, 'nodesToUpdate', () =>
-    nodesToUpdateInOrder(
-      ctx.ds,
-      ctx.hash,
-      ctx.nodeToDaemonPods,
-      ctx.nodeByName,
-      partitionCount(ctx.ds, ctx.desired),
-      desiredNodeNames(ctx),
-    ),
+    nodesToUpdateInOrder(ctx.ds, ctx.hash, partitionCount(ctx.ds, ctx.desired), ctx.states, true),
   );
 }
 
@@ -106,40 +118,63 @@ export function filterDaemonPodsNodeToUpdate(
   nodeByName: ReadonlyMap<string, Node>,
   partition: number,
 ): string[] {
-  const all = [...nodeToDaemonPods.keys()].filter((n) => nodeByName.has(n)).sort(cmp);
-  return nodesToUpdateInOrder(ds, hash, nodeToDaemonPods, nodeByName, partition, all).nodes;
+  const all = [...nodeToDaemonPods.keys()]
+    .filter((n) => nodeByName.has(n))
+    .sort(cmp)
+    .map((n) => newNodeState(n, nodeByName.get(n), NOT_EVALUATED, nodeToDaemonPods.get(n)));
+  return nodesToUpdateInOrder(ds, hash, partition, all).nodes;
 }
 
-/** filterDaemonPodsNodeToUpdate on `all`: the names of existing nodes in nodeToDaemonPods, in ascending order. */
+/** Eligibility is not read by nodesToUpdateInOrder. */
+const NOT_EVALUATED = Object.freeze({ shouldRun: false, shouldContinueRunning: false });
+
+/**
+ * filterDaemonPodsNodeToUpdate on `all`: existing nodes in ascending name order, those taking part in the rolling
+ * update (desiredNodeNames) only, or, with `filter`, the ones of them that do.
+ */
 function nodesToUpdateInOrder(
   ds: DaemonSet,
   hash: string,
-  nodeToDaemonPods: NodeToDaemonPods,
-  nodeByName: ReadonlyMap<string, Node>,
   partition: number,
-  all: readonly string[],
+  all: readonly NodeState[],
+  filter = false,
   useSelector = true,
-): NodesToUpdate {
+): NodesToUpdateStates {
   const hasSelector = useSelector && hasUpdateSelector(ds);
-  const inSubset = (name: string) => !hasSelector || nodeSelectedForUpdate(nodeByName.get(name) as Node, ds);
+  let taking = 0;
   // Nodes outside the selector that are updated or updating already: in the list (they hold new pods, or get one
   // from manage whatever we do), but not counted by the partition.
-  const outside: string[] = [];
-  const updated: string[] = [];
-  const updating: string[] = [];
-  const toUpdate: string[] = [];
+  const outside: NodeState[] = [];
+  const updated: NodeState[] = [];
+  const updating: NodeState[] = [];
+  const toUpdate: NodeState[] = [];
   for (let i = all.length - 1; i >= 0; i--) {
-    const name = all[i] as string;
-    const { newPod, oldPod, ok } = findUpdatedPodsOnNode(nodeToDaemonPods.get(name), hash);
-    const bucket = !ok || newPod ? updated : isPodNilOrPreDeleting(oldPod) ? updating : toUpdate;
-    if (inSubset(name)) bucket.push(name);
-    else if (bucket !== toUpdate) outside.push(name);
+    const s = all[i] as NodeState;
+    if (filter && !takesPart(s)) continue;
+    taking++;
+    const { newPod, oldFacts, ok } = updatedPodsOf(s, hash);
+    const bucket = !ok || newPod ? updated : factsNilOrPreDeleting(oldFacts) ? updating : toUpdate;
+    if (!hasSelector || nodeSelectedForUpdate(s.node as Node, ds)) bucket.push(s);
+    else if (bucket !== toUpdate) outside.push(s);
   }
-  const subset = [...updated, ...updating, ...toUpdate];
-  const maxUpdate = Math.max(0, subset.length - partition);
-  const out: NodesToUpdate = { nodes: [...outside, ...subset.slice(0, maxUpdate)] };
+  const subsetLength = updated.length + updating.length + toUpdate.length;
+  const maxUpdate = Math.max(0, subsetLength - partition);
+  // outside, then the first maxUpdate of updated, updating, toUpdate. A settled or fully old DaemonSet has all its
+  // nodes in one bucket: that list is the result.
+  const only = [updated, updating, toUpdate].filter((b) => b.length > 0);
+  let states: NodeState[];
+  if (outside.length === 0 && only.length === 1 && maxUpdate >= subsetLength) {
+    states = only[0] as NodeState[];
+  } else {
+    states = outside;
+    let taken = 0;
+    for (const bucket of [updated, updating, toUpdate]) {
+      for (let i = 0; i < bucket.length && taken < maxUpdate; i++, taken++) states.push(bucket[i] as NodeState);
+    }
+  }
+  const out: NodesToUpdateStates = { nodes: states.map((s) => s.name), states };
   if (hasSelector && toUpdate.length > 0 && maxUpdate === 0) {
-    out.hold = { partition, held: toUpdate.length, selected: subset.length, all: all.length };
+    out.hold = { partition, held: toUpdate.length, selected: subsetLength, all: taking };
   }
   return out;
 }
@@ -181,7 +216,6 @@ export interface RollingUpdateResult {
  */
 export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
   const { ds, now } = ctx;
-  const nodeToDaemonPods = ctx.nodeToDaemonPods;
   const result: RollingUpdateResult = {
     podsToDelete: [],
     nodesToCreate: [],
@@ -200,14 +234,16 @@ export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
     result.error = `invalid rollingUpdate.selector: ${labelSelectorErrors(selector).join('; ')}`;
     return result;
   }
-  const nodes = nodesToUpdate(ctx);
+  const { nodes, states } = nodesToUpdateResult(ctx);
   result.nodesToUpdate = nodes;
+  // Every node's target is the current revision unless a canary runs (targetHash).
+  const sameTarget = ctx.canary?.active ? undefined : ctx.hash;
   const minReady = ds.spec.minReadySeconds ?? 0;
-  const available = (p: Pod) => isPodAvailable(p, minReady, now);
-  const del = (pod: Pod, nodeName: string, reason: PodDelete['reason']): PodDelete => ({
-    podName: pod.metadata.name ?? '',
+  const available = (f: PodFacts) => factsAvailable(f, minReady, now);
+  const del = (f: PodFacts, nodeName: string, reason: PodDelete['reason']): PodDelete => ({
+    podName: f.pod.metadata.name ?? '',
     nodeName,
-    uid: pod.metadata.uid,
+    uid: f.pod.metadata.uid,
     reason,
   });
 
@@ -215,24 +251,26 @@ export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
     let numUnavailable = 0;
     const allowed: PodDelete[] = [];
     const candidates: PodDelete[] = [];
-    for (const nodeName of nodes) {
-      const { newPod, oldPod, ok } = findUpdatedPodsOnNode(nodeToDaemonPods.get(nodeName), targetHash(ctx, nodeName));
+    for (const s of states) {
+      const nodeName = s.name;
+      const { newFacts, oldFacts, ok } = updatedPodsOf(s, sameTarget ?? targetHash(ctx, nodeName));
       if (!ok) {
         numUnavailable++;
         continue;
       }
-      const noOld = isPodNilOrPreDeleting(oldPod);
-      const noNew = isPodNilOrPreDeleting(newPod);
+      const noOld = factsNilOrPreDeleting(oldFacts);
+      const noNew = factsNilOrPreDeleting(newFacts);
       if (noOld === noNew) {
         numUnavailable++;
-      } else if (newPod) {
-        if (!available(newPod)) numUnavailable++;
-        if (isPodPreDeleting(newPod)) numUnavailable++;
-      } else if (oldPod && !available(oldPod)) {
-        allowed.push(del(oldPod, nodeName, 'OldPodUnavailable'));
+      } else if (newFacts) {
+        if (!available(newFacts)) numUnavailable++;
+        if (newFacts.preDeleting) numUnavailable++;
+      } else if (oldFacts && !available(oldFacts)) {
+        allowed.push(del(oldFacts, nodeName, 'OldPodUnavailable'));
         numUnavailable++;
-      } else if (oldPod && numUnavailable < result.maxUnavailable) {
-        candidates.push(del(oldPod, nodeName, 'RollingUpdate'));
+      } else if (oldFacts && numUnavailable < result.maxUnavailable && candidates.length < result.maxUnavailable) {
+        // At most maxUnavailable candidates are ever taken (the first ones): more would be built for nothing.
+        candidates.push(del(oldFacts, nodeName, 'RollingUpdate'));
       }
     }
     const remaining = Math.min(Math.max(result.maxUnavailable - numUnavailable, 0), candidates.length);
@@ -245,17 +283,18 @@ export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
   const allowedNew: string[] = [];
   const candidateNew: string[] = [];
   const shouldNotRun: PodDelete[] = [];
-  for (const nodeName of nodes) {
-    const { newPod, oldPod, ok } = findUpdatedPodsOnNode(nodeToDaemonPods.get(nodeName), targetHash(ctx, nodeName));
+  for (const s of states) {
+    const nodeName = s.name;
+    const { newFacts, oldFacts, ok } = updatedPodsOf(s, sameTarget ?? targetHash(ctx, nodeName));
     if (!ok) {
       numSurge++;
       continue;
     }
-    if (oldPod ? available(oldPod) : newPod && available(newPod)) numAvailable++;
-    const shouldRun = ctx.eligibility.get(nodeName)?.shouldRun ?? false;
-    if (isPodNilOrPreDeleting(oldPod)) continue;
-    const old = oldPod as Pod;
-    if (!newPod) {
+    if (oldFacts ? available(oldFacts) : newFacts && available(newFacts)) numAvailable++;
+    const shouldRun = s.shouldRun;
+    if (factsNilOrPreDeleting(oldFacts)) continue;
+    const old = oldFacts as PodFacts;
+    if (!newFacts) {
       if (!available(old)) {
         if (!shouldRun) result.podsToDelete.push(del(old, nodeName, 'NodeSunset'));
         else allowedNew.push(nodeName);
@@ -263,12 +302,13 @@ export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
         continue;
       } else if (!shouldRun) {
         shouldNotRun.push(del(old, nodeName, 'NodeSunset'));
-      } else {
+      } else if (candidateNew.length < result.maxSurge) {
+        // At most maxSurge are ever taken (the first ones).
         candidateNew.push(nodeName);
       }
       continue;
     }
-    if (!available(newPod) || isPodPreDeleting(newPod)) {
+    if (!available(newFacts) || newFacts.preDeleting) {
       numSurge++;
       continue;
     }

@@ -200,6 +200,55 @@ describe('KubeClient against the fake apiserver', () => {
     assert.equal(whole.items.length, paged.items.length);
   });
 
+  test('list with decodeItem: each item through it as decoded, pages and errors as without', async () => {
+    for (const n of ['d1', 'd2', 'd3']) server.upsert('core/v1/pods', pod(n, { app: 'decoded' }));
+    const seen: string[] = [];
+    const decodeItem = (item: unknown) => {
+      const p = item as Pod;
+      seen.push(p.metadata.name ?? '');
+      return { name: p.metadata.name, hasUnknown: 'unknownTopLevelField' in p };
+    };
+    const list = await client.listAll(resources.pods, {
+      namespace: 'ns',
+      labelSelector: 'app=decoded',
+      pageSize: 2,
+      decodeItem,
+    });
+    assert.deepEqual(list.items, [
+      { name: 'd1', hasUnknown: true },
+      { name: 'd2', hasUnknown: true },
+      { name: 'd3', hasUnknown: true },
+    ]);
+    assert.deepEqual(seen, ['d1', 'd2', 'd3']);
+    assert.ok(list.metadata.resourceVersion, 'the list metadata is decoded too');
+    assert.equal(list.paginated, true);
+
+    // An error answer is not a list: it is read whole and becomes an ApiError, as without decodeItem.
+    server.hook = (r, res) => {
+      if (r.path !== '/api/v1/namespaces/ns/pods') return false;
+      res.writeHead(403, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ kind: 'Status', code: 403, reason: 'Forbidden', message: 'pods is forbidden' }));
+      return true;
+    };
+    await assert.rejects(client.list(resources.pods, { namespace: 'ns', decodeItem }), (err) => {
+      assert.ok(err instanceof ApiError && err.code === 403, String(err));
+      return true;
+    });
+    // A body that ends inside the list is a TransportError (the reflector retries), not a short list.
+    server.hook = (r, res) => {
+      if (r.path !== '/api/v1/namespaces/ns/pods') return false;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"kind":"PodList","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"name":"p1"}},{"meta');
+      return true;
+    };
+    await assert.rejects(client.list(resources.pods, { namespace: 'ns', decodeItem }), (err) => {
+      assert.ok(err instanceof TransportError, String(err));
+      assert.match(String(err), /the body ended inside the list/);
+      return true;
+    });
+    server.hook = undefined;
+  });
+
   test('429 with Retry-After is retried', async () => {
     let refused = 0;
     server.hook = (r, res) => {

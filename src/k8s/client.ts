@@ -17,6 +17,7 @@ import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pkg from '../../package.json' with { type: 'json' };
 import type { LoadedKubeConfig } from './kubeconfig.ts';
+import { ListItemDecoder } from './list-stream.ts';
 import type { KubeObject, ObjectMeta } from './types.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -54,6 +55,14 @@ export const resources = {
   daemonSets: {
     group: 'apps.kruise.io',
     version: 'v1alpha1',
+    resource: 'daemonsets',
+    namespaced: true,
+    kind: 'DaemonSet',
+  },
+  /** The same DaemonSets in v1beta1, the storage version: what the controller reads and writes. */
+  daemonSetsV1beta1: {
+    group: 'apps.kruise.io',
+    version: 'v1beta1',
     resource: 'daemonsets',
     namespaced: true,
     kind: 'DaemonSet',
@@ -336,6 +345,15 @@ export interface ListOptions extends RequestOptions {
   resourceVersionMatch?: 'NotOlderThan' | 'Exact';
 }
 
+/** A list whose items go through `decodeItem` as they are decoded (see KubeClient.list). */
+export interface DecodedListOptions<T> extends ListOptions {
+  /**
+   * Applied to each item as soon as it is decoded from the response, before the next one is (an informer's
+   * transform): the body and the items as sent are never all in memory at once (list-stream.ts).
+   */
+  decodeItem?: (item: unknown) => T;
+}
+
 export interface WatchOptions extends RequestOptions {
   namespace?: string;
   labelSelector?: string;
@@ -533,8 +551,8 @@ export class KubeClient {
     return this.request<T>('get', 'GET', path, {}, undefined, undefined, opts.signal);
   }
 
-  /** One page (or everything, without `limit`). */
-  async list<T = KubeObject>(type: ResourceType, opts: ListOptions = {}): Promise<KubeList<T>> {
+  /** One page (or everything, without `limit`). With `decodeItem`, items are decoded one by one as they arrive. */
+  async list<T = KubeObject>(type: ResourceType, opts: DecodedListOptions<T> = {}): Promise<KubeList<T>> {
     const path = resourcePath(type, { namespace: opts.namespace });
     const query = {
       labelSelector: opts.labelSelector,
@@ -544,7 +562,9 @@ export class KubeClient {
       resourceVersion: opts.resourceVersion,
       resourceVersionMatch: opts.resourceVersionMatch,
     };
-    return this.request<KubeList<T>>('list', 'GET', path, query, undefined, undefined, opts.signal);
+    const { decodeItem } = opts;
+    const decode = decodeItem ? (res: http.IncomingMessage) => decodeList(res, decodeItem) : undefined;
+    return this.request<KubeList<T>>('list', 'GET', path, query, undefined, undefined, opts.signal, decode);
   }
 
   /**
@@ -557,7 +577,7 @@ export class KubeClient {
    */
   async listAll<T = KubeObject>(
     type: ResourceType,
-    opts: Omit<ListOptions, 'limit' | 'continue'> & { pageSize?: number } = {},
+    opts: Omit<DecodedListOptions<T>, 'limit' | 'continue'> & { pageSize?: number } = {},
   ): Promise<KubeList<T> & { paginated: boolean }> {
     const { pageSize = 500, ...rest } = opts;
     const items: T[] = [];
@@ -768,6 +788,8 @@ export class KubeClient {
     body: unknown,
     contentType: string | undefined,
     callSignal: AbortSignal | undefined,
+    /** Decodes a 2xx answer's body from the stream (default: read whole, then JSON.parse). */
+    decode?: (res: http.IncomingMessage) => Promise<unknown>,
   ): Promise<T> {
     const payload = body === undefined ? undefined : goJson(body);
     const signal = anySignal(this.scope.signal, callSignal);
@@ -787,9 +809,18 @@ export class KubeClient {
       const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
       let code: number;
       let text: string;
+      let decoded: unknown;
       let retryAfter: string | string[] | undefined;
       try {
-        ({ code, text, retryAfter } = await this.roundTrip(t, method, url, payload, contentType, combined));
+        ({ code, text, decoded, retryAfter } = await this.roundTrip(
+          t,
+          method,
+          url,
+          payload,
+          contentType,
+          combined,
+          decode,
+        ));
       } catch (err) {
         this.observe(verb, method, t.base.host, '<error>', started);
         if (signal?.aborted) throw signal.reason;
@@ -803,7 +834,7 @@ export class KubeClient {
         throw new TransportError(verb, path, err);
       }
       this.observe(verb, method, t.base.host, String(code), started);
-      if (code >= 200 && code < 300) return (text ? JSON.parse(text) : {}) as T;
+      if (code >= 200 && code < 300) return (decode ? decoded : text ? JSON.parse(text) : {}) as T;
 
       const error = apiErrorFrom(verb, path, code, text, retryAfter);
       if (code === 401 && this.config?.refreshHeaders && !authRetried) {
@@ -829,15 +860,19 @@ export class KubeClient {
     payload: string | undefined,
     contentType: string | undefined,
     signal: AbortSignal,
-  ): Promise<{ code: number; text: string; retryAfter: string | string[] | undefined }> {
+    decode?: (res: http.IncomingMessage) => Promise<unknown>,
+  ): Promise<{ code: number; text: string; decoded?: unknown; retryAfter: string | string[] | undefined }> {
     return new Promise((resolve, reject) => {
       const req = this.send(t, method, url, payload, contentType, signal);
       req.on('error', reject);
       req.on('response', (res) => {
-        readBody(res).then(
-          (text) => resolve({ code: res.statusCode ?? 0, text, retryAfter: res.headers['retry-after'] }),
-          reject,
-        );
+        const code = res.statusCode ?? 0;
+        const retryAfter = res.headers['retry-after'];
+        if (decode && code >= 200 && code < 300) {
+          decode(res).then((decoded) => resolve({ code, text: '', decoded, retryAfter }), reject);
+          return;
+        }
+        readBody(res).then((text) => resolve({ code, text, retryAfter }), reject);
       });
       req.end(payload);
     });
@@ -928,6 +963,34 @@ function readBody(res: http.IncomingMessage): Promise<string> {
     const chunks: Buffer[] = [];
     res.on('data', (c: Buffer) => chunks.push(c));
     res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', reject);
+  });
+}
+
+/** A list body decoded item by item (list-stream.ts), each item through `decodeItem` before the next is read. */
+function decodeList<T>(res: http.IncomingMessage, decodeItem: (item: unknown) => T): Promise<KubeList<T>> {
+  return new Promise((resolve, reject) => {
+    const items: T[] = [];
+    const decoder = new ListItemDecoder((item) => items.push(decodeItem(item)));
+    const fail = (err: unknown) => {
+      res.destroy();
+      reject(err);
+    };
+    res.on('data', (chunk: Buffer) => {
+      try {
+        decoder.write(chunk);
+      } catch (err) {
+        fail(err);
+      }
+    });
+    res.on('end', () => {
+      try {
+        const rest = decoder.end() as Omit<KubeList<T>, 'items'>;
+        resolve({ ...rest, metadata: rest.metadata ?? {}, items });
+      } catch (err) {
+        fail(err);
+      }
+    });
     res.on('error', reject);
   });
 }

@@ -1,0 +1,694 @@
+// The cached shapes (cache-shapes.ts) carry every field the controller reads: the same snapshots planned with
+// objects as the apiserver returns them and as the informers cache them give the same plans, sync after sync,
+// across the planner's paths; and every field the planner reads on the full objects has the same value on the
+// trimmed ones (a recording proxy notes each read).
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { DaemonSet } from '../api/types.ts';
+import type { ControllerRevision, KubeObject, Node, Pod } from '../k8s/types.ts';
+import { formatTime } from '../k8s/pod.ts';
+import { cachedNode, cachedPod, withoutManagedFields } from './cache-shapes.ts';
+import { nodeAddAffects, nodeUpdateAffects } from './eligibility.ts';
+import { planDaemonSet } from './plan.ts';
+import type { DaemonSetSnapshot, Plan, PlanOptions } from './plan-types.ts';
+import { FakeCluster, T0, addNodes, newDaemonSet, newNode, newPod } from './test-fixtures.ts';
+import { fullNode, fullPod } from './test-full-objects.ts';
+
+// ---- the shapes themselves ----
+
+describe('cachedNode and cachedPod', () => {
+  test('a node keeps name, labels, taints, unschedulable and condition types and statuses; nothing else', () => {
+    const full = fullNode(
+      newNode('n1', { zone: 'a' }, [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule', timeAdded: 'x' }]),
+    );
+    full.spec = { ...full.spec, unschedulable: true };
+    const before = structuredClone(full);
+    assert.deepEqual(cachedNode(full), {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: {
+        name: 'n1',
+        uid: 'n1-uid',
+        resourceVersion: '367',
+        creationTimestamp: '2026-11-24T01:09:04Z',
+        labels: full.metadata.labels,
+      },
+      spec: { taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule', timeAdded: 'x' }], unschedulable: true },
+      status: {
+        conditions: [
+          { type: 'MemoryPressure', status: 'False' },
+          { type: 'DiskPressure', status: 'False' },
+          { type: 'PIDPressure', status: 'False' },
+          { type: 'Ready', status: 'True' },
+        ],
+      },
+    });
+    assert.deepEqual(full, before, 'the input is not changed');
+    assert.deepEqual(cachedNode(newNode('bare')), {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: 'bare', labels: {} },
+    });
+    assert.deepEqual(cachedNode({ metadata: { name: 'x' }, spec: {}, status: {} }).spec, {}, 'an empty spec stays');
+  });
+
+  test('a pod keeps identity, ownership, node, images, gates, conditions and container states', () => {
+    const ds = newDaemonSet();
+    const lean = newPod(ds, 'n1', { name: 'p1', hash: 'h1', ready: true });
+    lean.metadata.finalizers = ['example.com/hold'];
+    lean.spec.readinessGates = [{ conditionType: 'KruisePodReady' }];
+    lean.status = {
+      ...lean.status,
+      containerStatuses: [
+        {
+          name: 'foo',
+          image: 'foo/bar',
+          imageID: 'foo/bar@sha256:1',
+          ready: true,
+          restartCount: 2,
+          state: { running: { startedAt: 'x' } },
+          lastState: { terminated: { exitCode: 1, reason: 'Error', finishedAt: 'y' } },
+        },
+      ],
+      initContainerStatuses: [{ name: 'init', image: 'i', imageID: 'i@1', ready: true, restartCount: 0 }],
+    };
+    const full = fullPod(lean);
+    const before = structuredClone(full);
+    const trimmed = cachedPod(full);
+    assert.deepEqual(trimmed, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name: 'p1',
+        namespace: 'default',
+        uid: 'p1-uid',
+        resourceVersion: '364',
+        generation: 1,
+        creationTimestamp: formatTime(T0),
+        labels: lean.metadata.labels,
+        annotations: full.metadata.annotations,
+        ownerReferences: lean.metadata.ownerReferences,
+        finalizers: ['example.com/hold'],
+      },
+      spec: {
+        nodeName: 'n1',
+        containers: [{ name: 'foo', image: 'foo/bar' }],
+        affinity: { nodeAffinity: lean.spec.affinity?.nodeAffinity },
+        readinessGates: [{ conditionType: 'KruisePodReady' }],
+      },
+      status: {
+        phase: 'Running',
+        conditions: full.status?.conditions,
+        containerStatuses: [
+          {
+            name: 'foo',
+            image: 'foo/bar',
+            imageID: 'foo/bar@sha256:1',
+            ready: true,
+            started: true,
+            restartCount: 2,
+            state: { running: { startedAt: 'x' } },
+            lastState: { terminated: { exitCode: 1, reason: 'Error', finishedAt: 'y' } },
+          },
+        ],
+        initContainerStatuses: [{ name: 'init', image: 'i', imageID: 'i@1', ready: true, restartCount: 0 }],
+      },
+    });
+    assert.deepEqual(full, before, 'the input is not changed');
+    assert.ok(full.metadata.managedFields && full.spec.volumes && full.status?.podIP, 'the full pod had them');
+  });
+
+  test('what is left is a small part of the bytes', () => {
+    const ds = newDaemonSet();
+    const pod = fullPod(newPod(ds, 'n1', { hash: 'h1', ready: true }));
+    const node = fullNode(newNode('n1'));
+    const size = (o: unknown) => JSON.stringify(o).length;
+    // Measured on these objects: pod 9.6 KB -> 1.2 KB, node 5.5 KB -> 0.6 KB.
+    assert.ok(size(cachedPod(pod)) < size(pod) / 4, `pod ${size(pod)} -> ${size(cachedPod(pod))} bytes`);
+    assert.ok(size(cachedNode(node)) < size(node) / 4, `node ${size(node)} -> ${size(cachedNode(node))} bytes`);
+  });
+
+  test('withoutManagedFields drops only metadata.managedFields, and returns objects without it as they are', () => {
+    const rev: ControllerRevision = {
+      metadata: { name: 'r', labels: { a: 'b' }, managedFields: [{ manager: 'm' }] },
+      data: { spec: {} },
+      revision: 2,
+    };
+    assert.deepEqual(withoutManagedFields(rev), {
+      metadata: { name: 'r', labels: { a: 'b' } },
+      data: { spec: {} },
+      revision: 2,
+    });
+    assert.equal(rev.metadata.managedFields !== undefined, true, 'the input is not changed');
+    const bare: KubeObject = { metadata: { name: 'x' } };
+    assert.equal(withoutManagedFields(bare), bare);
+  });
+});
+
+// ---- the same plans, full and trimmed ----
+
+/** A field read on a full object during planning: the object and the property path from it. */
+interface Read {
+  root: object;
+  path: string[];
+}
+
+/** A view of `root` that notes every property read (functions, such as array methods, excepted). */
+function recording<T extends object>(root: T, reads: Read[]): T {
+  const proxies = new WeakMap<object, object>();
+  const wrap = (target: object, path: string[]): object => {
+    const known = proxies.get(target);
+    if (known) return known;
+    const proxy = new Proxy(target, {
+      get(t, key, receiver) {
+        const v: unknown = Reflect.get(t, key, receiver);
+        if (typeof key !== 'string' || typeof v === 'function') return v;
+        reads.push({ root, path: [...path, key] });
+        return v !== null && typeof v === 'object' ? wrap(v, [...path, key]) : v;
+      },
+    });
+    proxies.set(target, proxy);
+    return proxy;
+  };
+  return wrap(root, []) as T;
+}
+
+function at(obj: unknown, path: readonly string[]): unknown {
+  let v = obj;
+  for (const k of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string, unknown>)[k];
+  }
+  return v;
+}
+
+const kindOf = (v: unknown) => (Array.isArray(v) ? 'array' : v === null ? 'null' : typeof v);
+
+/** Every read has the same result on the trimmed object (for objects and arrays: the same kind; their reads follow). */
+function checkReads(reads: Read[], trimmedOf: Map<object, object>, seen: Set<string>): void {
+  const missing = new Set<string>();
+  for (const { root, path } of reads) {
+    const trimmed = trimmedOf.get(root);
+    if (!trimmed) continue;
+    const pattern = `${(root as KubeObject).kind ?? '?'}.${path.map((k) => (/^\d+$/.test(k) ? '[]' : k)).join('.')}`;
+    seen.add(pattern);
+    const a = at(root, path);
+    const b = at(trimmed, path);
+    const same = a !== null && typeof a === 'object' ? kindOf(a) === kindOf(b) : Object.is(a, b);
+    if (!same) missing.add(`${pattern} (full: ${JSON.stringify(a)?.slice(0, 60)}, trimmed: ${JSON.stringify(b)})`);
+  }
+  assert.deepEqual([...missing], [], 'fields read by the planner but not kept in the cache');
+}
+
+const withManagedFields = <T extends KubeObject>(o: T): T => ({
+  ...o,
+  metadata: { ...o.metadata, managedFields: [{ manager: 'kube-controller-manager', operation: 'Update' }] },
+});
+
+/** Fields the planner read on full objects, over every plan of this file (printed once at the end). */
+const readPatterns = new Set<string>();
+
+/**
+ * FakeCluster whose every plan is made three times from the same state: with full objects (the plan applied),
+ * with them trimmed as the informers cache them (the same plan, or the test fails), and with recording views of
+ * the full ones (each field read must have the same value trimmed). Pull pods of the image pre-download live in
+ * `pullPods`.
+ */
+class FullAndTrimmedCluster extends FakeCluster {
+  pullPods: Pod[] = [];
+  plans = 0;
+  /** What the plans did, by kind: creates, deletes by reason, in-place updates, patches by reason, events by reason. */
+  readonly did = new Map<string, number>();
+  private pullSeq = 0;
+
+  constructor(ds: DaemonSet, nodes: Node[], options?: PlanOptions) {
+    super(ds, nodes, options);
+  }
+
+  override plan(expectationsSatisfied = true): Plan {
+    const base: Omit<DaemonSetSnapshot, 'nodes' | 'pods' | 'revisions' | 'ds'> = {
+      now: this.now,
+      failedPodsBackoff: this.backoff,
+      expectationsSatisfied,
+      ...(this.options ? { options: this.options } : {}),
+    };
+    const full = {
+      ds: withManagedFields(this.ds),
+      nodes: this.nodes.map(fullNode),
+      pods: this.pods.map(fullPod),
+      imagePullPods: this.pullPods.map(fullPod),
+      revisions: this.revisions.map(withManagedFields),
+    };
+    const trimmedOf = new Map<object, object>();
+    const trim = <T extends object>(list: T[], f: (x: T) => T): T[] =>
+      list.map((x) => {
+        const t = f(x);
+        trimmedOf.set(x, t);
+        return t;
+      });
+    const fullPlan = planDaemonSet({ ...base, ...full });
+    const trimmedPlan = planDaemonSet({
+      ...base,
+      ds: withoutManagedFields(full.ds),
+      nodes: trim(full.nodes, cachedNode),
+      pods: trim(full.pods, cachedPod),
+      imagePullPods: trim(full.imagePullPods, cachedPod),
+      revisions: full.revisions.map(withoutManagedFields),
+    });
+    this.plans++;
+    assert.deepEqual(trimmedPlan, fullPlan, `plan ${this.plans}: trimmed objects planned differently`);
+
+    const reads: Read[] = [];
+    planDaemonSet({
+      ...base,
+      ...full,
+      nodes: full.nodes.map((n) => recording(n, reads)),
+      pods: full.pods.map((p) => recording(p, reads)),
+      imagePullPods: full.imagePullPods.map((p) => recording(p, reads)),
+    });
+    checkReads(reads, trimmedOf, readPatterns);
+    const count = (what: string, n = 1) => this.did.set(what, (this.did.get(what) ?? 0) + n);
+    count('create', fullPlan.creates.length);
+    for (const d of fullPlan.deletes) count(`delete:${d.reason}`);
+    count('inPlaceUpdate', fullPlan.inPlaceUpdates.length);
+    for (const x of fullPlan.podPatches) count(`patch:${x.reason}`);
+    for (const e of fullPlan.events) count(`event:${e.reason}`);
+    count('pullPodCreate', fullPlan.imagePreDownload?.creates.length ?? 0);
+    count('pullPodDelete', fullPlan.imagePreDownload?.deletes.length ?? 0);
+    return fullPlan;
+  }
+
+  override apply(p: Plan): void {
+    super.apply(p);
+    const pre = p.imagePreDownload;
+    if (!pre) return;
+    const gone = new Set(pre.deletes.map((d) => d.podName));
+    this.pullPods = this.pullPods.filter((x) => !gone.has(x.metadata.name ?? ''));
+    for (const c of pre.creates) {
+      const pod = structuredClone(c.pod);
+      const name = `pull-${c.nodeName}-${++this.pullSeq}`;
+      pod.metadata = { ...pod.metadata, name, uid: `${name}-uid`, creationTimestamp: formatTime(this.now) };
+      pod.spec.nodeName = c.nodeName;
+      pod.status = { phase: 'Pending' };
+      this.pullPods.push(pod);
+    }
+  }
+
+  /** The kubelet pulled every pull pod's images; `failed` pulls fail instead. */
+  finishPulls(failed: (p: Pod) => boolean = () => false): void {
+    this.pullPods = this.pullPods.map((p) =>
+      failed(p)
+        ? { ...p, status: { phase: 'Failed' } }
+        : {
+            ...p,
+            status: {
+              phase: 'Succeeded',
+              containerStatuses: p.spec.containers.map((c) => ({
+                name: c.name,
+                image: c.image ?? '',
+                imageID: `${c.image ?? ''}@sha256:2`,
+                ready: false,
+                restartCount: 0,
+                state: { terminated: { exitCode: 0, reason: 'Completed' } },
+              })),
+            },
+          },
+    );
+  }
+}
+
+/** Syncs until nothing is left to do (pods turning Ready, in-place updates restarting containers, pulls done). */
+function settle(c: FullAndTrimmedCluster, opts: { max?: number; stepMs?: number; ready?: (p: Pod) => boolean } = {}) {
+  for (let i = 0; i < (opts.max ?? 40); i++) {
+    const p = c.sync();
+    c.kubeletRestartChangedContainers();
+    c.finishPulls();
+    c.reapTerminating();
+    c.markReady(opts.ready);
+    c.now += opts.stepMs ?? 1_000;
+    if (p.stage === 'Complete' && p.creates.length + p.deletes.length + p.inPlaceUpdates.length === 0) {
+      const again = c.plan();
+      if (again.creates.length + again.deletes.length + again.inPlaceUpdates.length === 0) return;
+    }
+  }
+}
+
+const rollingUpdate = (rollingUpdate: Record<string, unknown>, extra: Parameters<typeof newDaemonSet>[0] = {}) =>
+  newDaemonSet({ strategy: 'RollingUpdate', image: 'foo/bar:v1', rollingUpdate, ...extra });
+
+interface Scenario {
+  name: string;
+  /** What its plans must have done (FullAndTrimmedCluster.did), so that the comparison covers that path. */
+  did: string[];
+  run(): FullAndTrimmedCluster;
+}
+
+const scenarios: Scenario[] = [
+  {
+    name: 'steady: creation, then nothing to do (KruisePodReady gate, status only)',
+    did: ['create', 'patch:KruisePodReady'],
+    run() {
+      const c = new FullAndTrimmedCluster(rollingUpdate({ maxUnavailable: 1 }), addNodes(5));
+      settle(c);
+      for (let i = 0; i < 3; i++) settle(c, { max: 1, stepMs: 60_000 });
+      return c;
+    },
+  },
+  {
+    name: 'rollout: maxUnavailable 2, minReadySeconds 10',
+    did: ['create', 'delete:RollingUpdate'],
+    run() {
+      const c = new FullAndTrimmedCluster(rollingUpdate({ maxUnavailable: 2 }, { minReadySeconds: 10 }), addNodes(6), {
+        kruisePodReadyGate: 'when-needed',
+      });
+      settle(c, { stepMs: 11_000 });
+      c.setImage('foo/bar:v2');
+      settle(c, { stepMs: 11_000 });
+      return c;
+    },
+  },
+  {
+    name: 'surge: maxSurge 1, maxUnavailable 0, a pod slow to turn Ready',
+    did: ['delete:SurgeReplaced'],
+    run() {
+      const c = new FullAndTrimmedCluster(rollingUpdate({ maxSurge: 1, maxUnavailable: 0 }), addNodes(4));
+      settle(c);
+      c.setImage('foo/bar:v2');
+      settle(c, { max: 3, ready: (p) => p.spec.nodeName !== 'node-2' });
+      settle(c);
+      return c;
+    },
+  },
+  {
+    name: 'in place: image change under InPlaceIfPossible, containers restarted by the kubelet',
+    did: ['inPlaceUpdate', 'patch:InPlaceUpdateReady'],
+    run() {
+      const c = new FullAndTrimmedCluster(
+        rollingUpdate({ rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 2 }),
+        addNodes(4),
+      );
+      settle(c);
+      c.setImage('foo/bar:v2');
+      settle(c);
+      c.updateSpec((ds) => {
+        ds.spec.template.metadata = { ...ds.spec.template.metadata, annotations: { note: 'in place too' } };
+        const container = ds.spec.template.spec.containers[0];
+        if (container) container.image = 'foo/bar:v3';
+      });
+      settle(c);
+      return c;
+    },
+  },
+  {
+    name: 'partition 2 of 5, then 0',
+    did: ['delete:RollingUpdate'],
+    run() {
+      const c = new FullAndTrimmedCluster(rollingUpdate({ maxUnavailable: '100%', partition: 2 }), addNodes(5));
+      settle(c);
+      c.setImage('foo/bar:v2');
+      settle(c);
+      c.updateSpec((ds) => {
+        (ds.spec.updateStrategy?.rollingUpdate as { partition: number }).partition = 0;
+      });
+      settle(c);
+      return c;
+    },
+  },
+  {
+    name: 'rollingUpdate.selector: only labelled nodes update; a node relabelled mid-way',
+    did: ['delete:RollingUpdate'],
+    run() {
+      const nodes = ['a', 'b', 'c', 'd'].map((n, i) => newNode(`node-${n}`, i < 2 ? { canary: 'true' } : {}));
+      const c = new FullAndTrimmedCluster(
+        rollingUpdate({ maxUnavailable: 1, selector: { matchLabels: { canary: 'true' } } }),
+        nodes,
+      );
+      settle(c);
+      c.setImage('foo/bar:v2');
+      settle(c, { max: 2 });
+      c.nodes = c.nodes.map((n) =>
+        n.metadata.name === 'node-c' ? { ...n, metadata: { ...n.metadata, labels: { canary: 'true' } } } : n,
+      );
+      settle(c);
+      return c;
+    },
+  },
+  {
+    name: 'taints, tolerations, node selector and affinity; a NoExecute taint evicts mid-way',
+    did: ['delete:NodeNotEligible'],
+    run() {
+      const ds = rollingUpdate(
+        { maxUnavailable: 1 },
+        {
+          templateSpec: {
+            nodeSelector: { pool: 'workers' },
+            affinity: {
+              nodeAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: {
+                  nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a', 'b'] }] }],
+                },
+              },
+            },
+            tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'agents', effect: 'NoSchedule' }],
+          },
+        },
+      );
+      const workers = { pool: 'workers', zone: 'a' };
+      const nodes = [
+        newNode('n-plain', workers),
+        newNode('n-tolerated', workers, [{ key: 'dedicated', value: 'agents', effect: 'NoSchedule' }]),
+        newNode('n-untolerated', workers, [{ key: 'gpu', value: 'true', effect: 'NoSchedule' }]),
+        newNode('n-prefer', workers, [{ key: 'soft', effect: 'PreferNoSchedule' }]),
+        newNode('n-other-zone', { pool: 'workers', zone: 'c' }),
+        newNode('n-other-pool', { pool: 'system', zone: 'a' }),
+        { ...newNode('n-cordoned', workers), spec: { unschedulable: true } },
+        newNode('n-not-ready', workers, [{ key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' }]),
+      ];
+      const c = new FullAndTrimmedCluster(ds, nodes);
+      settle(c);
+      c.nodes = c.nodes.map((n) =>
+        n.metadata.name === 'n-plain' ? { ...n, spec: { taints: [{ key: 'evict', effect: 'NoExecute' }] } } : n,
+      );
+      c.terminateOnDelete = true;
+      settle(c);
+      return c;
+    },
+  },
+  {
+    name: 'lifecycle preDelete hook (labels, finalizers, markPodNotReady): nodes leaving, then released',
+    did: ['patch:PreparingDelete', 'patch:MarkPodNotReady', 'delete:NodeNotEligible'],
+    run() {
+      const ds = rollingUpdate(
+        { maxUnavailable: 1 },
+        {
+          lifecycle: {
+            preDelete: {
+              labelsHandler: { hold: 'true' },
+              finalizersHandler: ['example.com/hold'],
+              markPodNotReady: true,
+            },
+          },
+          templateSpec: { nodeSelector: { run: 'yes' } },
+        },
+      );
+      const c = new FullAndTrimmedCluster(ds, addNodes(4, { run: 'yes' }));
+      settle(c);
+      c.pods = c.pods.map((p) => ({
+        ...p,
+        metadata: { ...p.metadata, labels: { ...p.metadata.labels, hold: 'true' }, finalizers: ['example.com/hold'] },
+      }));
+      c.nodes = c.nodes.map((n, i) => (i < 2 ? { ...n, metadata: { ...n.metadata, labels: { run: 'no' } } } : n));
+      settle(c, { max: 3 });
+      c.pods = c.pods.map((p) => {
+        const { hold: _, ...labels } = p.metadata.labels ?? {};
+        return { ...p, metadata: { ...p.metadata, labels, finalizers: [] } };
+      });
+      settle(c);
+      c.setImage('foo/bar:v2');
+      settle(c);
+      return c;
+    },
+  },
+  {
+    name: 'image pre-download by pull pods (parallelism 2), one pull failing',
+    did: ['pullPodCreate', 'pullPodDelete', 'patch:ImagePreDownloaded', 'event:FailedPreDownloadImage'],
+    run() {
+      const ds = rollingUpdate(
+        { maxUnavailable: 1 },
+        { annotations: { 'apps.kruise.io/image-predownload-parallelism': '2' } },
+      );
+      const c = new FullAndTrimmedCluster(ds, addNodes(5), { imagePreDownload: 'pods' });
+      settle(c);
+      c.setImage('foo/bar:v2');
+      for (let i = 0; i < 3; i++) {
+        c.sync();
+        c.finishPulls((p) => p.spec.nodeName === 'node-1');
+        c.now += 5_000;
+      }
+      settle(c);
+      return c;
+    },
+  },
+  {
+    name: 'failed, succeeded, excess and terminating pods, and a pod pinned to a node that is gone',
+    did: ['delete:FailedPod', 'delete:SucceededPod', 'delete:ExcessPod', 'delete:NodeGone'],
+    run() {
+      const ds = rollingUpdate({ maxUnavailable: 1 });
+      const c = new FullAndTrimmedCluster(ds, addNodes(4));
+      const hash = c.plan().hash;
+      c.pods = [
+        newPod(ds, 'node-0', { name: 'failed', hash, ready: false, phase: 'Failed' }),
+        newPod(ds, 'node-1', { name: 'done', hash, ready: false, phase: 'Succeeded' }),
+        newPod(ds, 'node-2', { name: 'older', hash, ready: true, created: T0 - 60_000 }),
+        newPod(ds, 'node-2', { name: 'newer', hash, ready: true }),
+        newPod(ds, 'node-3', { name: 'leaving', hash, ready: true, deleting: true }),
+        newPod(ds, 'node-gone', { name: 'orphaned', hash, bound: false }),
+        newPod(ds, 'node-3', { name: 'old-hash', hash: 'old', ready: true, labels: { extra: 'x' } }),
+      ];
+      settle(c, { max: 2 });
+      c.now += 20 * 60_000;
+      settle(c);
+      return c;
+    },
+  },
+  {
+    name: 'OnDelete: a new template waits for pods deleted by hand',
+    did: ['create'],
+    run() {
+      const c = new FullAndTrimmedCluster(newDaemonSet({ image: 'foo/bar:v1' }), addNodes(3));
+      settle(c);
+      c.setImage('foo/bar:v2');
+      settle(c, { max: 2 });
+      c.pods = c.pods.filter((p) => p.spec.nodeName !== 'node-0');
+      settle(c);
+      return c;
+    },
+  },
+  {
+    name: 'canary: two canary nodes observed, one crashing, then rolled back',
+    did: ['event:CanaryStarted', 'patch:CanaryLabel', 'event:CanaryFailed'],
+    run() {
+      const ds = rollingUpdate({
+        maxUnavailable: 1,
+        canary: { nodes: 2, duration: '10m', noRestartsDuration: '5m', autoFail: { enabled: true, maxRestarts: 2 } },
+      });
+      const c = new FullAndTrimmedCluster(ds, addNodes(5));
+      settle(c);
+      c.setImage('foo/bar:v2');
+      settle(c, { max: 6 });
+      c.pods = c.pods.map((p) =>
+        p.spec.nodeName !== 'node-0' || p.spec.containers[0]?.image !== 'foo/bar:v2'
+          ? p
+          : {
+              ...p,
+              status: {
+                ...p.status,
+                conditions: [{ type: 'Ready', status: 'False', lastTransitionTime: formatTime(c.now) }],
+                containerStatuses: (p.status?.containerStatuses ?? []).map((s) => ({
+                  ...s,
+                  restartCount: 5,
+                  state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off 40s' } },
+                  lastState: { terminated: { exitCode: 1, reason: 'Error', finishedAt: formatTime(c.now) } },
+                })),
+              },
+            },
+      );
+      settle(c, { max: 6, ready: (p) => p.spec.nodeName !== 'node-0' });
+      c.now += 11 * 60_000;
+      settle(c, { ready: (p) => p.spec.nodeName !== 'node-0' });
+      return c;
+    },
+  },
+];
+
+describe('the same plans with full objects and with trimmed ones', () => {
+  for (const s of scenarios) {
+    test(s.name, () => {
+      const c = s.run();
+      assert.ok(c.plans >= 3, `the scenario planned ${c.plans} times`);
+      const did = Object.fromEntries([...c.did].filter(([, n]) => n > 0));
+      for (const what of s.did) assert.ok(did[what], `no plan did ${what}: ${JSON.stringify(did)}`);
+    });
+  }
+
+  test('the fields read cover what each path needs (the recording saw them)', () => {
+    // Guards the recording itself: if it saw none of these, the check above would pass for nothing.
+    for (const pattern of [
+      'Node.metadata.name',
+      'Node.metadata.labels',
+      'Node.spec.taints',
+      'Pod.metadata.labels',
+      'Pod.metadata.deletionTimestamp',
+      'Pod.spec.containers.[].image',
+      'Pod.status.conditions.[].lastTransitionTime',
+      'Pod.status.containerStatuses.[].imageID',
+      'Pod.status.containerStatuses.[].restartCount',
+    ])
+      assert.ok(readPatterns.has(pattern), `no plan read ${pattern}; read: ${[...readPatterns].sort().join(', ')}`);
+  });
+});
+
+describe('node events: the same DaemonSets woken with full and trimmed nodes', () => {
+  const ds = rollingUpdate(
+    { maxUnavailable: 1, selector: { matchLabels: { canary: 'true' } } },
+    { templateSpec: { nodeSelector: { pool: 'workers' } } },
+  );
+  const base = newNode('n1', { pool: 'workers' });
+  const change = (f: (n: Node) => void): Node => {
+    const n = fullNode(base);
+    f(n);
+    return n;
+  };
+  const rows: { name: string; cur: Node; want: boolean }[] = [
+    {
+      name: 'heartbeat only',
+      cur: change((n) => {
+        for (const c of n.status?.conditions ?? []) c.lastHeartbeatTime = '2026-11-24T01:15:46Z';
+        n.metadata.resourceVersion = '999';
+      }),
+      want: false,
+    },
+    {
+      name: 'allocatable and images change',
+      cur: change((n) => (n.status = { ...n.status, allocatable: {}, images: [] })),
+      want: false,
+    },
+    { name: 'annotation added', cur: change((n) => (n.metadata.annotations = { x: 'y' })), want: false },
+    {
+      name: 'label leaves the node selector',
+      cur: change((n) => (n.metadata.labels = { pool: 'system' })),
+      want: true,
+    },
+    {
+      name: 'label joins the update selector',
+      cur: change((n) => (n.metadata.labels = { pool: 'workers', canary: 'true' })),
+      want: true,
+    },
+    {
+      name: 'NoExecute taint',
+      cur: change((n) => (n.spec = { taints: [{ key: 'evict', effect: 'NoExecute' }] })),
+      want: true,
+    },
+    {
+      name: 'Ready turns False (eligibility ignores it, as upstream)',
+      cur: change((n) => {
+        const ready = n.status?.conditions?.find((c) => c.type === 'Ready');
+        if (ready) ready.status = 'False';
+      }),
+      want: false,
+    },
+    {
+      name: 'cordoned (tolerated by every daemon pod)',
+      cur: change((n) => (n.spec = { unschedulable: true })),
+      want: false,
+    },
+  ];
+  for (const { name, cur, want } of rows) {
+    test(name, () => {
+      const old = fullNode(base);
+      assert.equal(nodeUpdateAffects(old, cur, ds), want, 'full nodes');
+      assert.equal(nodeUpdateAffects(cachedNode(old), cachedNode(cur), ds), want, 'trimmed nodes');
+      assert.equal(nodeAddAffects(cachedNode(cur), ds), nodeAddAffects(cur, ds), 'add');
+    });
+  }
+});

@@ -1,0 +1,158 @@
+// What the controller keeps of each cached object: transforms applied to every object as it is decoded, before it
+// reaches an informer's store, as client-go's SharedIndexInformer.SetTransform / cache.TransformFunc
+// (https://github.com/kubernetes/client-go/blob/master/tools/cache/controller.go) and controller-runtime's
+// cache.TransformStripManagedFields
+// (https://github.com/kubernetes-sigs/controller-runtime/blob/main/pkg/cache/cache.go) do. A node from the apiserver
+// carries managedFields, its images, addresses, capacity and nodeInfo; a pod its volumes, env, probes, resources and
+// every status detail: most of it never read here, and all of it cached for every node and pod of the cluster.
+//
+// Each shape keeps exactly what the planner (src/daemonset/*: eligibility, manage, rolling update, in-place update,
+// lifecycle hooks, image pre-download, canary, status), the event handlers and the executor read. A new read of a
+// field not kept here must add it: cache-shapes.test.ts plans the same snapshots with full and trimmed objects
+// and compares the plans, and records every field the planner reads on the full objects.
+//
+// Objects are rebuilt rather than pruned with `delete`, which would leave V8 dictionary-mode objects (larger and
+// slower to read) behind. The executor never writes a cached object back whole: pod writes are patches built from
+// a few fields (uid, name, conditions), and the one full update (ControllerRevision, which keeps all but
+// managedFields) is accepted without managedFields (the apiserver keeps the stored ones when a request has none).
+import type {
+  ContainerStatus,
+  KubeObject,
+  Node,
+  NodeCondition,
+  ObjectMeta,
+  Pod,
+  PodSpec,
+  PodStatus,
+} from '../k8s/types.ts';
+
+/**
+ * Drops metadata.managedFields, which nothing here reads and which is often half of an object's bytes
+ * (controller-runtime's TransformStripManagedFields). A new object: the input is not changed.
+ */
+export function withoutManagedFields<T extends KubeObject>(obj: T): T {
+  if (!obj.metadata || !('managedFields' in obj.metadata)) return obj;
+  const { managedFields: _, ...metadata } = obj.metadata;
+  return { ...obj, metadata };
+}
+
+/** Copies the listed keys that are present (not undefined), in that order. */
+function pick<T extends object, K extends keyof T>(from: T | undefined, keys: readonly K[]): Pick<T, K> {
+  const out = {} as Pick<T, K>;
+  if (!from) return out;
+  for (const k of keys) if (from[k] !== undefined) out[k] = from[k];
+  return out;
+}
+
+/**
+ * Identity, ownership and what selectors, claims, expectations, lifecycle hooks and in-place updates read:
+ * labels, annotations (inplace-update-state, pre-download marks, lifecycle timestamps), finalizers (lifecycle
+ * finalizer hooks), ownerReferences (controllerRef), deletionTimestamp, resourceVersion (expectations, informer
+ * replace), creationTimestamp (pod ordering, canary start).
+ */
+const META_KEYS = [
+  'name',
+  'generateName',
+  'namespace',
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+  'labels',
+  'annotations',
+  'ownerReferences',
+  'finalizers',
+] as const satisfies readonly (keyof ObjectMeta)[];
+
+/** Eligibility (nodeShouldRunDaemonPod, strategy selectors, canary spread) reads names, labels and taints only. */
+const NODE_META_KEYS = ['name', 'uid', 'resourceVersion', 'creationTimestamp', 'deletionTimestamp', 'labels'] as const;
+
+/**
+ * A node as the controller caches it: name, labels, taints, unschedulable and its conditions' type and status.
+ * nodeShouldRunDaemonPod reads the name (template nodeName, matchFields), labels (nodeSelector, required node
+ * affinity, rollingUpdate.selector, canary spread) and taints; the node event handler compares the set of True
+ * condition types (nodeInSameCondition) and everything else it keeps (shouldIgnoreNodeUpdate), so a heartbeat,
+ * which only moves condition times, wakes no DaemonSet. spec.unschedulable is kept for the node event handler's
+ * comparison (cordoning is tolerated through the daemon tolerations, as upstream). Resources (allocatable,
+ * capacity), images, addresses, nodeInfo and annotations are not read: the scheduler checks resources.
+ */
+export function cachedNode(node: Node): Node {
+  const out: Node = { metadata: pick(node.metadata, NODE_META_KEYS) };
+  if (node.apiVersion !== undefined) out.apiVersion = node.apiVersion;
+  if (node.kind !== undefined) out.kind = node.kind;
+  // An object the apiserver sent stays an object (empty, if nothing of it is kept): readers may test for it.
+  if (node.spec) out.spec = pick(node.spec, ['taints', 'unschedulable']);
+  if (node.status) {
+    const conditions = node.status.conditions;
+    out.status = conditions
+      ? { conditions: conditions.map((c): NodeCondition => ({ type: c.type, status: c.status })) }
+      : {};
+  }
+  return out;
+}
+
+/**
+ * The spec fields the planner reads on existing pods: the node it is for (nodeName, else the matchFields affinity
+ * term, getTargetNodeName), containers' names and images (in-place update completion, images to pre-download),
+ * readinessGates (KruisePodReady, InPlaceUpdateReady). Volumes, env, probes, resources, tolerations and the rest
+ * are the kubelet's and the scheduler's.
+ */
+function cachedPodSpec(spec: PodSpec | undefined): PodSpec {
+  const out: PodSpec = { ...pick(spec, ['nodeName']), containers: containerImages(spec?.containers) };
+  const required = spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
+  if (required) out.affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: required } };
+  if (spec?.readinessGates) out.readinessGates = spec.readinessGates;
+  return out;
+}
+
+function containerImages(containers: PodSpec['containers'] | undefined): PodSpec['containers'] {
+  return (containers ?? []).map((c) => (c.image === undefined ? { name: c.name } : { name: c.name, image: c.image }));
+}
+
+/**
+ * What is read of a container status: the in-place update's imageID and image comparison, restartCount
+ * (in-place update state, canary health), ready/started, state and lastState (canary: waiting reasons, last
+ * termination). Resources, volume mounts, containerID and user are not.
+ */
+const CONTAINER_STATUS_KEYS = [
+  'name',
+  'image',
+  'imageID',
+  'ready',
+  'started',
+  'restartCount',
+  'state',
+  'lastState',
+] as const satisfies readonly (keyof ContainerStatus)[];
+
+function containerStatuses(list: unknown): ContainerStatus[] | undefined {
+  if (!Array.isArray(list)) return undefined;
+  return (list as ContainerStatus[]).map((s) => pick(s, CONTAINER_STATUS_KEYS) as ContainerStatus);
+}
+
+/**
+ * Phase (terminal pods, pull pods), conditions whole (Ready and its lastTransitionTime for availability,
+ * KruisePodReady's message listing its holders, InPlaceUpdateReady, which a revert writes back as it was) and the
+ * container statuses of every kind (canary health counts init and ephemeral containers too).
+ */
+function cachedPodStatus(status: PodStatus | undefined): PodStatus | undefined {
+  if (!status) return undefined;
+  const out: PodStatus = pick(status, ['phase', 'conditions']);
+  for (const key of ['containerStatuses', 'initContainerStatuses', 'ephemeralContainerStatuses'] as const) {
+    const list = containerStatuses(status[key]);
+    if (list) out[key] = list;
+  }
+  return out;
+}
+
+/** A pod as the controller caches it (the fields above); daemon pods, pull pods and others alike. */
+export function cachedPod(pod: Pod): Pod {
+  const out: Pod = { metadata: pick(pod.metadata, META_KEYS), spec: cachedPodSpec(pod.spec) };
+  if (pod.apiVersion !== undefined) out.apiVersion = pod.apiVersion;
+  if (pod.kind !== undefined) out.kind = pod.kind;
+  const status = cachedPodStatus(pod.status);
+  if (status) out.status = status;
+  return out;
+}

@@ -1,0 +1,431 @@
+// PlanMemo (memo.ts): random sequences of snapshot changes, as the informers deliver them (new objects, never
+// modified ones), with the plan of each sync planned with the memo compared to the full computation. FakeCluster.plan
+// (test-fixtures.ts) makes that comparison at every sync, for these sequences and for every planner table.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { DaemonSet } from '../api/types.ts';
+import type { Node, Pod, Taint } from '../k8s/types.ts';
+import { formatTime } from '../k8s/pod.ts';
+import {
+  CANARY_FAILED_ANNOTATION,
+  CANARY_PAUSED_ANNOTATION,
+  CANARY_POD_LABEL,
+  CANARY_VALIDATED_ANNOTATION,
+  CONTROLLER_REVISION_HASH_LABEL,
+  KRUISE_POD_READY,
+  LIFECYCLE_STATE_LABEL,
+  LIFECYCLE_STATE_PREPARING_DELETE,
+} from './constants.ts';
+import { PlanMemo } from './memo.ts';
+import { planDaemonSet } from './plan.ts';
+import type { PlanOptions } from './plan-types.ts';
+import { FakeCluster, T0, newDaemonSet, newNode, newPod, type DaemonSetOptions } from './test-fixtures.ts';
+
+/** mulberry32: a small seeded generator, so a failing sequence can be replayed from its seed. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Config {
+  name: string;
+  ds: DaemonSetOptions;
+  options?: PlanOptions;
+}
+
+const CONFIGS: Config[] = [
+  { name: 'maxUnavailable 2', ds: { strategy: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2 } } },
+  {
+    name: 'maxSurge 1, minReadySeconds 10',
+    ds: { strategy: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 }, minReadySeconds: 10 },
+  },
+  {
+    name: 'partition and rollingUpdate.selector',
+    ds: { strategy: 'RollingUpdate', rollingUpdate: { partition: 2, selector: { matchLabels: { zone: 'a' } } } },
+  },
+  { name: 'OnDelete', ds: { strategy: 'OnDelete' } },
+  {
+    name: 'InPlaceIfPossible, minReadySeconds 5',
+    ds: { strategy: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible' }, minReadySeconds: 5 },
+  },
+  {
+    name: 'canary',
+    ds: { strategy: 'RollingUpdate', rollingUpdate: { canary: { nodes: 2, duration: '30s' } } },
+  },
+  {
+    name: 'preDelete hook, pull pods, progressive creation',
+    ds: {
+      strategy: 'RollingUpdate',
+      rollingUpdate: { maxUnavailable: 3, partition: 1 },
+      lifecycle: { preDelete: { labelsHandler: { hold: 'true' }, markPodNotReady: true } },
+      annotations: { 'apps.kruise.io/progressive-create-pod': 'true' },
+    },
+    options: { imagePreDownload: 'pods', kruisePodReadyGate: 'always' },
+  },
+];
+
+/** One random change of the cluster's objects, each a new object; returns what it did (for the failure message). */
+type Change = (c: FakeCluster, r: () => number) => string;
+
+const pick = <T>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
+
+function replaceNode(c: FakeCluster, i: number, f: (n: Node) => Node): void {
+  c.nodes = c.nodes.map((n, j) => (j === i ? f(n) : n));
+}
+
+function replacePod(c: FakeCluster, name: string, f: (p: Pod) => Pod): void {
+  c.pods = c.pods.map((p) => (p.metadata.name === name ? f(p) : p));
+}
+
+function withLabels(p: Pod, labels: Record<string, string | undefined>): Pod {
+  const next: Record<string, string> = { ...(p.metadata.labels ?? {}) };
+  for (const [k, v] of Object.entries(labels)) {
+    if (v === undefined) delete next[k];
+    else next[k] = v;
+  }
+  return { ...p, metadata: { ...p.metadata, labels: next } };
+}
+
+let extraNodes = 0;
+
+const NODE_CHANGES: Change[] = [
+  (c, r) => {
+    const i = Math.floor(r() * c.nodes.length);
+    const zone = pick(r, ['a', 'b', undefined]);
+    replaceNode(c, i, (n) => {
+      const labels = { ...(n.metadata.labels ?? {}) };
+      if (zone) labels.zone = zone;
+      else delete labels.zone;
+      return { ...n, metadata: { ...n.metadata, labels } };
+    });
+    return `node ${i} zone ${zone}`;
+  },
+  (c, r) => {
+    const i = Math.floor(r() * c.nodes.length);
+    const effect = pick(r, ['NoSchedule', 'NoExecute', 'PreferNoSchedule', undefined] as const);
+    replaceNode(c, i, (n) => {
+      const taints: Taint[] = effect ? [{ key: 'dedicated', value: 'infra', effect }] : [];
+      return { ...n, spec: { ...(n.spec ?? {}), taints } };
+    });
+    return `node ${i} taint ${effect}`;
+  },
+  (c, r) => {
+    const i = Math.floor(r() * c.nodes.length);
+    replaceNode(c, i, (n) => ({ ...n, spec: { ...(n.spec ?? {}), unschedulable: !n.spec?.unschedulable } }));
+    return `node ${i} cordon toggled`;
+  },
+  (c, r) => {
+    // A heartbeat: a new object, nothing the planner reads changed.
+    const i = Math.floor(r() * c.nodes.length);
+    replaceNode(c, i, (n) => ({ ...n, metadata: { ...n.metadata, resourceVersion: String(r()) } }));
+    return `node ${i} heartbeat`;
+  },
+  (c, r) => {
+    const name = `extra-${++extraNodes}`;
+    const node = newNode(name, r() < 0.5 ? { zone: 'a' } : {});
+    c.nodes = [...c.nodes, node].sort((a, b) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1));
+    return `node ${name} added`;
+  },
+  (c, r) => {
+    if (c.nodes.length <= 2) return 'no node removed';
+    const i = Math.floor(r() * c.nodes.length);
+    const name = c.nodes[i]?.metadata.name;
+    c.nodes = c.nodes.filter((_, j) => j !== i);
+    return `node ${name} removed`;
+  },
+  (c, r) => {
+    // Handed over out of name order (the planner sorts them).
+    c.nodes = [...c.nodes].sort(() => r() - 0.5);
+    return 'nodes shuffled';
+  },
+];
+
+const POD_CHANGES: Change[] = [
+  (c, r) => {
+    c.markReady((p) => p.metadata.name !== undefined && r() < 0.5);
+    return 'some pods Ready';
+  },
+  (c, r) => {
+    c.markNotReady(() => r() < 0.2);
+    return 'some pods not Ready';
+  },
+  (c, r) => {
+    const p = pick(r, c.pods);
+    if (!p) return 'no pod';
+    const phase = pick(r, ['Failed', 'Succeeded', 'Running'] as const);
+    replacePod(c, p.metadata.name ?? '', (x) => ({ ...x, status: { ...x.status, phase } }));
+    return `pod ${p.metadata.name} ${phase}`;
+  },
+  (c, r) => {
+    const p = pick(r, c.pods);
+    if (!p) return 'no pod';
+    replacePod(c, p.metadata.name ?? '', (x) => ({
+      ...x,
+      metadata: { ...x.metadata, deletionTimestamp: formatTime(c.now) },
+    }));
+    return `pod ${p.metadata.name} terminating`;
+  },
+  (c) => {
+    c.reapTerminating();
+    return 'terminating pods gone';
+  },
+  (c, r) => {
+    const p = pick(r, c.pods);
+    if (!p) return 'no pod';
+    c.pods = c.pods.filter((x) => x !== p);
+    return `pod ${p.metadata.name} deleted`;
+  },
+  (c, r) => {
+    // An excess pod on a node, or an unbound one pinned to a node that does not exist.
+    const ghost = r() < 0.3;
+    const nodeName = ghost ? 'no-such-node' : (pick(r, c.nodes)?.metadata.name ?? 'no-such-node');
+    const hash = pick(r, [c.lastPlan?.hash ?? '', 'old-hash']);
+    const pod = newPod(c.ds, nodeName, { hash, ready: r() < 0.5, created: c.now, bound: !ghost });
+    c.pods = [...c.pods, pod];
+    return `pod ${pod.metadata.name} added on ${nodeName}`;
+  },
+  (c, r) => {
+    const p = pick(r, c.pods);
+    if (!p) return 'no pod';
+    const hash = pick(r, ['old-hash', c.lastPlan?.hash ?? '']);
+    replacePod(c, p.metadata.name ?? '', (x) => withLabels(x, { [CONTROLLER_REVISION_HASH_LABEL]: hash }));
+    return `pod ${p.metadata.name} hash ${hash}`;
+  },
+  (c, r) => {
+    const p = pick(r, c.pods);
+    if (!p) return 'no pod';
+    const label = pick(r, [
+      { [CANARY_POD_LABEL]: 'true' },
+      { [CANARY_POD_LABEL]: undefined },
+      { [LIFECYCLE_STATE_LABEL]: LIFECYCLE_STATE_PREPARING_DELETE },
+      { hold: 'true' },
+      { hold: undefined },
+    ]);
+    replacePod(c, p.metadata.name ?? '', (x) => withLabels(x, label));
+    return `pod ${p.metadata.name} labels ${JSON.stringify(label)}`;
+  },
+  (c, r) => {
+    // The KruisePodReady gate without its condition (the readiness upkeep sets it).
+    const p = pick(r, c.pods);
+    if (!p) return 'no pod';
+    replacePod(c, p.metadata.name ?? '', (x) => ({
+      ...x,
+      spec: { ...x.spec, readinessGates: [{ conditionType: KRUISE_POD_READY }] },
+      status: { ...x.status, conditions: (x.status?.conditions ?? []).filter((k) => k.type !== KRUISE_POD_READY) },
+    }));
+    return `pod ${p.metadata.name} gate without condition`;
+  },
+  (c, r) => {
+    // The pod index lists an updated pod last: pods come in another order.
+    c.pods = [...c.pods].sort(() => r() - 0.5);
+    return 'pods shuffled';
+  },
+  (c) => {
+    c.kubeletRestartChangedContainers();
+    return 'kubelet restarted changed containers';
+  },
+];
+
+const DS_CHANGES: Change[] = [
+  (c, r) => {
+    const image = pick(r, ['img:v1', 'img:v2', 'img:v3']);
+    c.setImage(image);
+    return `image ${image}`;
+  },
+  (c, r) => {
+    const zone = pick(r, ['a', undefined]);
+    c.updateSpec((ds) => {
+      if (zone) ds.spec.template.spec.nodeSelector = { zone };
+      else delete ds.spec.template.spec.nodeSelector;
+    });
+    return `nodeSelector zone ${zone}`;
+  },
+  (c, r) => {
+    const tolerate = r() < 0.5;
+    c.updateSpec((ds) => {
+      ds.spec.template.spec.tolerations = tolerate ? [{ key: 'dedicated', operator: 'Exists' }] : [];
+    });
+    return `tolerate dedicated ${tolerate}`;
+  },
+  (c, r) => {
+    const partition = pick(r, [undefined, 0, 1, 3, '50%']);
+    const paused = r() < 0.2;
+    c.updateSpec((ds) => {
+      const ru = ds.spec.updateStrategy?.rollingUpdate;
+      if (!ru) return;
+      if (partition === undefined) delete ru.partition;
+      else ru.partition = partition;
+      ru.paused = paused;
+    });
+    return `partition ${partition} paused ${paused}`;
+  },
+  (c, r) => {
+    const minReadySeconds = pick(r, [0, 5, 30]);
+    c.updateSpec((ds) => {
+      ds.spec.minReadySeconds = minReadySeconds;
+    });
+    return `minReadySeconds ${minReadySeconds}`;
+  },
+  (c, r) => {
+    // Annotations do not bump the generation.
+    const a = pick(r, [CANARY_VALIDATED_ANNOTATION, CANARY_PAUSED_ANNOTATION, CANARY_FAILED_ANNOTATION]);
+    const value = a === CANARY_PAUSED_ANNOTATION ? 'true' : (c.lastPlan?.hash ?? '');
+    const ds: DaemonSet = structuredClone(c.ds);
+    ds.metadata.annotations = { ...(ds.metadata.annotations ?? {}), [a]: value };
+    c.ds = ds;
+    return `annotation ${a}=${value}`;
+  },
+  (c) => {
+    // Another DaemonSet of the same name (deleted and created again): the memo starts over.
+    const ds: DaemonSet = structuredClone(c.ds);
+    ds.metadata.uid = `${ds.metadata.uid ?? ''}-again`;
+    c.ds = ds;
+    return 'uid changed';
+  },
+];
+
+const TIME_STEPS = [0, 0, 500, 1_000, 4_000, 6_000, 11_000, 31_000, 120_000];
+
+/**
+ * Runs `steps` syncs of a cluster of `nodes` nodes; before each, 0-3 random changes of nodes, pods, the DaemonSet or
+ * the clock. Every plan is checked against the full computation (FakeCluster.plan). Returns how many plans it made.
+ */
+function runSequence(config: Config, seed: number, steps: number, nodes = 12): number {
+  const r = random(seed);
+  const nodeList = Array.from({ length: nodes }, (_, i) =>
+    newNode(`node-${String(i).padStart(2, '0')}`, i % 3 === 0 ? { zone: 'a' } : { zone: 'b' }),
+  );
+  const c = new FakeCluster(newDaemonSet({ image: 'img:v1', ...config.ds }), nodeList, config.options);
+  const done: string[] = [];
+  let plans = 0;
+  for (let step = 0; step < steps; step++) {
+    const n = Math.floor(r() * 4);
+    for (let k = 0; k < n; k++) {
+      const kind = r();
+      const change = kind < 0.3 ? pick(r, NODE_CHANGES) : kind < 0.8 ? pick(r, POD_CHANGES) : pick(r, DS_CHANGES);
+      done.push(change(c, r));
+    }
+    c.now += pick(r, TIME_STEPS);
+    const where = `${config.name}, seed ${seed}, step ${step}: after ${done.slice(-4).join('; ')}`;
+    try {
+      if (r() < 0.15) {
+        // Expectations pending: planned (and compared), not applied.
+        c.plan(false);
+      } else {
+        c.sync();
+      }
+      plans++;
+    } catch (err) {
+      throw new Error(`${where}: ${(err as Error).message}`, { cause: err });
+    }
+    // Pods the plan created start and turn Ready now and then, as the kubelet would.
+    if (r() < 0.6) c.markReady(() => r() < 0.7);
+  }
+  return plans;
+}
+
+describe('PlanMemo: random sequences of changes, planned with the memo and in full', () => {
+  for (const config of CONFIGS) {
+    test(config.name, () => {
+      let plans = 0;
+      for (const seed of [1, 2, 3, 4]) plans += runSequence(config, seed * 7919 + config.name.length, 80);
+      assert.ok(plans >= 4 * 80, `planned ${plans} syncs`);
+    });
+  }
+});
+
+describe('PlanMemo: what a sync re-evaluates', () => {
+  const ds = newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2 } });
+  const nodes = Array.from({ length: 50 }, (_, i) => newNode(`node-${String(i).padStart(2, '0')}`));
+  const first = planDaemonSet({ ds, nodes, pods: [], revisions: [], now: T0 });
+  const revisions = first.revisions.create;
+  const pods = nodes.map((n) => newPod(ds, n.metadata.name ?? '', { hash: first.hash, ready: true }));
+
+  const rows: {
+    name: string;
+    change: (nodes: Node[], pods: Pod[]) => { nodes: Node[]; pods: Pod[] };
+    evaluated: number;
+  }[] = [
+    { name: 'nothing changed: no node', change: (n, p) => ({ nodes: n, pods: p }), evaluated: 0 },
+    {
+      name: 'new arrays of the same objects: no node',
+      change: (n, p) => ({ nodes: [...n], pods: [...p] }),
+      evaluated: 0,
+    },
+    {
+      name: "one pod's new object (listed last): its node",
+      change: (n, p) => {
+        const [pod, ...rest] = p as [Pod, ...Pod[]];
+        return { nodes: n, pods: [...rest, { ...pod, metadata: { ...pod.metadata, resourceVersion: '2' } }] };
+      },
+      evaluated: 1,
+    },
+    {
+      name: 'one pod gone: its node',
+      change: (n, p) => ({ nodes: n, pods: p.filter((_, i) => i !== 7) }),
+      evaluated: 1,
+    },
+    {
+      name: "one node's new object (a label): that node",
+      change: (n, p) => ({
+        nodes: n.map((x, i) => (i === 3 ? { ...x, metadata: { ...x.metadata, labels: { zone: 'a' } } } : x)),
+        pods: p,
+      }),
+      evaluated: 1,
+    },
+  ];
+  for (const row of rows) {
+    test(row.name, () => {
+      const memo = new PlanMemo();
+      const snap = { ds, revisions, now: T0 + 60_000 };
+      planDaemonSet({ ...snap, nodes, pods }, memo);
+      const before = memo.stats.nodesEvaluated;
+      const next = row.change(nodes, pods);
+      const withMemo = planDaemonSet({ ...snap, ...next }, memo);
+      assert.equal(memo.stats.nodesEvaluated - before, row.evaluated);
+      assert.deepEqual(withMemo, planDaemonSet({ ...snap, ...next }));
+    });
+  }
+
+  test('any snapshot, in any order: back to earlier ones, pods and nodes gone and back', () => {
+    const memo = new PlanMemo();
+    const snap = { ds, revisions, now: T0 + 60_000 };
+    const fewer = pods.slice(0, -3);
+    const sequence: { nodes: Node[]; pods: Pod[] }[] = [
+      { nodes, pods },
+      { nodes, pods: fewer },
+      { nodes, pods },
+      { nodes: nodes.slice(5), pods: [...pods].reverse() },
+      { nodes, pods: fewer },
+      { nodes: [], pods },
+      { nodes, pods },
+    ];
+    for (const [i, s] of sequence.entries()) {
+      assert.deepEqual(planDaemonSet({ ...snap, ...s }, memo), planDaemonSet({ ...snap, ...s }), `snapshot ${i}`);
+    }
+  });
+
+  test('the clock alone: available pods become available without any node being re-evaluated', () => {
+    const slow = newDaemonSet({ strategy: 'RollingUpdate', minReadySeconds: 30 });
+    const p0 = planDaemonSet({ ds: slow, nodes, pods: [], revisions: [], now: T0 });
+    const ready = nodes.map((n) => newPod(slow, n.metadata.name ?? '', { hash: p0.hash, ready: true, readySince: T0 }));
+    const memo = new PlanMemo();
+    const at = (now: number) => ({ ds: slow, nodes, pods: ready, revisions: p0.revisions.create, now });
+    const early = planDaemonSet(at(T0 + 10_000), memo);
+    const before = memo.stats.nodesEvaluated;
+    const late = planDaemonSet(at(T0 + 31_000), memo);
+    assert.equal(memo.stats.nodesEvaluated, before);
+    assert.deepEqual(
+      [early.status?.numberAvailable, late.status?.numberAvailable],
+      [0, nodes.length],
+      'numberAvailable before and after minReadySeconds',
+    );
+    assert.deepEqual(late, planDaemonSet(at(T0 + 31_000)));
+  });
+});

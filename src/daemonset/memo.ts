@@ -1,0 +1,441 @@
+// PlanMemo: what planDaemonSet keeps between syncs of one DaemonSet, so a sync re-evaluates only the nodes whose
+// object or daemon pods changed since the last one (docs/architecture.md#one-sync). The shell owns one per
+// DaemonSet and drops it with the DaemonSet; a memo handed the wrong DaemonSet or another scheduling template resets
+// itself, so passing one is never wrong, only faster.
+//
+// What is kept: per node, its eligibility (nodeShouldRunDaemonPod) and its daemon pods, sorted, with their facts
+// (node-state.ts); per pod, its facts and target node. Changes are found by object identity: the snapshot's nodes and
+// pods are the informer's objects, which are replaced, never modified, when the apiserver reports a change (the
+// shell must not modify them either, or these keys lie); pods are told apart by name, unique in their namespace.
+// Nothing here depends on the clock: whether a pod is available, a backoff expired or a canary is due is judged at
+// every sync. Everything a sync derives from all nodes (counters, the rolling update, conditions) is still computed
+// at every sync, from these per-node records.
+import type { DaemonSet } from '../api/types.ts';
+import type { Node, Pod, Toleration } from '../k8s/types.ts';
+import { compareByCreationTimestampAndPhase } from '../k8s/pod.ts';
+import { canonicalJson } from '../k8s/hash.ts';
+import { getTargetNodeName } from '../k8s/scheduling.ts';
+import { CANARY_POD_LABEL } from './constants.ts';
+import { nodeShouldRunDaemonPod, type NodeEligibility } from './eligibility.ts';
+import { inPlaceRefreshPatch } from './inplace.ts';
+import { newNodeState, podFacts, refreshNodeState, setNodePods, type NodeState, type PodFacts } from './node-state.ts';
+import { kruisePodReadyPatch } from './pods.ts';
+
+const NOT_RUN: NodeEligibility = Object.freeze({ shouldRun: false, shouldContinueRunning: false });
+
+interface PodSlot {
+  facts: PodFacts;
+  /** The node the pod is grouped under (getNodesToDaemonPods), undefined when it is left out. */
+  target: string | undefined;
+  /** The readiness-gate upkeep (plan.ts readinessPatches) has something to do for this pod. */
+  kruiseReady: boolean;
+  inPlaceRefresh: boolean;
+  canaryLabel: boolean;
+  /** The sync that last saw the pod. */
+  seen: number;
+}
+
+/** Pods for which the sync-wide per-pod upkeep has something to do; the planner skips it while these are 0. */
+export interface PodUpkeepCounts {
+  /** kruisePodReadyPatch would patch. */
+  kruiseReady: number;
+  /** inPlaceRefreshPatch would patch. */
+  inPlaceRefresh: number;
+  /** The pod carries the canary label. */
+  canaryLabel: number;
+}
+
+/** A name lookup of pods (SyncContext.podsByName). */
+export interface PodLookup {
+  get(name: string): Pod | undefined;
+}
+
+/** What newSyncContext takes from the memo for one sync. */
+export interface MemoView {
+  nodes: Node[];
+  states: NodeState[];
+  stateByName: ReadonlyMap<string, NodeState>;
+  ghosts: NodeState[];
+  nodeByName: ReadonlyMap<string, Node>;
+  eligibility: ReadonlyMap<string, NodeEligibility>;
+  nodeToDaemonPods: ReadonlyMap<string, Pod[]>;
+  desired: number;
+  podsByName: PodLookup;
+  upkeep: PodUpkeepCounts;
+}
+
+/** One DaemonSet's planner memo; see the file comment. Opaque to the shell: create it, pass it, drop it. */
+export class PlanMemo {
+  /** DaemonSet uid and the template fields eligibility reads: another key, and everything is recomputed. */
+  private key: string | undefined;
+  private sync = 0;
+  /** The nodes of the last sync as handed over (a copy), whether they were in name order, and in name order. */
+  private input: Node[] = [];
+  private inputSorted = false;
+  private nodes: Node[] = [];
+  /** Aligned with `nodes`. */
+  private states: NodeState[] = [];
+  /** Every state: nodes, and node names pods point to that no node has (ghosts). */
+  private readonly byName = new Map<string, NodeState>();
+  private readonly ghostSet = new Set<NodeState>();
+  private ghosts: NodeState[] = [];
+  // The context's maps, read through the states rather than kept beside them (a DaemonSet's memo holds one state per
+  // node of the cluster: each map would cost as much again).
+  private readonly nodeByName = new StateView<Node>(this, (s) => (s.node !== undefined ? s.node : undefined), false);
+  private readonly eligibility = new StateView<NodeEligibility>(
+    this,
+    (s) => (s.node !== undefined ? s.eligibility : undefined),
+    false,
+  );
+  private readonly nodeToDaemonPods = new StateView<Pod[]>(this, (s) => s.pods, true);
+  /** Pods by name, and in the order of the last sync's snapshot. */
+  private readonly slots = new Map<string, PodSlot>();
+  private readonly order: PodSlot[] = [];
+  private readonly upkeep: PodUpkeepCounts = { kruiseReady: 0, inPlaceRefresh: 0, canaryLabel: 0 };
+  private readonly podsByName: PodLookup = { get: (name) => this.slots.get(name)?.facts.pod };
+  /** Nodes whose pods changed in this sync, with their new list (unsorted until the end). */
+  private touched = new Map<NodeState, PodFacts[]>();
+  private ghostsChanged = false;
+  /** Syncs planned with this memo, and how many node states they recomputed (for tests and benchmarks). */
+  readonly stats = { syncs: 0, resets: 0, nodesEvaluated: 0, podsChanged: 0 };
+
+  /** Brings the memo up to this snapshot; returns what the sync context reads. */
+  update(
+    ds: DaemonSet,
+    nodes: readonly Node[],
+    pods: readonly Pod[],
+    tolerations: readonly Toleration[],
+    isSorted: (nodes: readonly Node[]) => boolean,
+    byName: (a: Node, b: Node) => number,
+  ): MemoView {
+    const key = memoKey(ds);
+    if (key !== this.key) this.reset(key);
+    this.stats.syncs++;
+    const sync = ++this.sync;
+    this.updatePods(pods, sync);
+    this.updateNodes(ds, nodes, tolerations, isSorted, byName);
+    this.finishTouched();
+    if (this.ghostsChanged) {
+      this.ghosts = [...this.ghostSet].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      this.ghostsChanged = false;
+    }
+    let desired = 0;
+    for (const s of this.states) if (s.shouldRun) desired++;
+    return {
+      nodes: this.nodes,
+      states: this.states,
+      stateByName: this.byName,
+      ghosts: this.ghosts,
+      nodeByName: this.nodeByName,
+      eligibility: this.eligibility,
+      nodeToDaemonPods: this.nodeToDaemonPods,
+      desired,
+      podsByName: this.podsByName,
+      upkeep: this.upkeep,
+    };
+  }
+
+  private reset(key: string): void {
+    this.key = key;
+    this.stats.resets++;
+    this.input = [];
+    this.inputSorted = false;
+    this.nodes = [];
+    this.states = [];
+    this.byName.clear();
+    this.ghostSet.clear();
+    this.ghosts = [];
+    this.slots.clear();
+    this.order.length = 0;
+    this.upkeep.kruiseReady = 0;
+    this.upkeep.inPlaceRefresh = 0;
+    this.upkeep.canaryLabel = 0;
+  }
+
+  // ---- pods ----
+
+  /**
+   * Finds the pods added, changed (another object under the same name) and gone since the last sync. The snapshot
+   * mostly lists pods in the same order as before (an updated pod may move to the end, a deleted one leaves a gap),
+   * so each pod is first compared with the one at its place (or the next one), and looked up by name only when
+   * neither is it.
+   */
+  private updatePods(pods: readonly Pod[], sync: number): void {
+    // Rewritten in place: slot i is written after every read at i or later (skipped only grows).
+    const prev = this.order;
+    const order = prev;
+    let skipped = 0;
+    for (let i = 0; i < pods.length; i++) {
+      const pod = pods[i] as Pod;
+      let slot = prev[i + skipped];
+      if (slot === undefined || slot.facts.pod !== pod) {
+        const next = prev[i + skipped + 1];
+        if (next !== undefined && next.facts.pod === pod) {
+          skipped++;
+          slot = next;
+        } else {
+          const name = pod.metadata.name ?? '';
+          slot = this.slots.get(name);
+          if (slot === undefined) {
+            slot = this.newSlot(pod);
+            this.slots.set(name, slot);
+          } else if (slot.facts.pod !== pod) {
+            this.changeSlot(slot, pod);
+          }
+        }
+      }
+      slot.seen = sync;
+      order[i] = slot;
+    }
+    order.length = pods.length;
+    // Each pod has its own slot (names are unique in a namespace): more slots than pods means some pods are gone.
+    if (this.slots.size > pods.length) {
+      for (const [name, slot] of this.slots) {
+        if (slot.seen === sync) continue;
+        this.stats.podsChanged++;
+        this.unlink(slot);
+        this.count(slot, -1);
+        this.slots.delete(name);
+      }
+    }
+  }
+
+  private newSlot(pod: Pod): PodSlot {
+    const slot: PodSlot = {
+      facts: podFacts(pod),
+      target: groupTarget(pod),
+      kruiseReady: kruisePodReadyPatch(pod, 0) !== undefined,
+      inPlaceRefresh: inPlaceRefreshPatch(pod, 0) !== undefined,
+      canaryLabel: pod.metadata.labels?.[CANARY_POD_LABEL] !== undefined,
+      seen: 0,
+    };
+    this.count(slot, 1);
+    this.link(slot);
+    return slot;
+  }
+
+  private changeSlot(slot: PodSlot, pod: Pod): void {
+    this.unlink(slot);
+    this.count(slot, -1);
+    slot.facts = podFacts(pod);
+    slot.target = groupTarget(pod);
+    slot.kruiseReady = kruisePodReadyPatch(pod, 0) !== undefined;
+    slot.inPlaceRefresh = inPlaceRefreshPatch(pod, 0) !== undefined;
+    slot.canaryLabel = pod.metadata.labels?.[CANARY_POD_LABEL] !== undefined;
+    this.count(slot, 1);
+    this.link(slot);
+  }
+
+  private count(slot: PodSlot, n: number): void {
+    if (n > 0) this.stats.podsChanged++;
+    if (slot.kruiseReady) this.upkeep.kruiseReady += n;
+    if (slot.inPlaceRefresh) this.upkeep.inPlaceRefresh += n;
+    if (slot.canaryLabel) this.upkeep.canaryLabel += n;
+  }
+
+  /** The pod list of `s` being rebuilt in this sync. */
+  private touch(s: NodeState): PodFacts[] {
+    let list = this.touched.get(s);
+    if (list === undefined) {
+      list = [...s.facts];
+      this.touched.set(s, list);
+    }
+    return list;
+  }
+
+  private unlink(slot: PodSlot): void {
+    if (slot.target === undefined) return;
+    const s = this.byName.get(slot.target);
+    if (s === undefined) return;
+    const list = this.touch(s);
+    const i = list.indexOf(slot.facts);
+    if (i >= 0) list.splice(i, 1);
+  }
+
+  private link(slot: PodSlot): void {
+    if (slot.target === undefined) return;
+    let s = this.byName.get(slot.target);
+    if (s === undefined) {
+      // A node name no node has (yet): a ghost, until a node of that name shows up.
+      s = newNodeState(slot.target, undefined, NOT_RUN, undefined);
+      this.byName.set(slot.target, s);
+      this.ghostSet.add(s);
+      this.ghostsChanged = true;
+    }
+    this.touch(s).push(slot.facts);
+  }
+
+  /** Sorts the touched nodes' pods as getNodesToDaemonPods does; ghosts left without pods go. */
+  private finishTouched(): void {
+    for (const [s, list] of this.touched) {
+      this.stats.nodesEvaluated++;
+      if (list.length > 1) list.sort((a, b) => compareByCreationTimestampAndPhase(a.pod, b.pod));
+      if (list.length === 0) {
+        setNodePods(s, undefined, list);
+        if (s.node === undefined) {
+          this.byName.delete(s.name);
+          this.ghostSet.delete(s);
+          this.ghostsChanged = true;
+        }
+      } else {
+        setNodePods(
+          s,
+          list.map((f) => f.pod),
+          list,
+        );
+      }
+    }
+    this.touched = new Map();
+  }
+
+  // ---- nodes ----
+
+  private updateNodes(
+    ds: DaemonSet,
+    nodes: readonly Node[],
+    tolerations: readonly Toleration[],
+    isSorted: (nodes: readonly Node[]) => boolean,
+    byName: (a: Node, b: Node) => number,
+  ): void {
+    const prev = this.input;
+    // The usual sync: the same nodes in the same places, some of them new objects (a label, taint or status change).
+    if (this.inputSorted && nodes.length === prev.length) {
+      let samePlaces = true;
+      for (let i = 0; i < nodes.length; i++) {
+        const node = nodes[i] as Node;
+        const before = prev[i] as Node;
+        if (node === before) continue;
+        if (node.metadata.name !== before.metadata.name) {
+          samePlaces = false;
+          break;
+        }
+        this.setNode(this.states[i] as NodeState, node, ds, tolerations);
+        prev[i] = node;
+        this.nodes[i] = node;
+      }
+      if (samePlaces) return;
+    }
+    // Nodes added, removed or reordered: rebuild the list, keeping the states of nodes that stayed.
+    this.inputSorted = isSorted(nodes);
+    this.input = [...nodes];
+    const sorted = this.inputSorted ? [...nodes] : [...nodes].sort(byName);
+    const states = new Array<NodeState>(sorted.length);
+    const present = new Set<NodeState>();
+    for (let i = 0; i < sorted.length; i++) {
+      const node = sorted[i] as Node;
+      const name = node.metadata.name ?? '';
+      let s = this.byName.get(name);
+      if (s === undefined) {
+        s = newNodeState(name, undefined, NOT_RUN, undefined);
+        this.byName.set(name, s);
+      }
+      if (s.node === undefined && this.ghostSet.delete(s)) this.ghostsChanged = true;
+      if (s.node !== node) this.setNode(s, node, ds, tolerations);
+      present.add(s);
+      states[i] = s;
+    }
+    for (const s of this.states) {
+      if (present.has(s)) continue;
+      // A node that is gone: its pods (if any) now point to no node.
+      s.node = undefined;
+      s.eligibility = NOT_RUN;
+      refreshNodeState(s);
+      this.stats.nodesEvaluated++;
+      if (s.pods === undefined && !this.touched.has(s)) {
+        this.byName.delete(s.name);
+      } else {
+        this.ghostSet.add(s);
+        this.ghostsChanged = true;
+      }
+    }
+    this.nodes = sorted;
+    this.states = states;
+  }
+
+  private setNode(s: NodeState, node: Node, ds: DaemonSet, tolerations: readonly Toleration[]): void {
+    this.stats.nodesEvaluated++;
+    s.node = node;
+    s.eligibility = nodeShouldRunDaemonPod(node, ds, tolerations);
+    refreshNodeState(s);
+  }
+
+  /** The states of the nodes, in name order, then those of the ghosts (StateView). */
+  *allStates(withGhosts: boolean): IterableIterator<NodeState> {
+    yield* this.states;
+    if (withGhosts) yield* this.ghosts;
+  }
+
+  /** The state of `name` (node or ghost). */
+  stateOf(name: string): NodeState | undefined {
+    return this.byName.get(name);
+  }
+}
+
+/** The node getNodesToDaemonPods groups a pod under: none for a terminal pod being deleted or an unpinned pod. */
+function groupTarget(pod: Pod): string | undefined {
+  const phase = pod.status?.phase;
+  if (pod.metadata.deletionTimestamp && (phase === 'Succeeded' || phase === 'Failed')) return undefined;
+  return getTargetNodeName(pod.spec) || undefined;
+}
+
+/** The DaemonSet and the template fields nodeShouldRunDaemonPod reads (templateTolerations included). */
+function memoKey(ds: DaemonSet): string {
+  const spec = ds.spec.template.spec;
+  return `${ds.metadata.uid ?? ''}\n${canonicalJson([
+    spec.nodeName ?? null,
+    spec.nodeSelector ?? null,
+    spec.affinity ?? null,
+    spec.tolerations ?? null,
+    (spec as { hostNetwork?: unknown }).hostNetwork ?? null,
+  ])}`;
+}
+
+/**
+ * A read-only map over the memo's states: `pick` gives the value of a state, undefined for none. Without ghosts, only
+ * states of existing nodes count. Iterates in name order (nodes, then ghosts).
+ */
+class StateView<V> implements ReadonlyMap<string, V> {
+  constructor(
+    private readonly memo: PlanMemo,
+    private readonly pick: (s: NodeState) => V | undefined,
+    private readonly withGhosts: boolean,
+  ) {}
+
+  get(name: string): V | undefined {
+    const s = this.memo.stateOf(name);
+    return s === undefined || (!this.withGhosts && s.node === undefined) ? undefined : this.pick(s);
+  }
+
+  has(name: string): boolean {
+    return this.get(name) !== undefined;
+  }
+
+  get size(): number {
+    let n = 0;
+    for (const _ of this.entries()) n++;
+    return n;
+  }
+
+  *entries(): MapIterator<[string, V]> {
+    for (const s of this.memo.allStates(this.withGhosts)) {
+      const v = this.pick(s);
+      if (v !== undefined) yield [s.name, v];
+    }
+  }
+
+  *keys(): MapIterator<string> {
+    for (const [k] of this.entries()) yield k;
+  }
+
+  *values(): MapIterator<V> {
+    for (const [, v] of this.entries()) yield v;
+  }
+
+  forEach(fn: (value: V, key: string, map: ReadonlyMap<string, V>) => void): void {
+    for (const [k, v] of this.entries()) fn(v, k, this);
+  }
+
+  [Symbol.iterator](): MapIterator<[string, V]> {
+    return this.entries();
+  }
+}

@@ -1,0 +1,182 @@
+// What one sync knows about each node: its eligibility, its daemon pods and the few facts the planner reads from
+// each pod's status. Built once per node per sync, or, with a PlanMemo (memo.ts), kept between syncs for the nodes
+// whose object and pods are the same objects as before. Only facts that do not depend on the clock are kept: whether
+// a pod is available is judged at every sync from its Ready time (factsAvailable).
+import type { Node, Pod } from '../k8s/types.ts';
+import { getPodCondition, getPodReadyCondition, hasReadinessGate, parseTime } from '../k8s/pod.ts';
+import { IN_PLACE_UPDATE_READY } from './constants.ts';
+import type { NodeEligibility } from './eligibility.ts';
+import { isPodPreDeleting, podRevisionHash, type UpdatedPodsOnNode } from './pods.ts';
+
+/** The facts of one pod the sync-wide passes read (status counters, rolling update, Progressing). */
+export interface PodFacts {
+  readonly pod: Pod;
+  /** deletionTimestamp set. */
+  readonly terminating: boolean;
+  /** controller-revision-hash label ('' when absent). */
+  readonly hash: string;
+  /** Condition Ready True (isPodReady). */
+  readonly ready: boolean;
+  /** lastTransitionTime of the Ready condition, as written (parsed by readySince only when minReadySeconds is set). */
+  readonly readyTime: string | undefined;
+  /** readySince's cache: undefined until parsed, null when it does not parse. */
+  readyMs?: number | null;
+  /** Has the InPlaceUpdateReady gate and that condition is present and not True (an in-place update in flight). */
+  readonly inPlaceHeld: boolean;
+  /** Lifecycle state PreparingDelete (isPodPreDeleting). */
+  readonly preDeleting: boolean;
+}
+
+export function podFacts(pod: Pod): PodFacts {
+  const ready = getPodReadyCondition(pod);
+  const inPlace = hasReadinessGate(pod, IN_PLACE_UPDATE_READY)
+    ? getPodCondition(pod, IN_PLACE_UPDATE_READY)
+    : undefined;
+  return {
+    pod,
+    terminating: !!pod.metadata.deletionTimestamp,
+    hash: podRevisionHash(pod),
+    ready: ready?.status === 'True',
+    readyTime: ready?.lastTransitionTime,
+    readyMs: undefined,
+    inPlaceHeld: inPlace !== undefined && inPlace.status !== 'True',
+    preDeleting: isPodPreDeleting(pod),
+  };
+}
+
+/** The Ready condition's lastTransitionTime in ms, when it parses. */
+function readySince(f: PodFacts): number | undefined {
+  if (f.readyMs === undefined) f.readyMs = parseTime(f.readyTime) ?? null;
+  return f.readyMs ?? undefined;
+}
+
+/** isPodAvailable (k8s/pod.ts) on facts: Ready, for more than minReadySeconds before `now`. */
+export function factsAvailable(f: PodFacts, minReadySeconds: number, now: number): boolean {
+  if (!f.ready) return false;
+  if (minReadySeconds <= 0) return true;
+  const since = readySince(f);
+  return since !== undefined && since + minReadySeconds * 1000 < now;
+}
+
+/** isDaemonPodAvailable (status.ts) on facts: available, and no in-place update in flight. */
+export function factsDaemonAvailable(f: PodFacts, minReadySeconds: number, now: number): boolean {
+  return !f.inPlaceHeld && factsAvailable(f, minReadySeconds, now);
+}
+
+/** podAvailableWaitingTimeMs (k8s/pod.ts) on facts. */
+export function factsWaitingTimeMs(f: PodFacts, minReadySeconds: number, now: number): number {
+  if (!f.ready || minReadySeconds <= 0) return 0;
+  const since = readySince(f);
+  if (since === undefined) return minReadySeconds * 1000;
+  const remaining = since + minReadySeconds * 1000 - now;
+  return remaining >= 0 ? remaining + 1 : 0;
+}
+
+/** isPodNilOrPreDeleting (pods.ts) on facts. */
+export function factsNilOrPreDeleting(f: PodFacts | undefined): boolean {
+  return f === undefined || f.preDeleting;
+}
+
+/** findUpdatedPodsOnNode with the facts of the pods it picks. */
+export interface UpdatedPodFacts extends UpdatedPodsOnNode {
+  newFacts?: PodFacts;
+  oldFacts?: PodFacts;
+}
+
+const NOT_OK: UpdatedPodFacts = Object.freeze({ ok: false });
+
+/** findUpdatedPodsOnNode (pods.ts) on facts: the single new and single old non-terminating pod. */
+function findUpdatedFacts(facts: readonly PodFacts[], hash: string): UpdatedPodFacts {
+  let newFacts: PodFacts | undefined;
+  let oldFacts: PodFacts | undefined;
+  for (const f of facts) {
+    if (f.terminating) continue;
+    if (f.hash === hash) {
+      if (newFacts) return NOT_OK;
+      newFacts = f;
+    } else {
+      if (oldFacts) return NOT_OK;
+      oldFacts = f;
+    }
+  }
+  return { newPod: newFacts?.pod, oldPod: oldFacts?.pod, ok: true, newFacts, oldFacts };
+}
+
+/** One node of the sync, or a node name daemon pods point to that no node has (`node` undefined). */
+export interface NodeState {
+  readonly name: string;
+  node: Node | undefined;
+  /** nodeShouldRunDaemonPod; (false, false) for a node that does not exist. */
+  eligibility: NodeEligibility;
+  /** As nodeToDaemonPods.get(name): undefined when no daemon pod targets the node. */
+  pods: Pod[] | undefined;
+  /** The facts of `pods`, in the same order. */
+  facts: readonly PodFacts[];
+  /** One settled pod that may stay: manage has nothing to decide here (podsShouldBeOnNode). */
+  settled: boolean;
+  /** eligibility.shouldRun and facts[0], copied here: the passes over every node then read one object per node. */
+  shouldRun: boolean;
+  first: PodFacts | undefined;
+  /** findUpdatedPodsOnNode for `updHash`, computed on first use. */
+  updHash?: string;
+  upd?: UpdatedPodFacts;
+}
+
+const NO_FACTS: readonly PodFacts[] = Object.freeze([]);
+
+/** Not terminating, not terminal, not PreparingDelete: a pod podsShouldBeOnNode keeps as it is when it is alone. */
+export function isSettledPod(pod: Pod): boolean {
+  const phase = pod.status?.phase;
+  return !pod.metadata.deletionTimestamp && phase !== 'Failed' && phase !== 'Succeeded' && !isPodPreDeleting(pod);
+}
+
+/** Sets what depends on eligibility and pods (call after changing either). */
+export function refreshNodeState(s: NodeState): void {
+  s.settled = s.eligibility.shouldContinueRunning && s.pods?.length === 1 && isSettledPod(s.pods[0] as Pod);
+  s.shouldRun = s.eligibility.shouldRun;
+  s.first = s.facts[0];
+}
+
+/** A fresh state; `facts` default to podFacts of each pod. */
+export function newNodeState(
+  name: string,
+  node: Node | undefined,
+  eligibility: NodeEligibility,
+  pods: Pod[] | undefined,
+  facts: readonly PodFacts[] = pods ? pods.map(podFacts) : NO_FACTS,
+): NodeState {
+  // Every field set here, so that all states share one shape.
+  // Every field set here, so that all states share one shape.
+  const s: NodeState = {
+    name,
+    node,
+    eligibility,
+    pods,
+    facts,
+    settled: false,
+    shouldRun: false,
+    first: undefined,
+    updHash: undefined,
+    upd: undefined,
+  };
+  refreshNodeState(s);
+  return s;
+}
+
+/** Sets the node's pods (and their facts): the per-hash cache goes. */
+export function setNodePods(s: NodeState, pods: Pod[] | undefined, facts: readonly PodFacts[]): void {
+  s.pods = pods;
+  s.facts = pods ? facts : NO_FACTS;
+  s.updHash = undefined;
+  s.upd = undefined;
+  refreshNodeState(s);
+}
+
+/** findUpdatedPodsOnNode(s.pods, hash), kept on the state until its pods change. */
+export function updatedPodsOf(s: NodeState, hash: string): UpdatedPodFacts {
+  if (s.upd === undefined || s.updHash !== hash) {
+    s.upd = findUpdatedFacts(s.facts, hash);
+    s.updHash = hash;
+  }
+  return s.upd;
+}
