@@ -18,6 +18,7 @@ import {
 } from '../../src/daemonset/strategy.ts';
 import { desiredNodeNames, nodesToUpdate } from '../../src/daemonset/update.ts';
 import { revisionHashLabel } from '../../src/daemonset/history.ts';
+import { formatLabelSelector } from '../daemonset.ts';
 import type { CellState, DaemonSetRow, EventRow, NodeCell, NodeMap, NodeMapCounts, RevisionCount } from './views.ts';
 
 export type * from './views.ts';
@@ -45,17 +46,7 @@ export function strategyName(ds: DaemonSet): string {
 }
 
 /** A label selector in the query syntax (`a=b,c in (d,e),!f`, as kubectl prints it); '<none>' when empty. */
-export function labelSelectorString(selector: LabelSelector): string {
-  const parts = Object.entries(selector.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
-  for (const r of selector.matchExpressions ?? []) {
-    const values = [...(r.values ?? [])].sort().join(',');
-    if (r.operator === 'In') parts.push(`${r.key} in (${values})`);
-    else if (r.operator === 'NotIn') parts.push(`${r.key} notin (${values})`);
-    else if (r.operator === 'Exists') parts.push(r.key);
-    else if (r.operator === 'DoesNotExist') parts.push(`!${r.key}`);
-  }
-  return parts.length > 0 ? parts.join(',') : '<none>';
-}
+export const labelSelectorString = (selector: LabelSelector): string => formatLabelSelector(selector);
 
 /** Whether `obj` is controlled by the DaemonSet (its controller ownerReference names the DaemonSet's uid). */
 export function ownedBy(obj: KubeObject, ds: DaemonSet): boolean {

@@ -17,21 +17,12 @@ import {
   LIFECYCLE_STATE_PREPARING_DELETE,
 } from './constants.ts';
 import { PlanMemo } from './memo.ts';
+import { seededRandom } from '../testing/random.ts';
 import { planDaemonSet } from './plan.ts';
 import type { PlanOptions } from './plan-types.ts';
 import { FakeCluster, T0, newDaemonSet, newNode, newPod, type DaemonSetOptions } from './test-fixtures.ts';
 
-/** mulberry32: a small seeded generator, so a failing sequence can be replayed from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const random = seededRandom;
 
 interface Config {
   name: string;
