@@ -294,6 +294,7 @@ describe('v1beta1 reviews: defaulting and validation of the version the object i
           },
         },
         { op: 'add', path: '/spec/revisionHistoryLimit', value: 10 },
+        { op: 'add', path: '/spec/progressDeadlineSeconds', value: 600 },
       ]),
     );
     const patched: any = fastJsonPatch.applyPatch(structuredClone(ds), patch, true).newDocument;
