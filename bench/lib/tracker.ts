@@ -26,7 +26,10 @@ export class Tracker<T extends KubeObject = KubeObject> {
             this.type,
             { namespace: this.namespace, resourceVersion: rv, timeoutSeconds: 300, signal: this.stop.signal },
             (e: WatchEvent<T>) => {
-              if (e.type === 'ERROR' || e.type === 'BOOKMARK') return;
+              // An ERROR event ends what this watch can tell (e.g. the apiserver could not convert an object while
+              // the CRD's conversion webhook moved): list again, as a reflector does, or changes are missed.
+              if (e.type === 'ERROR') throw new Error(`watch error event: ${JSON.stringify(e.object)}`);
+              if (e.type === 'BOOKMARK') return;
               const key = e.object.metadata?.name ?? '';
               rv = e.object.metadata?.resourceVersion ?? rv;
               if (e.type === 'DELETED') this.objects.delete(key);
@@ -37,7 +40,11 @@ export class Tracker<T extends KubeObject = KubeObject> {
         } catch (err) {
           if (this.stop.signal.aborted) return;
           if (!isGone(err)) say(`watch of ${this.type.resource} restarted: ${(err as Error).message}`);
-          rv = await this.relist().catch(() => rv);
+          rv = await this.relist().catch(async () => {
+            // Not listable yet (the same conversion failing): try again shortly rather than at once.
+            await new Promise((r) => setTimeout(r, 500));
+            return rv;
+          });
         }
       }
     })();
