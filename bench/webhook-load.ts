@@ -5,7 +5,10 @@
 //   burst (so its p99 measures the burst's queue, tens of ms, not the server) and rounds latency to whole ms.
 //   Requests are started evenly spaced over keep-alive connections; latency is from starting a request
 //   (connection queue included) to the end of its response, in microseconds.
+import { readdirSync, readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import { percentile } from './lib/stats.ts';
 import type { LoadOptions } from './webhook.ts';
@@ -25,6 +28,34 @@ export interface LoadSummary {
   non2xx: number;
   /** 429 Too Many Requests: the server's cap on admission requests in flight refused these. */
   tooMany: number;
+  /**
+   * Fixed rate only: this process's own delays, which the latencies include. Its event loop's p99 and largest delay
+   * over the recorded part, ms, and how long its threads waited for their core (Linux run-queue wait), ms: a
+   * request cannot start or be timed while the loop is stalled.
+   */
+  clientLagP99Ms?: number;
+  clientLagMaxMs?: number;
+  clientRunQueueWaitMs?: number;
+}
+
+/**
+ * How long all threads of process `pid` have waited, runnable, for a core (ms; Linux schedstat's run-queue wait,
+ * /proc/PID/task/TID/schedstat): on a shared machine, time a process was ready but another ran. NaN when unreadable.
+ */
+export function runQueueWaitMs(pid: number): number {
+  try {
+    let ns = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]);
+      } catch {
+        // The thread ended meanwhile.
+      }
+    }
+    return ns / 1e6;
+  } catch {
+    return NaN;
+  }
 }
 
 async function maxThroughput(o: LoadOptions): Promise<LoadSummary> {
@@ -95,6 +126,8 @@ async function fixedRate(o: LoadOptions, rate: number): Promise<LoadSummary> {
   const t0 = performance.now();
   let recordFrom = t0;
   let sent = 0;
+  const lag = monitorEventLoopDelay({ resolution: 1 });
+  let wait0 = 0;
   // Every millisecond, start the requests whose time has come (the timer's own lag only delays starts).
   await new Promise<void>((resolve) => {
     const tick = setInterval(() => {
@@ -102,7 +135,11 @@ async function fixedRate(o: LoadOptions, rate: number): Promise<LoadSummary> {
       while (sent < due) {
         send(sent >= warmup);
         sent++;
-        if (sent === warmup) recordFrom = performance.now();
+        if (sent === warmup) {
+          recordFrom = performance.now();
+          lag.enable();
+          wait0 = runQueueWaitMs(process.pid);
+        }
       }
       if (sent >= total) {
         clearInterval(tick);
@@ -113,6 +150,8 @@ async function fixedRate(o: LoadOptions, rate: number): Promise<LoadSummary> {
   const deadline = performance.now() + 10_000;
   while (inFlight > 0 && performance.now() < deadline) await sleep(5);
   const end = performance.now();
+  lag.disable();
+  const waited = runQueueWaitMs(process.pid) - wait0;
   agent.destroy();
   return {
     requests: latenciesMs.length,
@@ -123,9 +162,15 @@ async function fixedRate(o: LoadOptions, rate: number): Promise<LoadSummary> {
     errors: errors + inFlight,
     non2xx,
     tooMany,
+    clientLagP99Ms: lag.percentile(99) / 1e6,
+    clientLagMaxMs: lag.max / 1e6,
+    clientRunQueueWaitMs: waited,
   };
 }
 
-const o = JSON.parse(process.argv[2] ?? '{}') as LoadOptions;
-const summary = o.overallRate ? await fixedRate(o, o.overallRate) : await maxThroughput(o);
-process.stdout.write(`${JSON.stringify(summary)}\n`);
+// Run as a program (webhook.ts imports runQueueWaitMs from here too).
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const o = JSON.parse(process.argv[2] ?? '{}') as LoadOptions;
+  const summary = o.overallRate ? await fixedRate(o, o.overallRate) : await maxThroughput(o);
+  process.stdout.write(`${JSON.stringify(summary)}\n`);
+}

@@ -3,6 +3,7 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
@@ -13,9 +14,10 @@ import { MUTATE_PATH, VALIDATE_PATH } from '../src/api/constants.ts';
 import { admissionReview } from '../src/api/testing/review-fixtures.ts';
 import { handleAdmissionReview, mutateDaemonSet } from '../webhook/admission.ts';
 import { cpuSeconds } from './lib/proc.ts';
+import { runQueueWaitMs } from './webhook-load.ts';
 import { NODE } from './lib/programs.ts';
 import type { LoadSummary } from './webhook-load.ts';
-import { say } from './lib/stats.ts';
+import { median, say } from './lib/stats.ts';
 
 const run = promisify(execFile);
 const TSX = `file://${join(repoRoot, 'node_modules', 'tsx', 'dist', 'loader.mjs')}`;
@@ -36,7 +38,33 @@ export interface WebhookRun {
   tooMany: number;
   /** Share of its one core the server used (1 = saturated). */
   serverCoreUse: number;
+  /** 1-minute load average as the run started: the machine may be shared, and the server's core with it. */
+  loadAverage?: number;
+  /** How long the server's threads waited, runnable, for their core during the run, ms (Linux run-queue wait). */
+  serverRunQueueWaitMs?: number;
+  /** Fixed rate: the load generator's own event-loop delay (p99) and run-queue wait, ms, which latencies include. */
+  clientLagP99Ms?: number;
+  clientRunQueueWaitMs?: number;
+  /** Fixed rate: each of the FIXED_RATE_RUNS runs; the figures above are their medians (errors: their sum). */
+  runs?: FixedRateRun[];
 }
+
+export interface FixedRateRun {
+  p50Ms: number;
+  p99Ms: number;
+  loadAverage: number;
+  serverCoreUse: number;
+  serverRunQueueWaitMs: number;
+  clientLagP99Ms?: number;
+  clientRunQueueWaitMs?: number;
+}
+
+/**
+ * Fixed-rate runs per webhook, one after the other on the same server: the row reports their medians. On a machine
+ * shared with other work one run's p99 can be another process's time slice on the server's core (4-16 ms where
+ * the server needs well under 1 ms), so a single run says little.
+ */
+export const FIXED_RATE_RUNS = 3;
 
 export interface WebhookBenchOptions {
   dir: string;
@@ -221,27 +249,58 @@ export async function runWebhookBench(o: WebhookBenchOptions): Promise<WebhookRu
         say(
           `webhook: ${webhook}, ${mode === 'max' ? `max throughput, ${connections} connections` : `${rate} requests/s`}, ${o.durationSeconds}s`,
         );
-        const cpu0 = cpuSeconds(server.child.pid ?? 0);
-        const r = await load({
-          ...target,
-          connections,
-          durationSeconds: o.durationSeconds,
-          ...(rate ? { overallRate: rate } : {}),
-        });
-        const cpu1 = cpuSeconds(server.child.pid ?? 0);
+        const pid = server.child.pid ?? 0;
+        const measured: { r: LoadSummary; fixed: FixedRateRun }[] = [];
+        for (let i = 0; i < (mode === 'fixed' ? FIXED_RATE_RUNS : 1); i++) {
+          const loadAverage = loadavg()[0] ?? NaN;
+          const cpu0 = cpuSeconds(pid);
+          const wait0 = runQueueWaitMs(pid);
+          const r = await load({
+            ...target,
+            connections,
+            durationSeconds: o.durationSeconds,
+            ...(rate ? { overallRate: rate } : {}),
+          });
+          const fixed: FixedRateRun = {
+            p50Ms: r.p50Ms,
+            p99Ms: r.p99Ms,
+            loadAverage,
+            serverCoreUse: (cpuSeconds(pid) - cpu0) / r.wallSeconds,
+            serverRunQueueWaitMs: runQueueWaitMs(pid) - wait0,
+            ...(r.clientLagP99Ms !== undefined ? { clientLagP99Ms: r.clientLagP99Ms } : {}),
+            ...(r.clientRunQueueWaitMs !== undefined ? { clientRunQueueWaitMs: r.clientRunQueueWaitMs } : {}),
+          };
+          measured.push({ r, fixed });
+          if (mode === 'fixed')
+            say(
+              `  run ${i + 1}: p50 ${fixed.p50Ms.toFixed(3)} ms, p99 ${fixed.p99Ms.toFixed(3)} ms, load ${loadAverage.toFixed(2)}, server waited ${fixed.serverRunQueueWaitMs.toFixed(0)} ms for its core`,
+            );
+        }
+        const med = (f: (m: (typeof measured)[number]) => number | undefined) => {
+          const xs = measured.map(f).filter((x): x is number => x !== undefined);
+          return xs.length ? median(xs) : undefined;
+        };
+        const sum = (f: (r: LoadSummary) => number) => measured.reduce((a, m) => a + f(m.r), 0);
+        const clientLagP99Ms = med((m) => m.fixed.clientLagP99Ms);
+        const clientRunQueueWaitMs = med((m) => m.fixed.clientRunQueueWaitMs);
         runs.push({
           webhook,
           mode,
           connections,
           ...(rate ? { targetRate: rate } : {}),
           // Admitted answers only: a 429 or another refusal is no throughput.
-          requestsPerSecond: (r.requests - r.tooMany - r.non2xx) / r.durationSeconds,
-          p50Ms: r.p50Ms,
-          p99Ms: r.p99Ms,
-          errors: r.errors,
-          non2xx: r.non2xx,
-          tooMany: r.tooMany,
-          serverCoreUse: (cpu1 - cpu0) / r.wallSeconds,
+          requestsPerSecond: med((m) => (m.r.requests - m.r.tooMany - m.r.non2xx) / m.r.durationSeconds)!,
+          p50Ms: med((m) => m.r.p50Ms)!,
+          p99Ms: med((m) => m.r.p99Ms)!,
+          errors: sum((r) => r.errors),
+          non2xx: sum((r) => r.non2xx),
+          tooMany: sum((r) => r.tooMany),
+          serverCoreUse: med((m) => m.fixed.serverCoreUse)!,
+          loadAverage: med((m) => m.fixed.loadAverage)!,
+          serverRunQueueWaitMs: med((m) => m.fixed.serverRunQueueWaitMs)!,
+          ...(clientLagP99Ms !== undefined ? { clientLagP99Ms } : {}),
+          ...(clientRunQueueWaitMs !== undefined ? { clientRunQueueWaitMs } : {}),
+          ...(mode === 'fixed' ? { runs: measured.map((m) => m.fixed) } : {}),
         });
         const last = runs[runs.length - 1]!;
         say(

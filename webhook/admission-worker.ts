@@ -3,13 +3,7 @@
 // tells the main thread whom the review is for, so that if this thread dies in the handler (its heap limit, a
 // crash) the main thread can still answer that uid. Large ConversionReviews (conversion.ts) run here too.
 import { parentPort } from 'node:worker_threads';
-import {
-  handleAdmissionText,
-  mutateDaemonSet,
-  validateDaemonSetAdmission,
-  type ReviewIdentity,
-  type SerializedOutcome,
-} from './admission.ts';
+import { ADMISSION_HANDLERS, handleAdmissionText, type ReviewIdentity, type SerializedOutcome } from './admission.ts';
 import { handleConversionText, type ConversionOutcome } from './conversion.ts';
 
 export interface AdmissionTask {
@@ -25,13 +19,11 @@ export interface ReviewStarted extends ReviewIdentity {
   admissionTask: number;
 }
 
-const HANDLERS = { mutate: mutateDaemonSet, validate: validateDaemonSetAdmission };
-
 export default function admit(task: AdmissionTask): SerializedOutcome | ConversionOutcome {
   const b = task.body;
   const text = typeof b === 'string' ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
   if (task.webhook === 'convert') return handleConversionText(text);
-  return handleAdmissionText(text, HANDLERS[task.webhook], (who) => {
+  return handleAdmissionText(text, ADMISSION_HANDLERS[task.webhook], (who) => {
     const started: ReviewStarted = { admissionTask: task.id, ...who };
     parentPort?.postMessage(started);
   });

@@ -207,6 +207,10 @@ export const validateDaemonSetAdmission: AdmissionHandler = (req) => {
   return denied(invalidStatus(API_GROUP, KIND, objectName(req), errors));
 };
 
+/** The admission webhooks' handlers by name: the same on the main thread (app.ts) and in the pool (admission-worker.ts). */
+export const ADMISSION_HANDLERS = { mutate: mutateDaemonSet, validate: validateDaemonSetAdmission } as const;
+export type AdmissionWebhook = keyof typeof ADMISSION_HANDLERS;
+
 /**
  * Handles one AdmissionReview body (already JSON-parsed). Not an AdmissionReview → HTTP 400; a review for
  * the wrong kind/version or with an undecodable object → an errored review; an unexpected failure → an

@@ -7,8 +7,13 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { pino } from 'pino';
 import { MUTATE_PATH, VALIDATE_PATH } from '../src/api/constants.ts';
 import { admissionReview, daemonSetManifest } from '../src/api/testing/review-fixtures.ts';
-import { handleAdmissionText, validateDaemonSetAdmission } from './admission.ts';
-import { buildWebhookApp } from './app.ts';
+import {
+  handleAdmissionText,
+  mutateDaemonSet,
+  validateDaemonSetAdmission,
+  type SerializedOutcome,
+} from './admission.ts';
+import { ADMISSION_ON_MAIN_THREAD_MAX_BYTES, ADMISSION_ON_MAIN_THREAD_MAX_OBJECTS, buildWebhookApp } from './app.ts';
 import {
   admissionPoolSettings,
   BODY_LIMIT,
@@ -17,6 +22,7 @@ import {
   MIN_WORKER_HEAP_MIB,
 } from './limits.ts';
 import { webhookMetrics } from './metrics.ts';
+import type { AdmissionPool } from './pool.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -69,7 +75,88 @@ describe('admissionPoolSettings: threads from cores, heap from the memory limit'
     });
 });
 
+/** A review of exactly `bytes` bytes: a real DaemonSet padded with an annotation. */
+function reviewOfSize(bytes: number, uid: string): string {
+  const ds: any = daemonSetManifest('sized');
+  ds.metadata.annotations = { padding: '' };
+  const base = JSON.stringify(admissionReview(ds, { uid })).length;
+  ds.metadata.annotations.padding = 'x'.repeat(bytes - base);
+  const text = JSON.stringify(admissionReview(ds, { uid }));
+  assert.equal(Buffer.byteLength(text), bytes);
+  return text;
+}
+
+/** A review holding exactly `objects` JSON objects: a real DaemonSet with empty containers added. */
+function reviewOfObjects(objects: number, uid: string): string {
+  const ds: any = daemonSetManifest('many');
+  const count = (t: string) => t.split('{').length - 1;
+  const base = count(JSON.stringify(admissionReview(ds, { uid })));
+  ds.spec.template.spec.containers.push(...Array.from({ length: objects - base }, () => ({})));
+  const text = JSON.stringify(admissionReview(ds, { uid }));
+  assert.equal(count(text), objects);
+  assert.ok(Buffer.byteLength(text) < ADMISSION_ON_MAIN_THREAD_MAX_BYTES);
+  return text;
+}
+
+describe('where a review is handled: by its size and its objects', () => {
+  // A pool that only records what reaches it and answers with a text no handler produces.
+  const reached: { webhook: string; bytes: number }[] = [];
+  const FROM_POOL = '{"from":"the pool"}';
+  const recording: AdmissionPool = {
+    settings: { threads: 1, heapMiB: 64 },
+    review: async (webhook, body): Promise<SerializedOutcome> => {
+      reached.push({ webhook, bytes: body.byteLength });
+      return { httpStatus: 200, body: { message: 'pool' }, verdict: 'allowed', text: FROM_POOL };
+    },
+    convert: async () => 'full',
+    close: async () => {},
+  };
+  const app = buildWebhookApp({ logger: silent, admissionPool: recording });
+  after(() => app.close());
+  const T = ADMISSION_ON_MAIN_THREAD_MAX_BYTES;
+  const rows: { name: string; text: string; where: 'main thread' | 'pool' }[] = [
+    { name: 'a real DaemonSet', text: JSON.stringify(admissionReview(daemonSetManifest(), { uid: 'real' })), where: 'main thread' },
+    { name: 'one byte under the threshold', text: reviewOfSize(T - 1, 'under'), where: 'main thread' },
+    { name: 'at the threshold', text: reviewOfSize(T, 'at'), where: 'pool' },
+    { name: 'a maximum-size review', text: BIG, where: 'pool' },
+    { name: `${ADMISSION_ON_MAIN_THREAD_MAX_OBJECTS} objects`, text: reviewOfObjects(ADMISSION_ON_MAIN_THREAD_MAX_OBJECTS, 'objects'), where: 'main thread' },
+    { name: `one object more, small`, text: reviewOfObjects(ADMISSION_ON_MAIN_THREAD_MAX_OBJECTS + 1, 'more'), where: 'pool' },
+  ]; // prettier-ignore
+  for (const r of rows)
+    for (const [webhook, path, handler] of [
+      ['mutate', MUTATE_PATH, mutateDaemonSet],
+      ['validate', VALIDATE_PATH, validateDaemonSetAdmission],
+    ] as const)
+      test(`${webhook}: ${r.name} (${Buffer.byteLength(r.text)} bytes) → ${r.where}`, async () => {
+        reached.length = 0;
+        const res = await app.inject({ method: 'POST', url: path, payload: r.text });
+        assert.equal(res.statusCode, 200);
+        if (r.where === 'pool') {
+          assert.equal(res.body, FROM_POOL);
+          assert.deepEqual(reached, [{ webhook, bytes: Buffer.byteLength(r.text) }]);
+        } else {
+          assert.deepEqual(reached, [], 'nothing reached the pool');
+          assert.equal(res.body, handleAdmissionText(r.text, handler).text);
+        }
+      });
+});
+
 describe('admission pool', () => {
+  test('a review over the threshold gets, through the pool, the answer the main thread would give', async () => {
+    const app = buildWebhookApp({ logger: silent, pool: { threads: 1 } });
+    after(() => app.close());
+    const text = reviewOfSize(ADMISSION_ON_MAIN_THREAD_MAX_BYTES + 100, 'over');
+    for (const [path, handler] of [
+      [MUTATE_PATH, mutateDaemonSet],
+      [VALIDATE_PATH, validateDaemonSetAdmission],
+    ] as const) {
+      const res = await app.inject({ method: 'POST', url: path, payload: text });
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.body, handleAdmissionText(text, handler).text);
+      assert.equal(res.json().response.uid, 'over');
+    }
+  });
+
   test('a review that makes the thread exceed its heap is refused with the limit named, and the next is served', async () => {
     const metrics = webhookMetrics();
     const app = buildWebhookApp({ logger: silent, metrics, pool: { threads: 1, heapMiB: 32 } });

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import { readMemoryLimit } from '../src/cli/heap.ts';
-import type { ReviewIdentity, SerializedOutcome } from './admission.ts';
+import type { AdmissionWebhook, ReviewIdentity, SerializedOutcome } from './admission.ts';
 import type { AdmissionTask, ReviewStarted } from './admission-worker.ts';
 import type { ConversionOutcome } from './conversion.ts';
 import { admissionPoolSettings, WORKER_YOUNG_GENERATION_MIB, type AdmissionPoolSettings } from './limits.ts';
@@ -41,7 +41,7 @@ export interface AdmissionPool {
    * later tasks can overtake (tasks starved for 18 s under load), and a client that went away has stopped
    * counting against the in-flight cap anyway (a full queue is answered 'full').
    */
-  review(webhook: Exclude<AdmissionTask['webhook'], 'convert'>, body: Buffer): Promise<PoolAnswer>;
+  review(webhook: AdmissionWebhook, body: Buffer): Promise<PoolAnswer>;
   /**
    * Runs one ConversionReview (conversion.ts). A thread that dies answers it as a request whose uid is unknown:
    * an HTTP error with a metav1.Status that names the cause.

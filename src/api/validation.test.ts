@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SERVED_VERSIONS, type ServedVersion } from './constants.ts';
 import { defaultDaemonSet, type JsonObject } from './defaults.ts';
-import { errorString, invalidStatus } from './field.ts';
+import { MAX_REPORTED_ERRORS, errorString, invalidStatus } from './field.ts';
 import { PERCENT_ERR } from './names.ts';
 import {
   SPEC_UPDATE_FORBIDDEN,
@@ -620,6 +620,30 @@ describe('invalidStatus: the apiserver rejection format', () => {
         ['FieldValueInvalid', 'spec.revisionHistoryLimit'],
       ],
     );
+  });
+  test('many errors: the first MAX_REPORTED_ERRORS distinct ones, then how many more', () => {
+    const ds = defaulted((d) => {
+      // 250 containers with neither name nor image: 500 errors.
+      d.spec.template.spec.containers = Array.from({ length: 250 }, () => ({}));
+    });
+    const errors = validateDaemonSet(ds);
+    assert.equal(errors.length, 500);
+    const status = invalidStatus('apps.kruise.io', 'DaemonSet', 'x', errors);
+    assert.equal(status.details?.causes?.length, MAX_REPORTED_ERRORS);
+    assert.deepEqual(status.details?.causes?.slice(0, 2), [
+      { reason: 'FieldValueRequired', message: 'Required value', field: 'spec.template.spec.containers[0].name' },
+      { reason: 'FieldValueRequired', message: 'Required value', field: 'spec.template.spec.containers[0].image' },
+    ]);
+    assert.ok(
+      status.message.endsWith('spec.template.spec.containers[49].image: Required value, and 400 more errors]'),
+      status.message.slice(-200),
+    );
+  });
+  test('duplicates: dropped from the message, one cause each (as NewInvalid)', () => {
+    const one = { type: 'FieldValueRequired', field: 'spec.x', detail: '' } as const;
+    const status = invalidStatus('apps.kruise.io', 'DaemonSet', 'x', [one, one, one]);
+    assert.equal(status.message, 'DaemonSet.apps.kruise.io "x" is invalid: spec.x: Required value');
+    assert.equal(status.details?.causes?.length, 3);
   });
 });
 
