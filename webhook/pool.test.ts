@@ -22,7 +22,8 @@ import {
   MIN_WORKER_HEAP_MIB,
 } from './limits.ts';
 import { webhookMetrics } from './metrics.ts';
-import type { AdmissionPool } from './pool.ts';
+import { startAdmissionPool, type AdmissionPool } from './pool.ts';
+import { until } from '../src/testing/wait.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -109,6 +110,7 @@ describe('where a review is handled: by its size and its objects', () => {
       return { httpStatus: 200, body: { message: 'pool' }, verdict: 'allowed', text: FROM_POOL };
     },
     convert: async () => 'full',
+    threads: () => 0,
     close: async () => {},
   };
   const app = buildWebhookApp({ logger: silent, admissionPool: recording });
@@ -142,6 +144,20 @@ describe('where a review is handled: by its size and its objects', () => {
 });
 
 describe('admission pool', () => {
+  test('no thread while idle: the threads start with a task and end after the idle time', async () => {
+    const pool = startAdmissionPool({ logger: silent, maxQueue: 4, settings: { threads: 1 }, idleCloseMs: 300 });
+    after(() => pool.close());
+    const text = reviewOfSize(ADMISSION_ON_MAIN_THREAD_MAX_BYTES + 100, 'idle');
+    assert.equal(pool.threads(), 0, 'no thread before the first task');
+    for (let round = 1; round <= 2; round++) {
+      const answer = await pool.review('mutate', Buffer.from(text));
+      assert.notEqual(answer, 'full');
+      assert.equal(answer !== 'full' && answer.text, handleAdmissionText(text, mutateDaemonSet).text, `round ${round}`);
+      assert.equal(pool.threads(), 1, `round ${round}: the thread runs after its task`);
+      await until(`round ${round}: the thread to end once idle`, () => pool.threads() === 0, 5000);
+    }
+  });
+
   test('a review over the threshold gets, through the pool, the answer the main thread would give', async () => {
     const app = buildWebhookApp({ logger: silent, pool: { threads: 1 } });
     after(() => app.close());

@@ -47,6 +47,8 @@ export interface AdmissionPool {
    * an HTTP error with a metav1.Status that names the cause.
    */
   convert(body: Buffer): Promise<ConversionAnswer>;
+  /** Threads running now (none while the pool is idle). */
+  threads(): number;
   /** Terminates the threads. */
   close(): Promise<void>;
 }
@@ -57,7 +59,17 @@ export interface AdmissionPoolOptions {
   maxQueue: number;
   /** Overrides of the derived settings (tests). */
   settings?: Partial<AdmissionPoolSettings>;
+  /** POOL_IDLE_CLOSE_MS unless set (tests). */
+  idleCloseMs?: number;
 }
+
+/**
+ * The pool's threads end after this long with no task, and start again with the next one. Reviews of
+ * real DaemonSets are handled on the main thread (app.ts), so the pool serves only large reviews and conversions
+ * of lists, which are rare; an idle thread, its heap and its copy of the admission code, cost 31 MiB of RSS
+ * (measured beside the bundle), a fifth of the manager's at 1,000 nodes.
+ */
+export const POOL_IDLE_CLOSE_MS = 60_000;
 
 export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
   const log = opts.logger;
@@ -66,29 +78,60 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
   if (!existsSync(ADMISSION_WORKER_FILE))
     throw new Error(`the admission worker ${ADMISSION_WORKER_FILE} is missing (the build puts it beside the bundle)`);
   const settings = { ...admissionPoolSettings(availableParallelism(), readMemoryLimit()), ...opts.settings };
-  const pool = new Piscina<AdmissionTask, SerializedOutcome | ConversionOutcome>({
-    filename: ADMISSION_WORKER_FILE,
-    minThreads: settings.threads,
-    maxThreads: settings.threads,
-    maxQueue: opts.maxQueue,
-    // First come, first served: by default a task that finds no free thread goes back to the queue's tail, and
-    // under a stream of slow reviews the first ones waited 18 s while later ones were served in 2 s.
-    stricterFIFO: true,
-    resourceLimits: {
-      maxOldGenerationSizeMb: settings.heapMiB,
-      maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MIB,
-    },
-  });
-  // A thread's error with no task of its own would otherwise be an unhandled 'error' event: the process would exit.
-  pool.on('error', (err: unknown) => log.error({ err }, 'admission worker failed'));
   // Whom each running task is for, as its thread reported (ReviewStarted) before the handler ran.
   const started = new Map<number, ReviewIdentity | undefined>();
-  pool.on('message', (m: unknown) => {
-    const s = m as Partial<ReviewStarted>;
-    if (typeof s.admissionTask !== 'number' || !started.has(s.admissionTask)) return;
-    const { admissionTask, ...who } = s as ReviewStarted;
-    started.set(admissionTask, who);
-  });
+  const idleCloseMs = opts.idleCloseMs ?? POOL_IDLE_CLOSE_MS;
+  let pool: Piscina<AdmissionTask, SerializedOutcome | ConversionOutcome> | undefined;
+  let running = 0;
+  let idleTimer: NodeJS.Timeout | undefined;
+  let closed = false;
+
+  // The threads start with the first task and end POOL_IDLE_CLOSE_MS after the last one: see there.
+  const open = () => {
+    // The message failed() answers as "the webhook is stopping".
+    if (closed) throw new Error('Terminating worker thread');
+    clearTimeout(idleTimer);
+    idleTimer = undefined;
+    if (pool) return pool;
+    const p = new Piscina<AdmissionTask, SerializedOutcome | ConversionOutcome>({
+      filename: ADMISSION_WORKER_FILE,
+      // All threads at once, as the pool opens, not one by one as tasks come: piscina starts a thread on demand
+      // (minThreads below maxThreads) and a thread that then dies before it is ready leaves the queued task waiting
+      // for good.
+      minThreads: settings.threads,
+      maxThreads: settings.threads,
+      maxQueue: opts.maxQueue,
+      // First come, first served: by default a task that finds no free thread goes back to the queue's tail, and
+      // under a stream of slow reviews the first ones waited 18 s while later ones were served in 2 s.
+      stricterFIFO: true,
+      resourceLimits: {
+        maxOldGenerationSizeMb: settings.heapMiB,
+        maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MIB,
+      },
+    });
+    // A thread's error with no task of its own would otherwise be an unhandled 'error' event: the process would exit.
+    p.on('error', (err: unknown) => log.error({ err }, 'admission worker failed'));
+    p.on('message', (m: unknown) => {
+      const s = m as Partial<ReviewStarted>;
+      if (typeof s.admissionTask !== 'number' || !started.has(s.admissionTask)) return;
+      const { admissionTask, ...who } = s as ReviewStarted;
+      started.set(admissionTask, who);
+    });
+    log.debug({ threads: settings.threads, heapMiB: settings.heapMiB }, 'admission threads started');
+    pool = p;
+    return p;
+  };
+  const done = () => {
+    if (--running > 0 || closed) return;
+    idleTimer = setTimeout(() => {
+      const p = pool;
+      pool = undefined;
+      idleTimer = undefined;
+      log.debug('admission threads ended: idle');
+      void p?.destroy();
+    }, idleCloseMs);
+    idleTimer.unref();
+  };
   let nextId = 0;
 
   const run = async (webhook: AdmissionTask['webhook'], raw: Buffer) => {
@@ -100,13 +143,15 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
     const body = moved ? raw : raw.toString('utf8');
     const id = nextId++;
     started.set(id, undefined);
+    running++;
     try {
-      return await pool.run({ id, webhook, body }, moved ? { transferList: [raw.buffer as ArrayBuffer] } : {});
+      return await open().run({ id, webhook, body }, moved ? { transferList: [raw.buffer as ArrayBuffer] } : {});
     } catch (err) {
       if (err instanceof Error && err.message === 'Task queue is at limit') return 'full';
       return failed(err, started.get(id));
     } finally {
       started.delete(id);
+      done();
     }
   };
 
@@ -155,6 +200,12 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
       const { httpStatus, text, message } = answer;
       return { httpStatus, text, verdict: 'errored', counts: [], ...(message ? { message } : {}) };
     },
-    close: () => pool.destroy(),
+    threads: () => pool?.threads.length ?? 0,
+    close: async () => {
+      closed = true;
+      clearTimeout(idleTimer);
+      await pool?.destroy();
+      pool = undefined;
+    },
   };
 }
