@@ -113,14 +113,23 @@ describe('DaemonSetController: one writer', { timeout: 60_000 }, () => {
     const { controller, key, leading, workers } = await startController('stale', 2, () => undefined);
     const stored = () => toInternal(server.get(DAEMONSETS, 'stale', 'stale'));
     await until('2 pods and their status', () => stored().status?.desiredNumberScheduled === 2);
+    // Settled (no request for 200 ms, nothing queued): else the status write awaited below could be one left from
+    // this first round, written before the newer copy, rather than one planned from our stale copy.
+    await until('the controller to settle', async () => {
+      const seen = server.requests.length;
+      await sleep(200);
+      return server.requests.length === seen && controller.queue.len() === 0;
+    });
     // A newer writer (the next leader, on a newer spec) writes observedGeneration 2; our cache never hears of it.
     const newer = structuredClone(stored());
     newer.metadata.generation = 2;
     newer.status = { ...newer.status!, observedGeneration: 2, desiredNumberScheduled: 2 };
     server.upsertSilently(DAEMONSETS, toV1beta1(newer) as unknown as KubeObject);
     const before = server.requests.length;
+    // A third node: our copy (generation 1) plans a pod for it and a status write (3 desired)...
+    for (const node of addNodes(1, {}, 2)) server.upsert(NODES, node);
     controller.queue.add(key);
-    // Our copy (generation 1) plans a status write; it is refused with a Conflict and not retried blindly.
+    // ...which is refused with a Conflict and not retried blindly.
     await until('our status write', () =>
       server.requests.slice(before).some((r) => r.method === 'PATCH' && r.path.endsWith('/daemonsets/stale/status')),
     );
