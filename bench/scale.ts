@@ -15,7 +15,7 @@ import { clusterDown, clusterUp, fakeNode, kubectl } from '../e2e/cluster/cluste
 import { installCrd, waitConversionWebhook } from '../e2e/cluster/crd.ts';
 import { startManager, type ManagerProcess } from '../e2e/lib/manager.ts';
 import { heapFlags } from '../src/cli/heap.ts';
-import { isNotFound, resources, type KubeClient, type ResourceType } from '../src/k8s/client.ts';
+import { ApiError, isNotFound, resources, type KubeClient, type ResourceType } from '../src/k8s/client.ts';
 import { createKubeClient } from '../src/k8s/kubeconfig.ts';
 import { isPodReady } from '../src/k8s/pod.ts';
 import type { KubeObject, Node, Pod, Taint, Toleration } from '../src/k8s/types.ts';
@@ -472,7 +472,7 @@ class Scale {
     );
   }
 
-  async side(controller: ScaleController): Promise<ScaleSide> {
+  async side(controller: ScaleController, measured: (side: ScaleSide) => void): Promise<ScaleSide> {
     const o = this.o;
     const type = controller === 'ours' ? resources.daemonSets : resources.nativeDaemonSets;
     // Ours are read in their storage version, v1beta1: a v1alpha1 read would go through our conversion webhook, and
@@ -655,6 +655,7 @@ class Scale {
         `scale: ${controller}: ${side.samples} samples, p50 ${side.p50Ms.toFixed(0)} ms, p99 ${side.p99Ms.toFixed(0)} ms, max ${side.maxMs.toFixed(0)} ms; RSS idle ${rssIdleMiB.toFixed(0)} MiB, burst peak ${rssBurstPeakMiB.toFixed(0)} MiB${side.rssPeakMiB ? `, VmHWM ${side.rssPeakMiB.toFixed(0)} MiB` : ''}`,
       );
 
+      measured(side);
       // Leave the cluster as it was for the next controller: its DaemonSets removed (orphaning their pods, while
       // our conversion webhook still answers), the pods deleted at once, the added nodes deleted.
       if (controller !== o.controllers.at(-1))
@@ -677,7 +678,9 @@ class Scale {
       if (!isNotFound(err)) throw err;
     };
     for (const name of names)
-      await this.client.delete(type, { namespace: NAMESPACE, name }, { propagationPolicy: 'Orphan' }).catch(ignoreGone);
+      await retryOverload(`deleting DaemonSet ${name}`, () =>
+        this.client.delete(type, { namespace: NAMESPACE, name }, { propagationPolicy: 'Orphan' }),
+      ).catch(ignoreGone);
     await poll(
       'DaemonSets gone',
       () => names.every((n) => !ds.objects.has(n)),
@@ -752,7 +755,9 @@ export async function runScaleBench(o: ScaleOptions): Promise<ScaleResult> {
     );
     await scale.createBaseNodes();
     await scale.pods.start();
-    for (const controller of o.controllers) result.sides.push(await scale.side(controller));
+    // Each side is kept as soon as it is measured, before the cluster is cleaned for the next: a failed clean-up
+    // loses no figures.
+    for (const controller of o.controllers) await scale.side(controller, (side) => result.sides.push(side));
   } catch (err) {
     result.error = err instanceof Error ? err.message : String(err);
     say(`scale benchmark stopped early: ${result.error}`);
@@ -761,4 +766,21 @@ export async function runScaleBench(o: ScaleOptions): Promise<ScaleResult> {
     await clusterDown({ dir: clusterDir, progress: (l) => say(l) });
   }
   return result;
+}
+
+/**
+ * Runs `f` again on an apiserver overload (429 or 5xx), up to 5 attempts: at 5,000 nodes, orphaning the 16,673 pods
+ * of the DaemonSets kept the apiserver busy enough that a DaemonSet delete answered 504 Timeout.
+ */
+async function retryOverload<T>(what: string, f: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await f();
+    } catch (err) {
+      const code = err instanceof ApiError ? err.code : 0;
+      if (attempt >= 5 || !(code === 429 || code >= 500)) throw err;
+      say(`scale: ${what}: ${(err as Error).message}; trying again (${attempt}/4)`);
+      await sleep(2000 * attempt);
+    }
+  }
 }
