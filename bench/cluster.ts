@@ -18,10 +18,12 @@ import { startManager, type ManagerProcess } from '../e2e/lib/manager.ts';
 import { isNotFound, resources, type KubeClient, type ResourceType } from '../src/k8s/client.ts';
 import { createKubeClient } from '../src/k8s/kubeconfig.ts';
 import { isPodReady } from '../src/k8s/pod.ts';
+import { getTargetNodeName } from '../src/k8s/scheduling.ts';
 import { KRUISE_POD_READY } from '../src/api/constants.ts';
-import type { KubeObject, Pod } from '../src/k8s/types.ts';
+import type { Pod } from '../src/k8s/types.ts';
 import { auditApiserverArgs, auditWindow, countRequests, type AuditWindow } from './lib/audit.ts';
 import { cpuSeconds, peakRssMiB } from './lib/proc.ts';
+import { type DaemonSetObject, pool } from './lib/kube.ts';
 import { median, percentile, say } from './lib/stats.ts';
 import { sleep } from '../src/testing/wait.ts';
 import { Tracker, until } from './lib/tracker.ts';
@@ -153,39 +155,8 @@ function daemonSetManifest(kind: ControllerKind, name: string, nodeSelector: Rec
   };
 }
 
-interface DaemonSetObject extends KubeObject {
-  status?: {
-    observedGeneration?: number;
-    desiredNumberScheduled?: number;
-    numberReady?: number;
-    numberAvailable?: number;
-    updatedNumberScheduled?: number;
-  };
-}
-
 const dsType = (kind: ControllerKind): ResourceType =>
   kind === 'native' ? resources.nativeDaemonSets : resources.daemonSets;
-
-/** The node a daemon pod is for: bound, or pinned by the matchFields affinity both controllers use. */
-function podNode(p: Pod): string | undefined {
-  if (p.spec.nodeName) return p.spec.nodeName;
-  const terms = (
-    p.spec.affinity as
-      | { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: unknown[] } } }
-      | undefined
-  )?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms as
-    { matchFields?: { values?: string[] }[] }[] | undefined;
-  return terms?.[0]?.matchFields?.[0]?.values?.[0];
-}
-
-/** Runs `fn` over `items` with at most `limit` in flight. */
-async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await fn(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
 
 class Bench {
   readonly client: KubeClient;
@@ -488,7 +459,7 @@ class Bench {
         if (e?.type !== 'ADDED') return;
         if (e.object.metadata.labels?.[PULL_POD_LABEL]) return;
         const app = e.object.metadata.labels?.app ?? '';
-        const node = podNode(e.object);
+        const node = getTargetNodeName(e.object.spec);
         if (!dsSet.has(app) || !node || !createdAt.has(node)) return;
         const key = `${node}/${app}`;
         if (!firstPod.has(key)) firstPod.set(key, Date.now());

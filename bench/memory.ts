@@ -19,9 +19,9 @@ import { startManager, type ManagerProcess } from '../e2e/lib/manager.ts';
 import { heapFlags } from '../src/cli/heap.ts';
 import { resources, type KubeClient } from '../src/k8s/client.ts';
 import { createKubeClient } from '../src/k8s/kubeconfig.ts';
-import type { KubeObject } from '../src/k8s/types.ts';
 import { sleep } from '../src/testing/wait.ts';
 import { cpuSeconds, peakRssMiB, rssMiB } from './lib/proc.ts';
+import { type DaemonSetObject } from './lib/kube.ts';
 import { say } from './lib/stats.ts';
 
 /** The chart's default memory limit (charts/advanced-daemonset/values.yaml): the launcher's heap flag for it. */
@@ -84,16 +84,6 @@ export interface MemoryBenchResult {
     cpuSeconds: number;
     /** False when it was not done within the time allowed (a loaded cluster): the figures are up to then. */
     done: boolean;
-  };
-}
-
-interface DaemonSetObject extends KubeObject {
-  status?: {
-    observedGeneration?: number;
-    desiredNumberScheduled?: number;
-    numberReady?: number;
-    numberAvailable?: number;
-    updatedNumberScheduled?: number;
   };
 }
 

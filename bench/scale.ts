@@ -18,9 +18,11 @@ import { heapFlags } from '../src/cli/heap.ts';
 import { ApiError, isNotFound, resources, type KubeClient, type ResourceType } from '../src/k8s/client.ts';
 import { createKubeClient } from '../src/k8s/kubeconfig.ts';
 import { isPodReady } from '../src/k8s/pod.ts';
-import type { KubeObject, Node, Pod, Taint, Toleration } from '../src/k8s/types.ts';
+import { getTargetNodeName } from '../src/k8s/scheduling.ts';
+import type { Node, Pod, Taint, Toleration } from '../src/k8s/types.ts';
 import { sleep } from '../src/testing/wait.ts';
 import { peakRssMiB, rssMiB } from './lib/proc.ts';
+import { type DaemonSetObject, pool } from './lib/kube.ts';
 import { percentile, say } from './lib/stats.ts';
 import { Tracker } from './lib/tracker.ts';
 
@@ -293,40 +295,10 @@ function manifest(a: Archetype, controller: ScaleController) {
 
 // ------------------------------------------------------------------------------------------------
 
-interface DaemonSetObject extends KubeObject {
-  status?: {
-    observedGeneration?: number;
-    desiredNumberScheduled?: number;
-    currentNumberScheduled?: number;
-    numberMisscheduled?: number;
-  };
-}
-
 interface PodCounts {
   live: number;
   bound: number;
   ready: number;
-}
-
-/** The node a daemon pod is for: bound, or pinned by the matchFields affinity both controllers use. */
-function podNode(p: Pod): string | undefined {
-  if (p.spec.nodeName) return p.spec.nodeName;
-  const terms = (
-    p.spec.affinity as
-      | { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: unknown[] } } }
-      | undefined
-  )?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms as
-    { matchFields?: { values?: string[] }[] }[] | undefined;
-  return terms?.[0]?.matchFields?.[0]?.values?.[0];
-}
-
-/** Runs `fn` over `items` with at most `limit` in flight. */
-async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await fn(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 /**
@@ -595,7 +567,7 @@ class Scale {
       const off = this.pods.onChange((e) => {
         if (e?.type !== 'ADDED') return;
         const now = performance.now();
-        const node = podNode(e.object);
+        const node = getTargetNodeName(e.object.spec);
         if (!node || !addedNames.has(node)) return;
         const key = `${node}/${e.object.metadata.labels?.app ?? ''}`;
         if (!wanted.has(key)) unexpected++;
