@@ -614,31 +614,8 @@ describe('DaemonSetController syncs', { timeout: 60_000 }, () => {
     await expectSyncDaemonSets(h, { creates: 3, deletes: 0, events: 3 });
     await settled(h);
     // The pods run and are ready (no kubelet here), and the template changes.
-    const longAgo = new Date(Date.now() - 60_000).toISOString().replace(/\.\d+Z$/, 'Z');
-    for (const pod of daemonPods(h)) {
-      server.upsert(PODS, {
-        ...pod,
-        spec: { ...pod.spec, nodeName: podNode(pod) },
-        status: {
-          ...pod.status,
-          phase: 'Running',
-          conditions: [
-            ...(pod.status?.conditions ?? []).filter((c) => c.type !== 'Ready'),
-            { type: 'Ready', status: 'True', lastTransitionTime: longAgo },
-          ],
-        },
-      } as KubeObject);
-    }
-    const ds = structuredClone(toInternal(server.get(DAEMONSETS, h.namespace, h.namespace)));
-    ds.metadata.generation = 2;
-    ds.spec.template.spec!.containers[0]!.image = 'foo/bar:v2';
-    const stored = server.upsert(DAEMONSETS, toV1beta1(ds) as unknown as KubeObject);
-    await until(
-      'the cache sees the new template and ready pods',
-      () =>
-        h.controller.daemonSets.store.get(h.key)?.metadata.resourceVersion === stored.metadata.resourceVersion &&
-        h.controller.pods.store.byIndex('namespace', h.namespace).every((p) => p.spec?.nodeName),
-    );
+    await runPods(h);
+    await changeDaemonSet(h, newImage('foo/bar:v2'));
     const { reasons } = await expectSyncDaemonSets(h, { creates: 0, deletes: 1, events: 1 });
     assert.deepEqual(reasons, [SUCCESSFUL_DELETE_REASON]);
     await settled(h);
