@@ -77,6 +77,12 @@ export interface RaceRound {
   qps: number;
   /** Whether the pods carried the KruisePodReady readiness gate (one more pods/status write per pod created). */
   readinessGate: boolean;
+  /**
+   * The fake kubelet's (kwok's) writes of pods/status in each step: one per pod started when the pod has what it needs
+   * to be Ready by then, two when a readiness gate's condition comes after the kubelet started it.
+   */
+  kubeletCreateStatusWrites?: number;
+  kubeletRolloutStatusWrites?: number;
 }
 
 export interface CeilingResult {
@@ -116,6 +122,8 @@ const USER_AGENT: Record<ControllerKind, string> = {
   ours: 'advanced-daemonset/',
 };
 const BENCH_AGENT = 'ads-bench-ceiling';
+/** The fake kubelet's client (kwok's default user agent). */
+const KUBELET_AGENT = 'kwok/';
 /** After "done", requests (final status writes) and CPU keep being counted this long. */
 export const SETTLE_MS = 2000;
 /** The KCM's --kube-api-qps in the benchmark's cluster (e2e/cluster/cluster.ts). */
@@ -318,7 +326,11 @@ class Bench {
     const cpu2 = cpuSeconds(cpuPid);
     const rssPeak = managerPid ? peakRssMiB(managerPid) : undefined;
     const rolloutWindow = auditWindow(USER_AGENT[kind], t1, rolled + SETTLE_MS);
-    this.windows.push(createWindow, rolloutWindow);
+    const kubelet = {
+      create: auditWindow(KUBELET_AGENT, t0, created + SETTLE_MS),
+      rollout: auditWindow(KUBELET_AGENT, t1, rolled + SETTLE_MS),
+    };
+    this.windows.push(createWindow, rolloutWindow, kubelet.create, kubelet.rollout);
 
     say(
       `round ${round + 1}: ${kind} done (create ${((created - t0) / 1000).toFixed(1)}s, rollout ${((rolled - t1) / 1000).toFixed(1)}s); deleting`,
@@ -340,11 +352,16 @@ class Bench {
       ...(rssPeak !== undefined ? { peakRssMiB: rssPeak } : {}),
     };
     // Filled in after the run, when the audit log is read once.
-    this.pendingCounts.push({ result, createWindow, rolloutWindow });
+    this.pendingCounts.push({ result, createWindow, rolloutWindow, kubelet });
     return result;
   }
 
-  readonly pendingCounts: { result: RaceRound; createWindow: AuditWindow; rolloutWindow: AuditWindow }[] = [];
+  readonly pendingCounts: {
+    result: RaceRound;
+    createWindow: AuditWindow;
+    rolloutWindow: AuditWindow;
+    kubelet: { create: AuditWindow; rollout: AuditWindow };
+  }[] = [];
 
   /** Appends each finished round to `rounds`, so a later failure keeps them. */
   async race(rounds: RaceRound[]): Promise<void> {
@@ -501,7 +518,11 @@ class Bench {
   async countRequests(): Promise<void> {
     say('counting API requests per controller in the audit log');
     await countRequests(this.auditLog, this.windows);
-    for (const { result, createWindow, rolloutWindow } of this.pendingCounts) {
+    const podStatusWrites = (w: AuditWindow) =>
+      (w.byVerb['patch pods/status'] ?? 0) + (w.byVerb['update pods/status'] ?? 0);
+    for (const { result, createWindow, rolloutWindow, kubelet } of this.pendingCounts) {
+      result.kubeletCreateStatusWrites = podStatusWrites(kubelet.create);
+      result.kubeletRolloutStatusWrites = podStatusWrites(kubelet.rollout);
       result.createRequests = createWindow.count;
       result.rolloutRequests = rolloutWindow.count;
       result.createByVerb = createWindow.byVerb;

@@ -162,6 +162,17 @@ function floorTable(rounds: RaceRound[]): string[] {
       fmtRatio(ours.rolloutWritesRatio),
       '',
     ]),
+    ...(['create', 'rollout'] as const).map((step) => {
+      const kubelet = (kind: ControllerKind) => {
+        const counts = mine(kind).flatMap((r) => {
+          const n = step === 'create' ? r.kubeletCreateStatusWrites : r.kubeletRolloutStatusWrites;
+          return n === undefined ? [] : [n / r.pods];
+        });
+        return counts.length ? fmt(median(counts)) : 'n/a';
+      };
+      const label = step === 'create' ? 'creation' : 'rollout';
+      return row([`${label}: the fake kubelet's pod status writes per pod`, kubelet('native'), kubelet('ours'), '']);
+    }),
   ];
   const keys = (step: 'create' | 'rollout') =>
     [...new Set(rounds.flatMap((r) => Object.keys((step === 'create' ? r.createByVerb : r.rolloutByVerb) ?? {})))].sort(

@@ -487,7 +487,9 @@ export class SyncExecutor {
           resources.pods,
           { namespace, name: pod.metadata.name ?? '' },
           patch,
-          { type: 'strategic', subresource: 'status' },
+          // Ahead of the create batch's queued creates (RequestThrottle), so it reaches the pod before the kubelet
+          // starts it and the kubelet writes the pod's status once, Ready, instead of twice.
+          { type: 'strategic', subresource: 'status', priority: 'high' },
         );
         this.o.readinessWrites.expect(patched);
       } catch (err) {

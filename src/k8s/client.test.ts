@@ -11,6 +11,7 @@ import {
   isNotFound,
   KubeClient,
   resourcePath,
+  RequestThrottle,
   resources,
   TokenBucket,
   TransportError,
@@ -65,6 +66,39 @@ describe('TokenBucket', () => {
     assert.equal(b.tryAccept(), true);
     assert.equal(b.tryAccept(), true);
     assert.equal(b.tryAccept(), false);
+  });
+});
+
+describe('RequestThrottle', () => {
+  test('the rate and burst of its bucket; high requests pass every normal one waiting; order kept in a lane', async () => {
+    const throttle = new RequestThrottle(new TokenBucket(200, 1));
+    const order: string[] = [];
+    const started = performance.now();
+    const wait = (name: string, priority: 'high' | 'normal') => throttle.wait(priority).then(() => order.push(name));
+    const all = [wait('n1', 'normal'), wait('n2', 'normal'), wait('n3', 'normal')];
+    await Promise.resolve();
+    all.push(wait('h1', 'high'), wait('h2', 'high'), wait('n4', 'normal'));
+    assert.equal(throttle.waiting(), 5, 'the burst of 1 let n1 through at once');
+    await Promise.all(all);
+    assert.deepEqual(order, ['n1', 'h1', 'h2', 'n2', 'n3', 'n4']);
+    assert.ok(performance.now() - started >= 20, '5 tokens at 200 qps after the burst take ≥ 25 ms');
+  });
+
+  test('a request aborted while it waits leaves the queue, rejected with the reason, and takes no token', async () => {
+    let now = 0;
+    const bucket = new TokenBucket(10, 1, () => now);
+    const throttle = new RequestThrottle(bucket);
+    await throttle.wait(); // the burst token
+    const ac = new AbortController();
+    const aborted = throttle.wait('normal', ac.signal);
+    const reason = new Error('leadership lost');
+    ac.abort(reason);
+    await assert.rejects(aborted, (err) => err === reason);
+    assert.equal(throttle.waiting(), 0);
+    now = 100; // one token refilled: still there, nobody took it
+    assert.equal(bucket.tryAccept(), true);
+    await assert.rejects(throttle.wait('high', ac.signal), (err) => err === reason, 'aborted before: not queued');
+    assert.equal(throttle.waiting(), 0);
   });
 });
 

@@ -290,6 +290,13 @@ export class TokenBucket {
     return this.tokens >= 0 ? 0 : (-this.tokens / this.qps) * 1000;
   }
 
+  /** Milliseconds until a token is available (0 = one is available now). */
+  untilAvailable(): number {
+    if (!(this.qps > 0) || this.qps === Infinity) return 0;
+    const tokens = Math.min(this.burst, this.tokens + ((this.now() - this.last) / 1000) * this.qps);
+    return tokens >= 1 ? 0 : ((1 - tokens) / this.qps) * 1000;
+  }
+
   /** Takes a token only if one is available now. */
   tryAccept(): boolean {
     if (!(this.qps > 0) || this.qps === Infinity) return true;
@@ -299,6 +306,64 @@ export class TokenBucket {
     if (this.tokens < 1) return false;
     this.tokens -= 1;
     return true;
+  }
+}
+
+/** The lane a request waits in for the client's rate limiter (RequestThrottle). */
+export type RequestPriority = 'high' | 'normal';
+
+/**
+ * The client's rate limiter as a queue with two lanes: requests wait for a token of the bucket (client-go's
+ * flowcontrol QPS/Burst, the same rate and burst) in order, except that a `high` request is let through before
+ * every `normal` one waiting. A reservation (TokenBucket.reserve) fixes each request's turn when it is made; here a
+ * request made later can still go first. The controller uses it for the KruisePodReady patch that follows each pod
+ * create: behind the rest of a create batch (up to burstReplicas, 250 creates: 2.5 s at 100 QPS) it reached the pod
+ * after the kubelet had started it, which then had to write the pod's status a second time to turn it Ready. A
+ * request whose signal aborts while it waits leaves the queue without taking a token.
+ */
+export class RequestThrottle {
+  private readonly lanes: Record<RequestPriority, Array<() => void>> = { high: [], normal: [] };
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly bucket: TokenBucket) {}
+
+  /** Resolves when the request may be sent; rejects with the signal's reason if it aborts first. */
+  wait(priority: RequestPriority = 'normal', signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    if (this.waiting() === 0 && this.bucket.tryAccept()) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const lane = this.lanes[priority];
+      const onAbort = () => {
+        const i = lane.indexOf(go);
+        if (i >= 0) lane.splice(i, 1);
+        reject(signal!.reason);
+      };
+      const go = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      lane.push(go);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.pump();
+    });
+  }
+
+  /** Requests waiting now. */
+  waiting(): number {
+    return this.lanes.high.length + this.lanes.normal.length;
+  }
+
+  private pump(): void {
+    if (this.timer) return;
+    while (this.waiting() > 0 && this.bucket.tryAccept()) (this.lanes.high.shift() ?? this.lanes.normal.shift())!();
+    if (this.waiting() === 0) return;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.pump();
+      },
+      Math.max(1, Math.ceil(this.bucket.untilAvailable())),
+    );
   }
 }
 
@@ -322,6 +387,8 @@ export interface WatchEvent<T = KubeObject> {
 
 interface RequestOptions {
   signal?: AbortSignal;
+  /** Its lane in the client's rate limiter (RequestThrottle); default normal. */
+  priority?: RequestPriority;
 }
 
 /** What every request of a scoped client view carries (KubeClient.withScope). */
@@ -469,7 +536,7 @@ const AUTH_REFRESH_MS = 10_000;
  */
 export class KubeClient {
   readonly userAgent: string;
-  private readonly limiter: TokenBucket;
+  private readonly limiter: RequestThrottle;
   private readonly requestTimeoutMs: number;
   private readonly maxRetries: number;
   private readonly maxRetryAfterSeconds: number;
@@ -487,7 +554,7 @@ export class KubeClient {
    */
   constructor(config: RestConfig | Promise<RestConfig>, opts: KubeClientOptions = {}, server?: string) {
     this.userAgent = opts.userAgent ?? defaultUserAgent;
-    this.limiter = new TokenBucket(opts.qps ?? DEFAULT_QPS, opts.burst ?? DEFAULT_BURST);
+    this.limiter = new RequestThrottle(new TokenBucket(opts.qps ?? DEFAULT_QPS, opts.burst ?? DEFAULT_BURST));
     this.requestTimeoutMs = opts.requestTimeoutMs ?? 60_000;
     this.maxRetries = opts.maxRetries ?? 10;
     this.maxRetryAfterSeconds = opts.maxRetryAfterSeconds ?? 60;
@@ -548,7 +615,7 @@ export class KubeClient {
     opts: RequestOptions & { subresource?: string } = {},
   ) {
     const path = resourcePath(type, requireName(type, target), opts.subresource);
-    return this.request<T>('get', 'GET', path, {}, undefined, undefined, opts.signal);
+    return this.request<T>('get', 'GET', path, {}, undefined, undefined, opts);
   }
 
   /** One page (or everything, without `limit`). With `decodeItem`, items are decoded one by one as they arrive. */
@@ -564,7 +631,7 @@ export class KubeClient {
     };
     const { decodeItem } = opts;
     const decode = decodeItem ? (res: http.IncomingMessage) => decodeList(res, decodeItem) : undefined;
-    return this.request<KubeList<T>>('list', 'GET', path, query, undefined, undefined, opts.signal, decode);
+    return this.request<KubeList<T>>('list', 'GET', path, query, undefined, undefined, opts, decode);
   }
 
   /**
@@ -618,7 +685,7 @@ export class KubeClient {
   ): Promise<T> {
     const namespace = opts.namespace ?? obj.metadata?.namespace;
     const path = resourcePath(type, { namespace, name: opts.subresource ? opts.name : undefined }, opts.subresource);
-    return this.request<T>('create', 'POST', path, writeQuery(opts), obj, 'application/json', opts.signal);
+    return this.request<T>('create', 'POST', path, writeQuery(opts), obj, 'application/json', opts);
   }
 
   /** PUT: full replacement. Carries metadata.resourceVersion, so it fails with Conflict on a stale copy. */
@@ -628,7 +695,7 @@ export class KubeClient {
     opts: WriteOptions & { subresource?: string } = {},
   ): Promise<T> {
     const path = resourcePath(type, requireName(type, obj.metadata), opts.subresource);
-    return this.request<T>('update', 'PUT', path, writeQuery(opts), obj, 'application/json', opts.signal);
+    return this.request<T>('update', 'PUT', path, writeQuery(opts), obj, 'application/json', opts);
   }
 
   /** PUT to the status subresource. */
@@ -650,7 +717,7 @@ export class KubeClient {
     if (opts.type === 'json' && !Array.isArray(patch)) throw new Error('a JSON patch must be an array of operations');
     const path = resourcePath(type, requireName(type, target), opts.subresource);
     const query = { ...writeQuery(opts), force: opts.type === 'apply' && opts.force ? 'true' : undefined };
-    return this.request<T>('patch', 'PATCH', path, query, patch, patchContentTypes[opts.type], opts.signal);
+    return this.request<T>('patch', 'PATCH', path, query, patch, patchContentTypes[opts.type], opts);
   }
 
   /** PATCH the status subresource. */
@@ -674,7 +741,7 @@ export class KubeClient {
     if (opts.propagationPolicy) body.propagationPolicy = opts.propagationPolicy;
     if (opts.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = opts.gracePeriodSeconds;
     if (opts.dryRun) body.dryRun = ['All'];
-    return this.request<T>('delete', 'DELETE', path, {}, body, 'application/json', opts.signal);
+    return this.request<T>('delete', 'DELETE', path, {}, body, 'application/json', opts);
   }
 
   /**
@@ -699,7 +766,7 @@ export class KubeClient {
       timeoutSeconds: opts.timeoutSeconds,
     };
     const signal = anySignal(this.scope.signal, opts.signal);
-    await this.throttle(signal);
+    await this.limiter.wait(opts.priority, signal);
     const t = await this.getTransport();
     const url = buildUrl(t.base, path, query);
     const started = performance.now();
@@ -775,11 +842,6 @@ export class KubeClient {
 
   // --- plumbing --------------------------------------------------------------------------------
 
-  private async throttle(signal?: AbortSignal): Promise<void> {
-    const delay = this.limiter.reserve();
-    if (delay > 0) await sleep(delay, undefined, { signal });
-  }
-
   private async request<T>(
     verb: string,
     method: string,
@@ -787,16 +849,16 @@ export class KubeClient {
     query: Record<string, string | number | undefined>,
     body: unknown,
     contentType: string | undefined,
-    callSignal: AbortSignal | undefined,
+    call: RequestOptions,
     /** Decodes a 2xx answer's body from the stream (default: read whole, then JSON.parse). */
     decode?: (res: http.IncomingMessage) => Promise<unknown>,
   ): Promise<T> {
     const payload = body === undefined ? undefined : goJson(body);
-    const signal = anySignal(this.scope.signal, callSignal);
+    const signal = anySignal(this.scope.signal, call.signal);
     let authRetried = false;
     let resetRetried = false;
     for (let attempt = 0; ; attempt++) {
-      await this.throttle(signal);
+      await this.limiter.wait(call.priority, signal);
       const t = await this.getTransport();
       signal?.throwIfAborted();
       // Checked here, after any wait, in the same tick as the send: a write that waited in the rate limiter or
