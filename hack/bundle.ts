@@ -32,8 +32,13 @@ export const LAUNCHER_ENTRY = 'cmd/advanced-daemonset/launch.ts';
  * instead of 172-178 MiB RSS for the manager, the same CPU; 2 MiB saved 3 MiB more, 1 MiB made planning at 5,000
  * nodes 2-4x slower. The old generation's limit is not here: dist/launch.mjs sets it from the container's memory
  * limit (src/cli/heap.ts), since a fixed number would fit one limit only.
+ * No --enable-source-maps: with it, the first stack trace decodes the bundle's source map into 63,000 arrays that
+ * stay in the heap (about 6 MiB), and the maps of npm packages that ship one are read too: 10 MiB of heap and 5 MiB
+ * of RSS for the manager at 1,000 nodes (bench/README.md, section 6). Stack traces name lines of dist/main.mjs,
+ * readable code with each source file's path above its part; NODE_OPTIONS=--enable-source-maps maps them back to
+ * the TypeScript sources (the map ships beside the bundle).
  */
-export const NODE_RUNTIME_FLAGS = ['--enable-source-maps', '--max-semi-space-size=4'];
+export const NODE_RUNTIME_FLAGS = ['--max-semi-space-size=4'];
 
 /**
  * The admission worker's entry (webhook/pool.ts runs it in threads of their own): a bundle that includes the pool
@@ -67,15 +72,34 @@ export async function bundle(entry: string, outfile: string): Promise<Metafile> 
       target: 'node24',
       packages: 'external',
       sourcemap: true,
+      // Stack traces need the mappings, not the sources: --enable-source-maps keeps the parsed map in the heap.
+      sourcesContent: false,
       logLevel: 'warning',
       metafile: true,
       absWorkingDir: repoRoot,
     });
   const result = await esbuild(entry, outfile);
-  if ('webhook/pool.ts' in result.metafile.inputs)
-    await esbuild(ADMISSION_WORKER_ENTRY, join(dirname(outfile), 'admission-worker.mjs'));
+  asciiOnly(outfile);
+  if ('webhook/pool.ts' in result.metafile.inputs) {
+    const worker = join(dirname(outfile), 'admission-worker.mjs');
+    await esbuild(ADMISSION_WORKER_ENTRY, worker);
+    asciiOnly(worker);
+  }
   if (DASHBOARD_ASSETS in result.metafile.inputs) await bundleDashboardUi(dirname(outfile));
   return result.metafile;
+}
+
+/**
+ * V8 keeps a script's source in the heap for as long as its functions live, one byte per character only if every
+ * character fits in Latin-1. esbuild escapes non-ASCII characters in strings and regular expressions
+ * (charset: ascii) but keeps some comments as written, and one '≤' in a kept comment stored the whole 0.5 MB bundle
+ * two bytes per character. Escaping what is left (in comments, where the escape is as readable) keeps it one byte.
+ */
+function asciiOnly(file: string): void {
+  const text = readFileSync(file, 'utf8');
+  // eslint-disable-next-line no-control-regex
+  const ascii = text.replace(/[^\x00-\x7f]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+  if (ascii !== text) writeFileSync(file, ascii);
 }
 
 /**

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import type { DaemonSet } from '../api/types.ts';
 import type { ControllerRevision, KubeObject, Node, Pod } from '../k8s/types.ts';
 import { formatTime } from '../k8s/pod.ts';
-import { cachedNode, cachedPod, withoutManagedFields } from './cache-shapes.ts';
+import { cachedNode, cachedPod, intern, internedCount, MAX_INTERNED, withoutManagedFields } from './cache-shapes.ts';
 import { nodeAddAffects, nodeUpdateAffects } from './eligibility.ts';
 import { planDaemonSet } from './plan.ts';
 import type { DaemonSetSnapshot, Plan, PlanOptions } from './plan-types.ts';
@@ -126,6 +126,17 @@ describe('cachedNode and cachedPod', () => {
     // Measured on these objects: pod 9.6 KB -> 1.2 KB, node 5.5 KB -> 0.6 KB.
     assert.ok(size(cachedPod(pod)) < size(pod) / 4, `pod ${size(pod)} -> ${size(cachedPod(pod))} bytes`);
     assert.ok(size(cachedNode(node)) < size(node) / 4, `node ${size(node)} -> ${size(cachedNode(node))} bytes`);
+  });
+
+  test('intern: the same value back; the pool never holds more than MAX_INTERNED values', () => {
+    assert.equal(intern(undefined), undefined);
+    assert.equal(intern('Ready'), 'Ready');
+    const base = internedCount();
+    assert.equal(intern('Ready'), 'Ready');
+    assert.equal(internedCount(), base, 'a value seen before is not added again');
+    for (let i = 0; i <= MAX_INTERNED; i++) assert.equal(intern(`unique-${i}`), `unique-${i}`);
+    assert.ok(internedCount() <= MAX_INTERNED, `${internedCount()} values held`);
+    assert.equal(cachedNode(fullNode(newNode('after-reset', { zone: 'a' }))).metadata.labels?.zone, 'a');
   });
 
   test('withoutManagedFields drops only metadata.managedFields, and returns objects without it as they are', () => {

@@ -36,6 +36,39 @@ export function withoutManagedFields<T extends KubeObject>(obj: T): T {
   return { ...obj, metadata };
 }
 
+/**
+ * One copy of each repeated string value. JSON.parse gives every object its own copy of each string value:
+ * "Ready" and "True" in every node's conditions, the image, the owner's uid, the namespace in every pod. Interned
+ * here, the copies in the decoded object become garbage and the cache holds one of each (heap snapshot, 1,000 nodes
+ * and pods: 0.9 MiB of such copies; bench/README.md, section 6). Only fields whose values repeat across objects go
+ * through it, and the pool is bounded: once full, it is emptied and starts over, so an unexpected spread of values
+ * costs at most MAX_INTERNED entries (values already cached stay shared).
+ */
+const interned = new Map<string, string>();
+export const MAX_INTERNED = 4096;
+
+/** How many values the pool holds (tests). */
+export function internedCount(): number {
+  return interned.size;
+}
+
+export function intern<T extends string | undefined>(value: T): T {
+  if (value === undefined) return value;
+  const known = interned.get(value);
+  if (known !== undefined) return known as T;
+  if (interned.size >= MAX_INTERNED) interned.clear();
+  interned.set(value, value);
+  return value;
+}
+
+/** A string map (labels, a selector's matchLabels) with interned values; keys are interned by V8 already. */
+function internValues(map: Record<string, string> | undefined): Record<string, string> | undefined {
+  if (!map) return map;
+  const out: Record<string, string> = {};
+  for (const k in map) out[k] = intern(map[k]!);
+  return out;
+}
+
 /** Copies the listed keys that are present (not undefined), in that order. */
 function pick<T extends object, K extends keyof T>(from: T | undefined, keys: readonly K[]): Pick<T, K> {
   const out = {} as Pick<T, K>;
@@ -80,14 +113,15 @@ const NODE_META_KEYS = ['name', 'uid', 'resourceVersion', 'creationTimestamp', '
  */
 export function cachedNode(node: Node): Node {
   const out: Node = { metadata: pick(node.metadata, NODE_META_KEYS) };
-  if (node.apiVersion !== undefined) out.apiVersion = node.apiVersion;
-  if (node.kind !== undefined) out.kind = node.kind;
+  // Zone, region, instance type, OS, architecture, pool: the values of most node labels repeat across nodes.
+  if (out.metadata.labels) out.metadata.labels = internValues(out.metadata.labels);
+  typeMeta(node, out);
   // An object the apiserver sent stays an object (empty, if nothing of it is kept): readers may test for it.
   if (node.spec) out.spec = pick(node.spec, ['taints', 'unschedulable']);
   if (node.status) {
     const conditions = node.status.conditions;
     out.status = conditions
-      ? { conditions: conditions.map((c): NodeCondition => ({ type: c.type, status: c.status })) }
+      ? { conditions: conditions.map((c): NodeCondition => ({ type: intern(c.type), status: intern(c.status) })) }
       : {};
   }
   return out;
@@ -108,7 +142,15 @@ function cachedPodSpec(spec: PodSpec | undefined): PodSpec {
 }
 
 function containerImages(containers: PodSpec['containers'] | undefined): PodSpec['containers'] {
-  return (containers ?? []).map((c) => (c.image === undefined ? { name: c.name } : { name: c.name, image: c.image }));
+  return (containers ?? []).map((c) =>
+    c.image === undefined ? { name: intern(c.name) } : { name: intern(c.name), image: intern(c.image) },
+  );
+}
+
+/** apiVersion and kind, when present (interned: the same two strings on every object of a kind). */
+function typeMeta(from: KubeObject, to: KubeObject): void {
+  if (from.apiVersion !== undefined) to.apiVersion = intern(from.apiVersion);
+  if (from.kind !== undefined) to.kind = intern(from.kind);
 }
 
 /**
@@ -129,7 +171,13 @@ const CONTAINER_STATUS_KEYS = [
 
 function containerStatuses(list: unknown): ContainerStatus[] | undefined {
   if (!Array.isArray(list)) return undefined;
-  return (list as ContainerStatus[]).map((s) => pick(s, CONTAINER_STATUS_KEYS) as ContainerStatus);
+  return (list as ContainerStatus[]).map((s) => {
+    const out = pick(s, CONTAINER_STATUS_KEYS) as ContainerStatus;
+    out.name = intern(out.name);
+    if (out.image !== undefined) out.image = intern(out.image);
+    if (out.imageID !== undefined) out.imageID = intern(out.imageID);
+    return out;
+  });
 }
 
 /**
@@ -139,7 +187,11 @@ function containerStatuses(list: unknown): ContainerStatus[] | undefined {
  */
 function cachedPodStatus(status: PodStatus | undefined): PodStatus | undefined {
   if (!status) return undefined;
-  const out: PodStatus = pick(status, ['phase', 'conditions']);
+  const out: PodStatus = pick(status, ['phase']);
+  if (out.phase !== undefined) out.phase = intern(out.phase);
+  if (status.conditions) {
+    out.conditions = status.conditions.map((c) => ({ ...c, type: intern(c.type), status: intern(c.status) }));
+  }
   for (const key of ['containerStatuses', 'initContainerStatuses', 'ephemeralContainerStatuses'] as const) {
     const list = containerStatuses(status[key]);
     if (list) out[key] = list;
@@ -147,11 +199,31 @@ function cachedPodStatus(status: PodStatus | undefined): PodStatus | undefined {
   return out;
 }
 
+/**
+ * META_KEYS, with the values a DaemonSet's pods share interned: namespace, generateName, label values (app, hash,
+ * generation) and the owner reference (the DaemonSet's apiVersion, kind, name and uid).
+ */
+function cachedPodMeta(meta: ObjectMeta | undefined): ObjectMeta {
+  const out = pick(meta, META_KEYS);
+  if (out.namespace !== undefined) out.namespace = intern(out.namespace);
+  if (out.generateName !== undefined) out.generateName = intern(out.generateName);
+  if (out.labels) out.labels = internValues(out.labels);
+  if (out.ownerReferences) {
+    out.ownerReferences = out.ownerReferences.map((r) => ({
+      ...r,
+      apiVersion: intern(r.apiVersion),
+      kind: intern(r.kind),
+      name: intern(r.name),
+      uid: intern(r.uid),
+    }));
+  }
+  return out;
+}
+
 /** A pod as the controller caches it (the fields above); daemon pods, pull pods and others alike. */
 export function cachedPod(pod: Pod): Pod {
-  const out: Pod = { metadata: pick(pod.metadata, META_KEYS), spec: cachedPodSpec(pod.spec) };
-  if (pod.apiVersion !== undefined) out.apiVersion = pod.apiVersion;
-  if (pod.kind !== undefined) out.kind = pod.kind;
+  const out: Pod = { metadata: cachedPodMeta(pod.metadata), spec: cachedPodSpec(pod.spec) };
+  typeMeta(pod, out);
   const status = cachedPodStatus(pod.status);
   if (status) out.status = status;
   return out;
