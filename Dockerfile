@@ -31,6 +31,8 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 FROM ${RUNTIME_IMAGE}
 WORKDIR /app
 ENV NODE_ENV=production
+# As hack/bundle.ts NODE_RUNTIME_ENV (why: there).
+ENV MALLOC_ARENA_MAX=2
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 
@@ -40,5 +42,5 @@ USER 65532:65532
 EXPOSE 9876 8081 8080
 # Node flags as hack/bundle.ts NODE_RUNTIME_FLAGS (why: there). launch.mjs adds --max-old-space-size at 60%
 # of the container's memory limit (cgroup), so V8 collects garbage before the kernel kills, then runs main.mjs.
-ENTRYPOINT ["/nodejs/bin/node", "--max-semi-space-size=4", "/app/dist/launch.mjs"]
+ENTRYPOINT ["/nodejs/bin/node", "--max-semi-space-size=2", "/app/dist/launch.mjs"]
 CMD ["manager"]

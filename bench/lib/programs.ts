@@ -2,7 +2,7 @@
 // through tsx, on the Node 24 that `npm ci` installs. Bundles are built once per run into dist/ (inside the
 // repository, so that their imports of npm packages resolve to node_modules).
 import { join } from 'node:path';
-import { bundle, NODE_RUNTIME_FLAGS, PRODUCT_ENTRY, repoRoot } from '../../hack/bundle.ts';
+import { bundle, NODE_RUNTIME_ENV, NODE_RUNTIME_FLAGS, PRODUCT_ENTRY, repoRoot } from '../../hack/bundle.ts';
 
 export const NODE = join(repoRoot, 'node_modules', '.bin', 'node');
 
@@ -20,6 +20,9 @@ export interface Programs {
  * exits (node --cpu-prof), to open in Chrome DevTools or `npx speedscope`.
  */
 export async function buildPrograms(cpuProfileDir?: string): Promise<Programs> {
+  // The image's environment too (NODE_RUNTIME_ENV), for every process started from here on: ours read it, and the
+  // cluster's Go programs do not allocate through glibc's malloc.
+  for (const [k, v] of Object.entries(NODE_RUNTIME_ENV)) process.env[k] ??= v;
   // ADS_BENCH_MANAGER_BUNDLE: a manager bundle built earlier (e.g. of the code before a change, for a before/after
   // on the same machine state); the rest is built as usual.
   const prebuilt = process.env.ADS_BENCH_MANAGER_BUNDLE;
