@@ -25,21 +25,22 @@ export const PRODUCT_ENTRY = 'cmd/advanced-daemonset/main.ts';
 export const LAUNCHER_ENTRY = 'cmd/advanced-daemonset/launch.ts';
 
 /**
- * Node flags the bundle runs with (the Dockerfile's ENTRYPOINT has the same). A 2 MiB semi-space caps V8's young
- * generation at 4 MiB: it otherwise grows (to 128 MiB by default on a machine with memory to spare, 32 MiB with
+ * Node flags the bundle runs with (the Dockerfile's ENTRYPOINT has the same). A 4 MiB semi-space caps V8's young
+ * generation at 8 MiB: it otherwise grows (to 128 MiB by default on a machine with memory to spare, 32 MiB with
  * 16 MiB semi-spaces) under the stream of watch events, whose objects die young, while the live data sits in the
- * old generation anyway. Measured at 1,000 nodes and pods with trimmed caches (bench/README.md, section 6): 4 MiB
- * gave 144 instead of 172-178 MiB RSS for the manager with the same CPU, and 2 MiB saves 5-8 MiB more while it
- * works, with planning at 5,000 nodes as fast; 1 MiB made that planning 2-4x slower (scavenges too frequent,
- * temporaries promoted). The old generation's limit is not here: dist/launch.mjs sets it from the container's memory
- * limit (src/cli/heap.ts), since a fixed number would fit one limit only.
+ * old generation anyway. Measured at 1,000 nodes and pods with trimmed caches (bench/README.md, sections 4 and 6):
+ * 144 instead of 172-178 MiB RSS for the manager, the same CPU. 2 MiB saved 5-8 MiB more while the manager works,
+ * but the webhook's p99 at 1,000 reviews/s went from 1.5 to 4-10 ms (validate; more scavenges, whose helper threads
+ * wait for the same core); 1 MiB made planning at 5,000 nodes 2-4x slower. The old generation's limit is not here:
+ * dist/launch.mjs sets it from the container's memory limit (src/cli/heap.ts), since a fixed number would fit one
+ * limit only.
  * No --enable-source-maps: with it, the first stack trace decodes the bundle's source map into 63,000 arrays that
  * stay in the heap (about 6 MiB), and the maps of npm packages that ship one are read too: 10 MiB of heap and 5 MiB
  * of RSS for the manager at 1,000 nodes (bench/README.md, section 6). Stack traces name lines of dist/main.mjs,
  * readable code with each source file's path above its part; NODE_OPTIONS=--enable-source-maps maps them back to
  * the TypeScript sources (the map ships beside the bundle).
  */
-export const NODE_RUNTIME_FLAGS = ['--max-semi-space-size=2'];
+export const NODE_RUNTIME_FLAGS = ['--max-semi-space-size=4'];
 
 /**
  * The environment the bundle runs with (the Dockerfile's ENV has the same). glibc's malloc gives each thread that
