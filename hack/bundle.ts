@@ -45,9 +45,8 @@ export const NODE_RUNTIME_FLAGS = ['--max-semi-space-size=4'];
 /**
  * The environment the bundle runs with (the Dockerfile's ENV has the same). glibc's malloc gives each thread that
  * contends for it an arena of its own, up to 8 per core, and memory freed in one is not returned: Node's threads
- * (libuv's pool, V8's compiler and GC workers, the admission threads) each held a few MiB. Two arenas: 103-105
- * instead of 110-112 MiB RSS for the manager with 1,000 nodes and pods cached (bench/README.md, section 6); one
- * arena was no better.
+ * (libuv's pool, V8's compiler and GC workers, the admission threads) each held a few MiB. Two arenas: 5-7 MiB less
+ * RSS for the manager with 1,000 nodes and pods cached (bench/README.md, section 6); one arena was no better.
  */
 export const NODE_RUNTIME_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
 
