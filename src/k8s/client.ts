@@ -282,30 +282,37 @@ export class TokenBucket {
 
   /** Takes one token; returns milliseconds until it is actually available (0 = now). */
   reserve(): number {
-    if (!(this.qps > 0) || this.qps === Infinity) return 0;
-    const now = this.now();
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
-    this.last = now;
+    if (this.unlimited) return 0;
+    this.refill();
     this.tokens -= 1;
     return this.tokens >= 0 ? 0 : (-this.tokens / this.qps) * 1000;
   }
 
   /** Milliseconds until a token is available (0 = one is available now). */
   untilAvailable(): number {
-    if (!(this.qps > 0) || this.qps === Infinity) return 0;
-    const tokens = Math.min(this.burst, this.tokens + ((this.now() - this.last) / 1000) * this.qps);
-    return tokens >= 1 ? 0 : ((1 - tokens) / this.qps) * 1000;
+    if (this.unlimited) return 0;
+    this.refill();
+    return this.tokens >= 1 ? 0 : ((1 - this.tokens) / this.qps) * 1000;
   }
 
   /** Takes a token only if one is available now. */
   tryAccept(): boolean {
-    if (!(this.qps > 0) || this.qps === Infinity) return true;
-    const now = this.now();
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
-    this.last = now;
+    if (this.unlimited) return true;
+    this.refill();
     if (this.tokens < 1) return false;
     this.tokens -= 1;
     return true;
+  }
+
+  private get unlimited(): boolean {
+    return !(this.qps > 0) || this.qps === Infinity;
+  }
+
+  /** Adds the tokens earned since the last call, never beyond burst. */
+  private refill(): void {
+    const now = this.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
+    this.last = now;
   }
 }
 
