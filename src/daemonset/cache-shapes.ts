@@ -36,14 +36,6 @@ export function withoutManagedFields<T extends KubeObject>(obj: T): T {
   return { ...obj, metadata };
 }
 
-/**
- * One copy of each repeated string value. JSON.parse gives every object its own copy of each string value:
- * "Ready" and "True" in every node's conditions, the image, the owner's uid, the namespace in every pod. Interned
- * here, the copies in the decoded object become garbage and the cache holds one of each (heap snapshot, 1,000 nodes
- * and pods: 0.9 MiB of such copies; bench/README.md, section 6). Only fields whose values repeat across objects go
- * through it, and the pool is bounded: once full, it is emptied and starts over, so an unexpected spread of values
- * costs at most MAX_INTERNED entries (values already cached stay shared).
- */
 const interned = new Map<string, string>();
 export const MAX_INTERNED = 4096;
 
@@ -52,6 +44,14 @@ export function internedCount(): number {
   return interned.size;
 }
 
+/**
+ * One copy of each repeated string value. JSON.parse gives every object its own copy of each string value:
+ * "Ready" and "True" in every node's conditions, the image, the owner's uid, the namespace in every pod. Interned
+ * here, the copies in the decoded object become garbage and the cache holds one of each (heap snapshot, 1,000 nodes
+ * and pods: 0.9 MiB of such copies; bench/README.md, section 6). Only fields whose values repeat across objects go
+ * through it, and the pool is bounded: once full, it is emptied and starts over, so an unexpected spread of values
+ * costs at most MAX_INTERNED entries (values already cached stay shared).
+ */
 export function intern<T extends string | undefined>(value: T): T {
   if (value === undefined) return value;
   const known = interned.get(value);
@@ -61,7 +61,7 @@ export function intern<T extends string | undefined>(value: T): T {
   return value;
 }
 
-/** A string map (labels, a selector's matchLabels) with interned values; keys are interned by V8 already. */
+/** Labels with interned values; the keys are interned by V8 already (property names). */
 function internValues(map: Record<string, string> | undefined): Record<string, string> | undefined {
   if (!map) return map;
   const out: Record<string, string> = {};
