@@ -180,7 +180,7 @@ class Bench {
     readonly auditLog: string,
   ) {
     // No client-side limit: the benchmark must never be what slows a measurement down.
-    this.client = createKubeClient({ kubeconfig: state.kubeconfig, qps: 0, userAgent: BENCH_AGENT, maxSockets: 64 });
+    this.client = createKubeClient({ kubeconfig: state.kubeconfig, qps: 0, userAgent: BENCH_AGENT, maxInFlight: 64 });
     // Watches on their own client and user agent, so the ceiling's request count is only its writes.
     this.watchClient = createKubeClient({ kubeconfig: state.kubeconfig, qps: 0, userAgent: 'ads-bench-watch' });
     this.pods = new Tracker<Pod>(this.watchClient, resources.pods, NAMESPACE);

@@ -397,7 +397,7 @@ class Scale {
     readonly managerCommand: string[],
   ) {
     // No client-side limit: the benchmark must never be what slows a measurement down.
-    this.client = createKubeClient({ kubeconfig, qps: 0, userAgent: 'ads-bench-scale', maxSockets: 64 });
+    this.client = createKubeClient({ kubeconfig, qps: 0, userAgent: 'ads-bench-scale', maxInFlight: 64 });
     this.watchClient = createKubeClient({ kubeconfig, qps: 0, userAgent: 'ads-bench-scale-watch' });
     this.pods = new Tracker<Pod>(this.watchClient, resources.pods, NAMESPACE);
     this.kinds = archetypes(o.daemonSets);

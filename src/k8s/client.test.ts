@@ -84,6 +84,44 @@ describe('RequestThrottle', () => {
     assert.ok(performance.now() - started >= 20, '5 tokens at 200 qps after the burst take ≥ 25 ms');
   });
 
+  test('at most maxInFlight requests hold a slot; the next waits in its lane, high first; a watch takes none', async () => {
+    const throttle = new RequestThrottle(new TokenBucket(0, 0), 2);
+    const order: string[] = [];
+    const releases = new Map<string, () => void>();
+    const wait = (name: string, priority: 'high' | 'normal', takesSlot = true) =>
+      throttle.wait(priority, undefined, takesSlot).then((release) => {
+        order.push(name);
+        releases.set(name, release);
+      });
+    const all = [wait('n1', 'normal'), wait('n2', 'normal'), wait('n3', 'normal'), wait('n4', 'normal')];
+    await Promise.resolve();
+    all.push(wait('h1', 'high'));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(order, ['n1', 'n2'], 'two slots, taken in turn');
+    assert.equal(throttle.running(), 2);
+    assert.equal(throttle.waiting(), 3);
+    releases.get('n1')!();
+    releases.get('n1')!(); // a second call frees nothing more
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(order, ['n1', 'n2', 'h1'], 'the freed slot goes to the high request first');
+    assert.equal(throttle.running(), 2);
+    // A watch holds its connection for minutes: it takes no slot and passes while every slot is held, once it is
+    // its turn in the lanes (it waits behind n3 and n4 here, so it is queued in the high lane to be next).
+    const watch = wait('watch', 'high', false);
+    releases.get('n2')!();
+    await watch;
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(order, ['n1', 'n2', 'h1', 'watch', 'n3']);
+    assert.equal(throttle.running(), 2, 'h1 and n3; the watch holds no slot');
+    releases.get('h1')!();
+    await Promise.all(all);
+    assert.deepEqual(order, ['n1', 'n2', 'h1', 'watch', 'n3', 'n4']);
+    releases.get('n3')!();
+    releases.get('n4')!();
+    assert.equal(throttle.running(), 0);
+    assert.equal(throttle.waiting(), 0);
+  });
+
   test('a request aborted while it waits leaves the queue, rejected with the reason, and takes no token', async () => {
     let now = 0;
     const bucket = new TokenBucket(10, 1, () => now);
@@ -347,6 +385,39 @@ describe('KubeClient against the fake apiserver', () => {
     await Promise.all([1, 2, 3].map(() => slow.list(resources.nodes)));
     assert.ok(performance.now() - start >= 90, 'three requests at 20 qps / burst 1 take ≥ 100 ms');
     slow.close();
+  });
+
+  test('maxInFlight: requests beyond it wait; answers, errors and refusals all free their slot; a watch takes none', async () => {
+    const one = new KubeClient(server.restConfig(), { qps: 0, maxInFlight: 1 });
+    let inFlight = 0;
+    let most = 0;
+    server.hook = (r) => {
+      if (r.path.includes('/pods')) most = Math.max(most, ++inFlight);
+      return false;
+    };
+    const ac = new AbortController();
+    const watching = one.watch(resources.pods, { namespace: 'ns', signal: ac.signal }, () => {});
+    await until('a watch', () => server.watchCount >= 1, 1000);
+    inFlight = 0; // the watch's GET, still open: not a slot
+    const settle = (p: Promise<unknown>) =>
+      p.then(
+        () => 'ok',
+        (err: unknown) => (isNotFound(err) ? '404' : 'other'),
+      );
+    const tracked = <T>(p: Promise<T>) => p.finally(() => inFlight--);
+    const results = await Promise.all([
+      settle(tracked(one.get(resources.pods, { namespace: 'ns', name: 'p1' }))),
+      settle(tracked(one.get(resources.pods, { namespace: 'ns', name: 'no-such-pod' }))),
+      settle(tracked(one.list(resources.pods, { namespace: 'ns' }))),
+      settle(one.withScope({ beforeWrite: () => 'refused' }).create(resources.pods, pod('never-sent'))),
+      settle(tracked(one.get(resources.pods, { namespace: 'ns', name: 'p1' }))),
+    ]);
+    server.hook = undefined;
+    assert.deepEqual(results, ['ok', '404', 'ok', 'other', 'ok']);
+    assert.equal(most, 1, 'one request at a time reached the server');
+    ac.abort();
+    await assert.rejects(watching, (err) => (err as Error).name === 'AbortError');
+    one.close();
   });
 
   test('withScope: beforeWrite refuses writes before they are sent; reads pass; nested scopes combine', async () => {

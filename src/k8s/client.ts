@@ -14,6 +14,7 @@
 // processes and tests that only talk HTTP to an apiserver start fast.
 import http from 'node:http';
 import https from 'node:https';
+import tls from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pkg from '../../package.json' with { type: 'json' };
 import type { LoadedKubeConfig } from './kubeconfig.ts';
@@ -327,29 +328,46 @@ export type RequestPriority = 'high' | 'normal';
  * create: behind the rest of a create batch (up to burstReplicas, 250 creates: 2.5 s at 100 QPS) it reached the pod
  * after the kubelet had started it, which then had to write the pod's status a second time to turn it Ready. A
  * request whose signal aborts while it waits leaves the queue without taking a token.
+ *
+ * It also bounds the requests in flight (`maxInFlight`; watches, which hold their connection for minutes, take no
+ * slot): a request past the bound waits here, in its lane, rather than in the HTTP agent's queue, which knows no
+ * lanes. Each request in flight holds a TLS connection of its own (HTTP/1.1; about 50 KiB of memory each, kept
+ * alive afterwards), so the bound is what the connection pool grows to after a burst.
  */
 export class RequestThrottle {
-  private readonly lanes: Record<RequestPriority, Array<() => void>> = { high: [], normal: [] };
+  private readonly lanes: Record<RequestPriority, Array<Waiter>> = { high: [], normal: [] };
   private timer: NodeJS.Timeout | undefined;
+  private inFlight = 0;
 
-  constructor(private readonly bucket: TokenBucket) {}
+  constructor(
+    private readonly bucket: TokenBucket,
+    private readonly maxInFlight = Infinity,
+  ) {}
 
-  /** Resolves when the request may be sent; rejects with the signal's reason if it aborts first. */
-  wait(priority: RequestPriority = 'normal', signal?: AbortSignal): Promise<void> {
+  /**
+   * Resolves when the request may be sent, with the function to call once its answer has been read (it frees the
+   * slot; a no-op for a request that takes none); rejects with the signal's reason if it aborts first.
+   * `takesSlot` false: a watch, not counted against maxInFlight.
+   */
+  wait(priority: RequestPriority = 'normal', signal?: AbortSignal, takesSlot = true): Promise<() => void> {
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
-    if (this.waiting() === 0 && this.bucket.tryAccept()) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
+    if (this.waiting() === 0 && this.hasSlot(takesSlot) && this.bucket.tryAccept())
+      return Promise.resolve(this.take(takesSlot));
+    return new Promise<() => void>((resolve, reject) => {
       const lane = this.lanes[priority];
       const onAbort = () => {
-        const i = lane.indexOf(go);
+        const i = lane.indexOf(waiter);
         if (i >= 0) lane.splice(i, 1);
         reject(signal!.reason);
       };
-      const go = () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
+      const waiter: Waiter = {
+        takesSlot,
+        go: (release) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(release);
+        },
       };
-      lane.push(go);
+      lane.push(waiter);
       signal?.addEventListener('abort', onAbort, { once: true });
       this.pump();
     });
@@ -360,10 +378,39 @@ export class RequestThrottle {
     return this.lanes.high.length + this.lanes.normal.length;
   }
 
+  /** Requests holding a slot now. */
+  running(): number {
+    return this.inFlight;
+  }
+
+  private hasSlot(takesSlot: boolean): boolean {
+    return !takesSlot || this.inFlight < this.maxInFlight;
+  }
+
+  private take(takesSlot: boolean): () => void {
+    if (!takesSlot) return () => {};
+    this.inFlight++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.inFlight--;
+      this.pump();
+    };
+  }
+
   private pump(): void {
     if (this.timer) return;
-    while (this.waiting() > 0 && this.bucket.tryAccept()) (this.lanes.high.shift() ?? this.lanes.normal.shift())!();
-    if (this.waiting() === 0) return;
+    for (;;) {
+      const lane = this.lanes.high.length > 0 ? this.lanes.high : this.lanes.normal;
+      const next = lane[0];
+      // The next in turn waits for a slot (a release pumps again) or for a token (the timer below).
+      if (!next || !this.hasSlot(next.takesSlot) || !this.bucket.tryAccept()) break;
+      lane.shift();
+      next.go(this.take(next.takesSlot));
+    }
+    const next = this.lanes.high[0] ?? this.lanes.normal[0];
+    if (!next || !this.hasSlot(next.takesSlot)) return;
     this.timer = setTimeout(
       () => {
         this.timer = undefined;
@@ -372,6 +419,11 @@ export class RequestThrottle {
       Math.max(1, Math.ceil(this.bucket.untilAvailable())),
     );
   }
+}
+
+interface Waiter {
+  takesSlot: boolean;
+  go(release: () => void): void;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -515,8 +567,11 @@ export interface KubeClientOptions {
   maxRetries?: number;
   /** Upper bound on one Retry-After wait. */
   maxRetryAfterSeconds?: number;
-  /** Most concurrent connections to the apiserver. */
-  maxSockets?: number;
+  /**
+   * Most requests in flight at once (watches not counted); more wait their turn in the rate limiter
+   * (RequestThrottle). Each holds a connection of its own, kept alive afterwards. Default DEFAULT_MAX_IN_FLIGHT.
+   */
+  maxInFlight?: number;
   onRequest?: (o: RequestObservation) => void;
 }
 
@@ -526,6 +581,15 @@ export const defaultUserAgent = `advanced-daemonset/${pkg.version}`;
 // client budget as the controller we replace, so the apiserver sees a familiar load.
 const DEFAULT_QPS = 30;
 const DEFAULT_BURST = 50;
+/**
+ * Requests in flight at most, by default. At 100 QPS a request that takes 20-50 ms keeps 2-5 in flight; only a
+ * burst of tokens (the burst, 200 in the benchmark) fills 16. It was 64 connections: each costs about 50 KiB of TLS
+ * state and buffers in the manager and stays open (kept alive) once made, and capping them at 16 took 4-6 MiB off the
+ * manager's peak RSS with 1,000 nodes and pods (bench/README.md, section 6). client-go multiplexes its requests over
+ * one HTTP/2 connection instead; over HTTP/1.1 it keeps at most 25 idle connections per host
+ * (https://github.com/kubernetes/apimachinery/blob/master/pkg/util/net/http.go, SetTransportDefaults).
+ */
+export const DEFAULT_MAX_IN_FLIGHT = 16;
 
 interface Transport {
   agent: http.Agent;
@@ -547,7 +611,6 @@ export class KubeClient {
   private readonly requestTimeoutMs: number;
   private readonly maxRetries: number;
   private readonly maxRetryAfterSeconds: number;
-  private readonly maxSockets: number;
   private readonly onRequest: ((o: RequestObservation) => void) | undefined;
   private transport: Transport | undefined;
   private readonly pending: Promise<Transport>;
@@ -561,16 +624,18 @@ export class KubeClient {
    */
   constructor(config: RestConfig | Promise<RestConfig>, opts: KubeClientOptions = {}, server?: string) {
     this.userAgent = opts.userAgent ?? defaultUserAgent;
-    this.limiter = new RequestThrottle(new TokenBucket(opts.qps ?? DEFAULT_QPS, opts.burst ?? DEFAULT_BURST));
+    this.limiter = new RequestThrottle(
+      new TokenBucket(opts.qps ?? DEFAULT_QPS, opts.burst ?? DEFAULT_BURST),
+      opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT,
+    );
     this.requestTimeoutMs = opts.requestTimeoutMs ?? 60_000;
     this.maxRetries = opts.maxRetries ?? 10;
     this.maxRetryAfterSeconds = opts.maxRetryAfterSeconds ?? 60;
-    this.maxSockets = opts.maxSockets ?? 64;
     this.onRequest = opts.onRequest;
     this.serverUrl = server ?? (config instanceof Promise ? '' : config.server);
     this.pending = Promise.resolve(config).then((c) => {
       this.config = c;
-      this.transport = buildTransport(c, this.maxSockets);
+      this.transport = buildTransport(c);
       return this.transport;
     });
     // A failure surfaces on the first request; do not let it become an unhandled rejection.
@@ -773,7 +838,8 @@ export class KubeClient {
       timeoutSeconds: opts.timeoutSeconds,
     };
     const signal = anySignal(this.scope.signal, opts.signal);
-    await this.limiter.wait(opts.priority, signal);
+    // A watch takes a token but no slot of maxInFlight: it holds its connection for as long as it runs.
+    await this.limiter.wait(opts.priority, signal, false);
     const t = await this.getTransport();
     const url = buildUrl(t.base, path, query);
     const started = performance.now();
@@ -865,42 +931,49 @@ export class KubeClient {
     let authRetried = false;
     let resetRetried = false;
     for (let attempt = 0; ; attempt++) {
-      await this.limiter.wait(call.priority, signal);
-      const t = await this.getTransport();
-      signal?.throwIfAborted();
-      // Checked here, after any wait, in the same tick as the send: a write that waited in the rate limiter or
-      // for a Retry-After must not go out on a belief that has since expired.
-      const refused = method === 'GET' ? undefined : this.scope.beforeWrite?.();
-      if (refused !== undefined) throw new WriteRefusedError(verb, path, refused);
-      const url = buildUrl(t.base, path, query);
-      const started = performance.now();
-      const timeout = AbortSignal.timeout(this.requestTimeoutMs);
-      const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+      const release = await this.limiter.wait(call.priority, signal);
+      let t: Transport;
+      let started: number;
       let code: number;
       let text: string;
       let decoded: unknown;
       let retryAfter: string | string[] | undefined;
       try {
-        ({ code, text, decoded, retryAfter } = await this.roundTrip(
-          t,
-          method,
-          url,
-          payload,
-          contentType,
-          combined,
-          decode,
-        ));
-      } catch (err) {
-        this.observe(verb, method, t.base.host, '<error>', started);
-        if (signal?.aborted) throw signal.reason;
-        // A pooled keep-alive socket the server already closed surfaces as ECONNRESET on reuse.
-        // Reads are safe to repeat once; writes are not (the server may have applied them).
-        const errno = (err as { code?: string }).code;
-        if (method === 'GET' && !resetRetried && (errno === 'ECONNRESET' || errno === 'EPIPE')) {
-          resetRetried = true;
-          continue;
+        t = await this.getTransport();
+        signal?.throwIfAborted();
+        // Checked here, after any wait, in the same tick as the send: a write that waited in the rate limiter or
+        // for a Retry-After must not go out on a belief that has since expired.
+        const refused = method === 'GET' ? undefined : this.scope.beforeWrite?.();
+        if (refused !== undefined) throw new WriteRefusedError(verb, path, refused);
+        const url = buildUrl(t.base, path, query);
+        started = performance.now();
+        const timeout = AbortSignal.timeout(this.requestTimeoutMs);
+        const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+        try {
+          ({ code, text, decoded, retryAfter } = await this.roundTrip(
+            t,
+            method,
+            url,
+            payload,
+            contentType,
+            combined,
+            decode,
+          ));
+        } catch (err) {
+          this.observe(verb, method, t.base.host, '<error>', started);
+          if (signal?.aborted) throw signal.reason;
+          // A pooled keep-alive socket the server already closed surfaces as ECONNRESET on reuse.
+          // Reads are safe to repeat once; writes are not (the server may have applied them).
+          const errno = (err as { code?: string }).code;
+          if (method === 'GET' && !resetRetried && (errno === 'ECONNRESET' || errno === 'EPIPE')) {
+            resetRetried = true;
+            continue;
+          }
+          throw new TransportError(verb, path, err);
         }
-        throw new TransportError(verb, path, err);
+      } finally {
+        // The answer is read (or the request failed): its slot goes to the next request waiting.
+        release();
       }
       this.observe(verb, method, t.base.host, String(code), started);
       if (code >= 200 && code < 300) return (decode ? decoded : text ? JSON.parse(text) : {}) as T;
@@ -992,18 +1065,22 @@ function anySignal(a: AbortSignal | undefined, b: AbortSignal | undefined): Abor
   return a && b ? AbortSignal.any([a, b]) : (a ?? b);
 }
 
-function buildTransport(config: RestConfig, maxSockets: number): Transport {
+function buildTransport(config: RestConfig): Transport {
   const base = new URL(config.server);
   // keepAlive also turns on TCP keep-alive probes (30 s, as client-go), which is what notices
-  // a dead peer under an idle watch; 'lifo' keeps the pool small under bursty load.
-  const common = { keepAlive: true, keepAliveMsecs: 30_000, maxSockets, scheduling: 'lifo' as const };
+  // a dead peer under an idle watch; 'lifo' keeps the pool small under bursty load. No maxSockets: the requests
+  // in flight are bounded by the rate limiter (RequestThrottle, maxInFlight), which queues them by priority, and
+  // the watches by the informers that start them.
+  const common = { keepAlive: true, keepAliveMsecs: 30_000, scheduling: 'lifo' as const };
   const agent =
     base.protocol === 'https:'
       ? new https.Agent({
           ...common,
-          ca: config.ca,
-          cert: config.cert,
-          key: config.key,
+          // One TLS context for every connection: given ca, cert and key, tls.connect parses them and builds a
+          // context of its own for each new connection (https://nodejs.org/api/tls.html#tlsconnectoptions-callback:
+          // "secureContext: ... If not given, one is created by passing the entire options object to
+          // tls.createSecureContext()").
+          secureContext: tls.createSecureContext({ ca: config.ca, cert: config.cert, key: config.key }),
           servername: config.tlsServerName,
           rejectUnauthorized: !config.insecureSkipTLSVerify,
         })
