@@ -42,5 +42,5 @@ USER 65532:65532
 EXPOSE 9876 8081 8080
 # Node flags as hack/bundle.ts NODE_RUNTIME_FLAGS (why: there). launch.mjs adds --max-old-space-size at 60%
 # of the container's memory limit (cgroup), so V8 collects garbage before the kernel kills, then runs main.mjs.
-ENTRYPOINT ["/nodejs/bin/node", "--max-semi-space-size=4", "/app/dist/launch.mjs"]
+ENTRYPOINT ["/nodejs/bin/node", "--max-semi-space-size=4", "--no-maglev", "/app/dist/launch.mjs"]
 CMD ["manager"]
