@@ -189,6 +189,29 @@ describe('runWorkers', () => {
     assert.equal(q.isShuttingDown(), true);
   });
 
+  test('the event loop gets a turn between reconciles that never wait for I/O', async () => {
+    const q = new WorkQueue({ rateLimiter: immediate });
+    const ac = new AbortController();
+    let reconciled = 0;
+    const done = runWorkers(
+      q,
+      3,
+      // Synchronous work only: the promise it returns is settled at once, as a sync that sends no request.
+      async () => {
+        reconciled++;
+      },
+      { controller: 'test-yield', signal: ac.signal, logger: silent },
+    );
+    for (let i = 0; i < 300; i++) q.add(`k${i}`);
+    // A socket's callback, a timer or a setImmediate queued now runs only when the loop gets a turn.
+    const atFirstTurn = await new Promise<number>((resolve) => setImmediate(() => resolve(reconciled)));
+    while (reconciled < 300) await new Promise((r) => setImmediate(r));
+    ac.abort();
+    await done;
+    assert.ok(atFirstTurn <= 3, `one reconcile per worker before the loop's next turn, not ${atFirstTurn}`);
+    assert.equal(reconciled, 300, 'every key still reconciled');
+  });
+
   test('abort lets the in-flight reconcile finish, then resolves', async () => {
     const q = new WorkQueue({ rateLimiter: immediate });
     const ac = new AbortController();

@@ -3,6 +3,7 @@
 // rate_limiting_queue.go, default_rate_limiters.go). Hand-written because nothing on npm has them:
 // p-queue and fastq give concurrency, but not "a key is queued at most once", "a key is never
 // processed by two workers at once", nor per-key exponential backoff.
+import { setImmediate } from 'node:timers/promises';
 import { TokenBucket } from '../../src/k8s/client.ts';
 import { defaultLogger, type Logger } from './log.ts';
 import {
@@ -359,6 +360,14 @@ export async function runWorkers(
 
   const worker = async () => {
     for (;;) {
+      // One reconcile per turn of the event loop. A key whose reconcile needs no request (nothing to create, delete
+      // or write yet) runs in promise callbacks alone, and so does taking the next queued key: without this, the
+      // workers drained the whole queue (every DaemonSet, each reconcile a pass over the namespace's pods) before
+      // the loop served any socket. At 5,000 nodes, while the garbage collector orphaned 16,673 pods and every pod
+      // event queued the DaemonSets again, the main thread stayed in reconciles for minutes: the apiserver's calls
+      // to the conversion webhook timed out (deleting a DaemonSet got 500), and /metrics did not answer for 70 s
+      // (bench/README.md, section 7). Goroutines are preempted; here a worker steps aside for I/O between keys.
+      await setImmediate();
       const item = await queue.get();
       if (item.shutdown) return;
       const { key } = item;
