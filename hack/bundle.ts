@@ -43,8 +43,9 @@ export const LAUNCHER_ENTRY = 'cmd/advanced-daemonset/launch.ts';
  * baseline code and TurboFan; without it, functions wait in baseline code until TurboFan optimizes them. For a
  * long-running controller whose hot code TurboFan takes anyway, the mid tier buys a faster warm-up and costs memory:
  * Maglev's compiler pages of the Node binary, its compile zones and its code. Without it the manager with 1,000
- * nodes and pods peaked 1-7 MiB lower (3 MiB with the client's other changes), and planning at 5,000 nodes (steady 3.1 ms, with the memo 0.37 ms) and the
- * webhook at 1,000 reviews/s were no slower (bench/README.md, sections 4, 5 and 6).
+ * nodes and pods peaked 1-7 MiB lower (3 MiB with the client's other changes), and planning at 5,000 nodes (steady
+ * 3.1 ms, with the memo 0.37 ms) and the webhook at 1,000 reviews/s were no slower (bench/README.md, sections 4, 5
+ * and 6).
  */
 export const NODE_RUNTIME_FLAGS = ['--max-semi-space-size=4', '--no-maglev'];
 

@@ -399,17 +399,19 @@ export class RequestThrottle {
     };
   }
 
+  /** The lane whose first request goes next: high while it holds any. */
+  private nextLane(): Waiter[] {
+    return this.lanes.high.length > 0 ? this.lanes.high : this.lanes.normal;
+  }
+
   private pump(): void {
     if (this.timer) return;
-    for (;;) {
-      const lane = this.lanes.high.length > 0 ? this.lanes.high : this.lanes.normal;
-      const next = lane[0];
-      // The next in turn waits for a slot (a release pumps again) or for a token (the timer below).
-      if (!next || !this.hasSlot(next.takesSlot) || !this.bucket.tryAccept()) break;
-      lane.shift();
+    // The next in turn waits for a slot (a release pumps again) or for a token (the timer below).
+    let next: Waiter | undefined;
+    while ((next = this.nextLane()[0]) && this.hasSlot(next.takesSlot) && this.bucket.tryAccept()) {
+      this.nextLane().shift();
       next.go(this.take(next.takesSlot));
     }
-    const next = this.lanes.high[0] ?? this.lanes.normal[0];
     if (!next || !this.hasSlot(next.takesSlot)) return;
     this.timer = setTimeout(
       () => {
