@@ -497,6 +497,50 @@ describe('DaemonSetController syncs', { timeout: 60_000 }, () => {
     await expectSyncDaemonSets(h, { creates: 0, deletes: 0, events: 0 });
   });
 
+  test('claims: a matching orphan adopted and counted; a pod of another controller in the namespace neither counted nor claimed; while the DaemonSet is being deleted, no orphan adopted', async () => {
+    const ds = newDaemonSet({ name: 'claiming' });
+    const h = await setup(ds, 3);
+    const inNamespace = (p: Pod, ownerReferences = p.metadata.ownerReferences): Pod =>
+      ({ ...p, metadata: { ...p.metadata, namespace: h.namespace, ownerReferences } }) as Pod;
+    const orphan = server.upsert(PODS, inNamespace(newPod(ds, 'node-0'), []));
+    const foreign = server.upsert(PODS, inNamespace(newPod(newDaemonSet({ name: 'other' }), 'node-1')));
+    await until('the cache sees both pods', () =>
+      [orphan, foreign].every((p) => h.controller.pods.store.has(`${h.namespace}/${p.metadata.name}`)),
+    );
+    const from = server.requests.length;
+    // node-0's orphan is adopted and counted; node-1's pod of another controller is not ours: a pod is created there.
+    await expectSyncDaemonSets(h, { creates: 2, deletes: 0, events: 2 });
+    const podPatches = (since: number) =>
+      server.requests
+        .slice(since)
+        .filter((r) => r.method === 'PATCH' && r.path.includes('/pods/') && !r.path.endsWith('/status'))
+        .map((r) => r.path.split('/').pop());
+    assert.deepEqual(podPatches(from), [orphan.metadata.name], 'the orphan adopted, the foreign pod left alone');
+    assert.equal(
+      server.get(PODS, h.namespace, foreign.metadata.name!)?.metadata.ownerReferences?.[0]?.uid,
+      'other-uid',
+      'the foreign pod keeps its controller',
+    );
+    await settled(h);
+
+    const deleting = server.get(DAEMONSETS, h.namespace, h.namespace)!;
+    server.upsert(DAEMONSETS, {
+      ...deleting,
+      metadata: { ...deleting.metadata, deletionTimestamp: new Date().toISOString(), finalizers: ['test/hold'] },
+    });
+    await until(
+      'the cache sees the deletion',
+      () => !!h.controller.daemonSets.store.get(h.key)?.metadata.deletionTimestamp,
+    );
+    const late = server.upsert(PODS, inNamespace(newPod(ds, 'node-2', { name: 'late-orphan' }), []));
+    await until('the cache sees the late orphan', () =>
+      h.controller.pods.store.has(`${h.namespace}/${late.metadata.name}`),
+    );
+    const beforeDeleting = server.requests.length;
+    await expectSyncDaemonSets(h, { creates: 0, deletes: 0, events: 0 });
+    assert.deepEqual(podPatches(beforeDeleting), [], 'no orphan adopted by a DaemonSet being deleted');
+  });
+
   test('KruisePodReady (the default gate): one patch per pod right after its create, which holds back neither the sync nor the next one, and is never sent twice', async () => {
     // burstReplicas 2 on 4 nodes: two creating syncs. Every pods/status patch is held unanswered until released.
     const h = await setup(newDaemonSet({ name: 'gated', burstReplicas: 2 }), 4);

@@ -9,10 +9,11 @@ import { resources } from '../../src/k8s/client.ts';
 import type { Pod } from '../../src/k8s/types.ts';
 import {
   DeletedFinalStateUnknown,
-  indexByControllerUID,
+  indexByController,
   indexPodsByNodeName,
   Indexer,
   Informer,
+  orphanIndexValue,
   stripManagedFields,
 } from './informer.ts';
 import { FakeApiServer, startForSuite } from '../../src/k8s/testing/fake-apiserver.ts';
@@ -56,6 +57,31 @@ describe('Indexer.listSorted', () => {
   });
 });
 
+describe('indexByController', () => {
+  test("a controller's UID; an object with no controller (no owner, or owners that are not its controller) under its namespace's orphans, until it gets one", () => {
+    const store = new Indexer<Pod>({ controller: indexByController });
+    const names = (value: string) => store.byIndex('controller', value).map((p) => p.metadata.name);
+    const withOwners = (name: string, ownerReferences: Pod['metadata']['ownerReferences']): Pod => ({
+      ...pod(name),
+      metadata: { ...pod(name).metadata, ownerReferences },
+    });
+    store.set('ns/owned', pod('owned'));
+    store.set('ns/no-owner', withOwners('no-owner', undefined));
+    store.set(
+      'ns/not-controller',
+      withOwners('not-controller', [{ ...pod('x').metadata.ownerReferences![0]!, controller: false }]),
+    );
+    store.set('other/no-owner', { ...withOwners('no-owner', []), metadata: { name: 'no-owner', namespace: 'other' } });
+    assert.deepEqual(names('ds-uid'), ['owned']);
+    assert.deepEqual(names(orphanIndexValue('ns')), ['no-owner', 'not-controller']);
+    assert.deepEqual(names(orphanIndexValue('other')), ['no-owner']);
+    // Adopted: the pod leaves the orphans.
+    store.set('ns/no-owner', pod('no-owner'));
+    assert.deepEqual(names('ds-uid'), ['owned', 'no-owner']);
+    assert.deepEqual(names(orphanIndexValue('ns')), ['not-controller']);
+  });
+});
+
 describe('Informer', () => {
   const server = new FakeApiServer();
   let client: KubeClient;
@@ -77,7 +103,7 @@ describe('Informer', () => {
       type: resources.pods,
       namespace: 'ns',
       pageSize: 2,
-      indexers: { nodeName: indexPodsByNodeName, controllerUID: indexByControllerUID },
+      indexers: { nodeName: indexPodsByNodeName, controller: indexByController },
       transform: stripManagedFields,
       backoff: { initialMs: 10, maxMs: 40 },
       logger,
@@ -120,7 +146,7 @@ describe('Informer', () => {
         .sort(),
       ['p1', 'p2'],
     );
-    assert.equal(informer.store.byIndex('controllerUID', 'ds-uid').length, 3);
+    assert.equal(informer.store.byIndex('controller', 'ds-uid').length, 3);
     assert.deepEqual(informer.store.byIndex('namespace', 'ns').length, 3);
     const p1 = informer.store.getByName('ns', 'p1');
     assert.equal(p1?.metadata.managedFields, undefined);

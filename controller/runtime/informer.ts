@@ -41,11 +41,18 @@ export const indexByNamespace: IndexFunc<KubeObject> = (obj) =>
 /** Pods by spec.nodeName (unscheduled pods are not indexed). */
 export const indexPodsByNodeName: IndexFunc<Pod> = (pod) => (pod.spec?.nodeName ? [pod.spec.nodeName] : []);
 
-/** Objects by the UID of their controller owner reference. */
-export const indexByControllerUID: IndexFunc<KubeObject> = (obj) => {
+/**
+ * Objects by the UID of their controller owner reference, and an object with none (an orphan, which a controller of
+ * its namespace may adopt) under `orphanIndexValue(namespace)`: a sync reads its own objects and the orphans it may
+ * claim without a pass over every object of the namespace.
+ */
+export const indexByController: IndexFunc<KubeObject> = (obj) => {
   const ref = obj.metadata.ownerReferences?.find((r) => r.controller);
-  return ref ? [ref.uid] : [];
+  return [ref ? ref.uid : orphanIndexValue(obj.metadata.namespace ?? '')];
 };
+
+/** `indexByController`'s value for the orphans of a namespace (a UID never holds a '/'). */
+export const orphanIndexValue = (namespace: string): string => `orphans/${namespace}`;
 
 /**
  * Drops metadata.managedFields, which the controller never reads and which can be half of an

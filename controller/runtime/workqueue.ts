@@ -362,7 +362,7 @@ export async function runWorkers(
     for (;;) {
       // One reconcile per turn of the event loop. A key whose reconcile needs no request (nothing to create, delete
       // or write yet) runs in promise callbacks alone, and so does taking the next queued key: without this, the
-      // workers drained the whole queue (every DaemonSet, each reconcile a pass over the namespace's pods) before
+      // workers drained the whole queue (every DaemonSet, each reconcile then a pass over the namespace's pods) before
       // the loop served any socket. At 5,000 nodes, while the garbage collector orphaned 16,673 pods and every pod
       // event queued the DaemonSets again, the main thread stayed in reconciles for minutes: the apiserver's calls
       // to the conversion webhook timed out (deleting a DaemonSet got 500), and /metrics did not answer for 70 s

@@ -34,6 +34,8 @@ export interface RequestRecord {
   authorization: string | undefined;
   contentType: string | undefined;
   body?: unknown;
+  /** performance.now() when the request's body had arrived: gaps between requests measured where they happen. */
+  receivedAt: number;
 }
 
 /** Return true to say the request was answered by the hook. */
@@ -219,6 +221,7 @@ export class FakeApiServer {
         authorization: req.headers.authorization,
         contentType: req.headers['content-type'],
         body: text ? JSON.parse(text) : undefined,
+        receivedAt: performance.now(),
       };
       this.requests.push(record);
       if (this.hook?.(record, res)) return;
