@@ -7,8 +7,7 @@ import { toInternal } from '../../src/api/conversion.ts';
 import { adoptPatch, claimObjects, releasePatch } from '../../src/daemonset/claim.ts';
 import { cachedNode, cachedPod, withoutManagedFields } from '../../src/daemonset/cache-shapes.ts';
 import { getControllerOf } from '../../src/daemonset/pods.ts';
-import { IMAGE_PULL_POD_DAEMONSET_UID_LABEL } from '../../src/daemonset/constants.ts';
-import { isImagePullPod } from '../../src/daemonset/predownload.ts';
+import { imagePullPodDaemonSetUID, isImagePullPod } from '../../src/daemonset/predownload.ts';
 import { nodeAddAffects, nodeUpdateAffects } from '../../src/daemonset/eligibility.ts';
 import { planDaemonSet } from '../../src/daemonset/plan.ts';
 import { PlanMemo } from '../../src/daemonset/memo.ts';
@@ -44,7 +43,7 @@ const CONTROLLER_INDEX = 'controller';
 const IMAGE_PULL_INDEX = 'imagePullDaemonSetUID';
 /** Pre-download pull pods by the UID of the DaemonSet they pull for (they have no controller: predownload.ts). */
 const indexImagePullPods: IndexFunc<Pod> = (pod) => {
-  const uid = pod.metadata.labels?.[IMAGE_PULL_POD_DAEMONSET_UID_LABEL];
+  const uid = imagePullPodDaemonSetUID(pod);
   return uid !== undefined ? [uid] : [];
 };
 
@@ -284,8 +283,8 @@ export class DaemonSetController {
    * expectations and wake the DaemonSet they pull for. Returns whether `pod` is one.
    */
   private pullPodEvent(pod: Pod, what: 'added' | 'updated' | 'deleted'): boolean {
-    if (!isImagePullPod(pod)) return false;
-    const uid = pod.metadata.labels?.[IMAGE_PULL_POD_DAEMONSET_UID_LABEL];
+    const uid = imagePullPodDaemonSetUID(pod);
+    if (uid === undefined) return false;
     const ref = pod.metadata.ownerReferences?.find((r) => r.kind === 'DaemonSet' && r.uid === uid);
     const ds = ref && this.daemonSets.store.getByName(pod.metadata.namespace, ref.name);
     if (!ds || ds.metadata.uid !== uid) return true;

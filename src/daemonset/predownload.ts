@@ -74,8 +74,13 @@ export function rolloutUpdatesAllAtOnce(ds: DaemonSet, desired: number): boolean
   }
 }
 
+/** The UID of the DaemonSet a pull pod pulls for; undefined for any other pod. */
+export function imagePullPodDaemonSetUID(pod: Pod): string | undefined {
+  return pod.metadata.labels?.[IMAGE_PULL_POD_DAEMONSET_UID_LABEL];
+}
+
 export function isImagePullPod(pod: Pod): boolean {
-  return pod.metadata.labels?.[IMAGE_PULL_POD_DAEMONSET_UID_LABEL] !== undefined;
+  return imagePullPodDaemonSetUID(pod) !== undefined;
 }
 
 /** The current template's containers whose image the old pod does not run (what its node must pull). */
