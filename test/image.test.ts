@@ -1,9 +1,10 @@
 // The image runs what the benchmark measures: the Dockerfile's ENTRYPOINT has the Node flags of hack/bundle.ts
-// (NODE_RUNTIME_FLAGS) and its ENV the environment (NODE_RUNTIME_ENV), and the bundle is ASCII, so V8 stores its source one byte per character.
-import { describe, test } from 'node:test';
+// (NODE_RUNTIME_FLAGS) and its ENV the environment (NODE_RUNTIME_ENV), and the bundle is ASCII, so V8 stores its
+// source one byte per character, and loads Node's built-ins without their ES facades (hack/bundle.ts).
+import { execFileSync } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundle, NODE_RUNTIME_ENV, NODE_RUNTIME_FLAGS, PRODUCT_ENTRY } from '../hack/bundle.ts';
@@ -24,17 +25,36 @@ describe('the image', () => {
     for (const [k, v] of Object.entries(NODE_RUNTIME_ENV)) assert.match(runtime, new RegExp(`^ENV ${k}=${v}$`, 'm'));
   });
 
-  test('the bundle and its admission worker hold ASCII only', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ads-bundle-'));
-    try {
-      await bundle(PRODUCT_ENTRY, join(dir, 'main.mjs'));
+  describe('the bundle', () => {
+    // Inside the repository, so that the bundle's imports of npm packages resolve as they do from dist/.
+    const dir = join(root, 'node_modules', '.cache', `ads-bundle-test-${process.pid}`);
+    before(() => bundle(PRODUCT_ENTRY, join(dir, 'main.mjs')));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+
+    test('it and its admission worker hold ASCII only', () => {
       for (const file of ['main.mjs', 'admission-worker.mjs']) {
         const text = readFileSync(join(dir, file), 'utf8');
         const at = text.search(/[^\x00-\x7f]/u); // eslint-disable-line no-control-regex
         assert.equal(at, -1, `${file}: a non-ASCII character near ${JSON.stringify(text.slice(at - 40, at + 40))}`);
       }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
+
+    test("it imports Node's built-ins through process.getBuiltinModule, so no lazy export of theirs loads", () => {
+      for (const file of ['main.mjs', 'admission-worker.mjs']) {
+        const text = readFileSync(join(dir, file), 'utf8');
+        assert.doesNotMatch(text, /(?:^import[^;]*|import\()["']node:/mu, `${file}: an ES import of a built-in`);
+      }
+      // Loading the bundle (--help runs nothing else) must not load undici, which node:http's ES facade would.
+      const report = 'data:text/javascript,process.on("exit",()=>console.log(JSON.stringify(process.moduleLoadList)))';
+      const out = execFileSync(process.execPath, ['--import', report, join(dir, 'main.mjs'), '--help'], {
+        encoding: 'utf8',
+      });
+      const loaded = JSON.parse(out.trim().split('\n').pop()!) as string[];
+      assert.ok(loaded.includes('NativeModule http'), 'the bundle loads node:http');
+      assert.deepEqual(
+        loaded.filter((m) => /undici|webstreams/.test(m)),
+        [],
+      );
+    });
   });
 });
