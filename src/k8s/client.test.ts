@@ -466,6 +466,26 @@ describe('KubeClient against the fake apiserver', () => {
     slow.close();
   });
 
+  test('withScope: the fence is checked again when the socket can take the write, on a new and a kept-alive socket', async () => {
+    // As a process stopped right after the first check would see it: the fence closes between the check before
+    // the request is made and the moment its bytes could go out.
+    for (const socket of ['new', 'kept-alive']) {
+      const fresh = new KubeClient(server.restConfig());
+      if (socket === 'kept-alive') await fresh.list(resources.nodes); // leaves one socket in the pool
+      let checks = 0;
+      const scoped = fresh.withScope({ beforeWrite: () => (++checks === 1 ? undefined : 'lease lost meanwhile') });
+      const before = server.requests.length;
+      await assert.rejects(scoped.create(resources.pods, pod(`late-${socket}`)), (err: unknown) => {
+        assert.ok(err instanceof WriteRefusedError, String(err));
+        assert.match(err.message, /not sent: lease lost meanwhile$/);
+        return true;
+      });
+      assert.equal(checks, 2, `${socket} socket: checked before the request and when its socket was ready`);
+      assert.deepEqual(server.requests.slice(before), [], `${socket} socket: the write never reached the server`);
+      fresh.close();
+    }
+  });
+
   test("withScope: the scope's signal aborts requests and watches of the view, not of the client", async () => {
     const ac = new AbortController();
     const scoped = client.withScope({ signal: ac.signal });

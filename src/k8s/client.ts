@@ -952,6 +952,8 @@ export class KubeClient {
         const timeout = AbortSignal.timeout(this.requestTimeoutMs);
         const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
         try {
+          // Fenced again when the socket can take the write (roundTrip).
+          const fence = method === 'GET' ? undefined : this.scope.beforeWrite;
           ({ code, text, decoded, retryAfter } = await this.roundTrip(
             t,
             method,
@@ -960,10 +962,16 @@ export class KubeClient {
             contentType,
             combined,
             decode,
+            fence &&
+              (() => {
+                const reason = fence();
+                return reason === undefined ? undefined : new WriteRefusedError(verb, path, reason);
+              }),
           ));
         } catch (err) {
           this.observe(verb, method, t.base.host, '<error>', started);
           if (signal?.aborted) throw signal.reason;
+          if (err instanceof WriteRefusedError) throw err;
           // A pooled keep-alive socket the server already closed surfaces as ECONNRESET on reuse.
           // Reads are safe to repeat once; writes are not (the server may have applied them).
           const errno = (err as { code?: string }).code;
@@ -1005,6 +1013,7 @@ export class KubeClient {
     contentType: string | undefined,
     signal: AbortSignal,
     decode?: (res: http.IncomingMessage) => Promise<unknown>,
+    refused?: () => WriteRefusedError | undefined,
   ): Promise<{ code: number; text: string; decoded?: unknown; retryAfter: string | string[] | undefined }> {
     return new Promise((resolve, reject) => {
       const req = this.send(t, method, url, payload, contentType, signal);
@@ -1018,7 +1027,24 @@ export class KubeClient {
         }
         readBody(res).then((text) => resolve({ code, text, retryAfter }), reject);
       });
-      req.end(payload);
+      if (!refused) {
+        req.end(payload);
+        return;
+      }
+      // A write is fenced again once its socket can take it, and sent in that same tick: nothing of the request is
+      // on the wire before req.end, and the agent hands over a socket a tick later (a kept-alive one) or after a
+      // TCP connect and TLS handshake (a new one). A process stopped (SIGSTOP, a long pause) after the first check
+      // would otherwise send, when it resumes, writes that passed a fence which has since closed.
+      req.once('socket', (socket) => {
+        const write = () => {
+          const error = refused();
+          if (error) req.destroy(error);
+          else req.end(payload);
+        };
+        // A kept-alive socket is ready now; a new one once connected (and, over TLS, its handshake done).
+        if (req.reusedSocket) write();
+        else socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', write);
+      });
     });
   }
 
