@@ -932,6 +932,14 @@ export class KubeClient {
     const signal = anySignal(this.scope.signal, call.signal);
     let authRetried = false;
     let resetRetried = false;
+    const beforeWrite = method === 'GET' ? undefined : this.scope.beforeWrite;
+    /** The scope's write fence as the error that refuses the write, or undefined while it may go out. */
+    const fence =
+      beforeWrite &&
+      ((): WriteRefusedError | undefined => {
+        const reason = beforeWrite();
+        return reason === undefined ? undefined : new WriteRefusedError(verb, path, reason);
+      });
     for (let attempt = 0; ; attempt++) {
       const release = await this.limiter.wait(call.priority, signal);
       let t: Transport;
@@ -943,17 +951,16 @@ export class KubeClient {
       try {
         t = await this.getTransport();
         signal?.throwIfAborted();
-        // Checked here, after any wait, in the same tick as the send: a write that waited in the rate limiter or
-        // for a Retry-After must not go out on a belief that has since expired.
-        const refused = method === 'GET' ? undefined : this.scope.beforeWrite?.();
-        if (refused !== undefined) throw new WriteRefusedError(verb, path, refused);
+        // Checked here, after any wait: a write that waited in the rate limiter or for a Retry-After must not go out
+        // on a belief that has since expired (nor open a connection for it); and again by roundTrip in the tick its
+        // bytes go out.
+        const refused = fence?.();
+        if (refused) throw refused;
         const url = buildUrl(t.base, path, query);
         started = performance.now();
         const timeout = AbortSignal.timeout(this.requestTimeoutMs);
         const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
         try {
-          // Fenced again when the socket can take the write (roundTrip).
-          const fence = method === 'GET' ? undefined : this.scope.beforeWrite;
           ({ code, text, decoded, retryAfter } = await this.roundTrip(
             t,
             method,
@@ -962,11 +969,7 @@ export class KubeClient {
             contentType,
             combined,
             decode,
-            fence &&
-              (() => {
-                const reason = fence();
-                return reason === undefined ? undefined : new WriteRefusedError(verb, path, reason);
-              }),
+            fence,
           ));
         } catch (err) {
           this.observe(verb, method, t.base.host, '<error>', started);

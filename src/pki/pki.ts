@@ -17,6 +17,7 @@ import {
   generateKeyPairSync,
   randomBytes,
   sign,
+  X509Certificate,
   type KeyObject,
 } from 'node:crypto';
 import { chmodSync, writeFileSync } from 'node:fs';
@@ -285,7 +286,7 @@ export async function createCA(commonName: string, validityDays = 3650, now?: Da
  * one computed from its key as createCA does).
  */
 export async function loadCA(certPem: string, keyPem: string): Promise<CertificateAuthority> {
-  const der = Buffer.from(certPem.replace(/-----(BEGIN|END) CERTIFICATE-----|\s/g, ''), 'base64');
+  const der = new X509Certificate(certPem).raw;
   const [tbs] = children(der, readElement(der, 0));
   if (!tbs) throw new Error('certificate: no TBSCertificate');
   const fields = children(der, tbs);
