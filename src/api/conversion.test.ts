@@ -511,6 +511,15 @@ describe('the stash annotation itself', () => {
     assert.equal(a.metadata.annotations, undefined);
   });
 
+  test('holds a value as deeply nested as a conversion takes, and gives it back', () => {
+    // nested(99): 100 levels of objects, the most a stashed value may have on its own; the stash wraps it in four
+    // more. Found by webhook/fuzz.test.ts: the stash was written, then not read back, and scaleStrategy was lost.
+    const b = ds(B, { scaleStrategy: nested(99) });
+    const a: any = convertDaemonSet(b, A);
+    assert.ok(a.metadata.annotations[STASH_B]);
+    assert.deepEqual(convertDaemonSet(a, B), b);
+  });
+
   test('converting to the same version returns the very object', () => {
     const a = ds(A);
     assert.equal(convertDaemonSet(a, A), a);

@@ -453,6 +453,12 @@ function differences(want: unknown, got: unknown, path: string[], out: [string[]
 // -------------------------------------------------------------------------------------------------------------
 // The stash
 
+/**
+ * How deep the stash holds a value: stash, `fields`, the field, `mapped`, then the value. convertBetween takes a
+ * value nested up to MAX_NESTING_DEPTH levels on its own, so a stash it writes nests up to this much deeper.
+ */
+const STASH_DEPTH = 4;
+
 /** The stash in an annotation's text; undefined when it is not one (not JSON, another shape, a field not ours). */
 export function parseStash(text: string): Stash | undefined {
   let v: unknown;
@@ -461,7 +467,8 @@ export function parseStash(text: string): Stash | undefined {
   } catch {
     return undefined;
   }
-  if (!isObject(v) || !Array.isArray(v.fields) || nestingError(v, '', MAX_NESTING_DEPTH)) return undefined;
+  if (!isObject(v) || !Array.isArray(v.fields) || nestingError(v, '', MAX_NESTING_DEPTH + STASH_DEPTH))
+    return undefined;
   const were = v.annotationsWere;
   if (were !== undefined && were !== null && !(isObject(were) && Object.keys(were).length === 0)) return undefined;
   const isPath = (p: unknown): p is string[] =>
