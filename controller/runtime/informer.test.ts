@@ -176,15 +176,17 @@ describe('Informer', () => {
     assert.equal(informer.lastSyncResourceVersion(), String(server.resourceVersion));
   });
 
-  test('the transform runs on each list item and watch object as decoded, with apiVersion and kind set', async () => {
+  test('the transform runs on each list item and watch object as decoded, with apiVersion and kind set, and the cached object it replaces', async () => {
     const seen: string[] = [];
+    const previous: (Pod | undefined)[] = [];
     const other = new Informer<Pod>({
       name: 'pods-transformed',
       client,
       type: resources.pods,
       namespace: 'ns',
-      transform: (p) => {
+      transform: (p, prev) => {
         seen.push(`${p.apiVersion}/${p.kind}/${p.metadata.name}`);
+        previous.push(prev);
         return { apiVersion: p.apiVersion, kind: p.kind, metadata: { name: p.metadata.name, namespace: 'ns' } } as Pod;
       },
       logger,
@@ -206,6 +208,12 @@ describe('Informer', () => {
         kind: 'Pod',
         metadata: { name: 'p4', namespace: 'ns' },
       });
+      assert.deepEqual(previous, [undefined, undefined, undefined, undefined], 'no cached object yet');
+      const cached = other.store.get('ns/p4');
+      server.upsert(PODS, pod('p4', 'n2'));
+      await until('p4 modified', () => previous.length === 5);
+      assert.equal(previous[4], cached, 'a MODIFIED event: the object it replaces');
+      assert.notEqual(other.store.get('ns/p4'), cached);
     } finally {
       stopOther.abort();
       await runningOther;

@@ -7,7 +7,13 @@
 // name/namespace), no bookmarks, no server-side timeout and no silent-watch detection.
 import { objectKey, type KubeObject, type Pod } from '../../src/k8s/types.ts';
 import { defaultLogger, type Logger } from './log.ts';
-import { Reflector, type BackoffOptions, type ReflectorOptions, type ReflectorStore } from './reflector.ts';
+import {
+  Reflector,
+  type BackoffOptions,
+  type ReflectorOptions,
+  type ReflectorStore,
+  type Transform,
+} from './reflector.ts';
 
 /** Values of one index for an object (an object may sit under several values, or none). */
 export type IndexFunc<T> = (obj: T) => string[];
@@ -197,7 +203,7 @@ export interface InformerOptions<T extends KubeObject> extends Pick<
   indexers?: Record<string, IndexFunc<T>>;
   /** Redeliver every cached object to onUpdate this often (client-go's resyncPeriod). Off by default. */
   resyncPeriodMs?: number;
-  transform?: (obj: T) => T;
+  transform?: Transform<T>;
   pageSize?: number;
   watchTimeoutSeconds?: [number, number];
   inactivityTimeoutMs?: number;
@@ -303,6 +309,10 @@ export class Informer<T extends KubeObject = KubeObject> implements ReflectorSto
     const old = this.store.set(objectKey(obj), obj);
     if (old) this.notifyUpdate(old, obj);
     else this.notifyAdd(obj, false);
+  }
+
+  current(obj: T): T | undefined {
+    return this.store.get(objectKey(obj));
   }
 
   remove(obj: T): void {

@@ -144,6 +144,9 @@ class RecordingStore implements ReflectorStore<Pod> {
   remove(obj: Pod): void {
     this.names.delete(obj.metadata.name ?? '');
   }
+  current(): Pod | undefined {
+    return undefined;
+  }
 }
 
 function pod(name: string): Pod {

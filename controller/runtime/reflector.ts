@@ -44,6 +44,8 @@ export interface ReflectorStore<T> {
   upsert(obj: T): void;
   /** DELETED. */
   remove(obj: T): void;
+  /** The object stored under `obj`'s key (the one an upsert or replace of `obj` would replace), if any. */
+  current(obj: T): T | undefined;
 }
 
 export interface BackoffOptions {
@@ -77,10 +79,16 @@ export interface ReflectorOptions<T> {
   inactivityTimeoutMs?: number;
   /** Backoff between failed attempts: 800 ms → 30 s with jitter 1.0, as client-go's reflector. */
   backoff?: BackoffOptions;
-  /** Applied to every object before it reaches the store (e.g. stripManagedFields). */
-  transform?: (obj: T) => T;
+  /**
+   * Applied to every object before it reaches the store (e.g. stripManagedFields), with the stored object it will
+   * replace (undefined for a new key and for deletes): a transform may keep the unchanged parts of that one.
+   */
+  transform?: Transform<T>;
   logger?: Logger;
 }
+
+/** A reflector's transform (see ReflectorOptions.transform). */
+export type Transform<T> = (obj: T, previous: T | undefined) => T;
 
 /**
  * client-go's reflector: minWatchTimeout 5 min, each watch asks for a random timeoutSeconds in
@@ -256,7 +264,12 @@ export class Reflector<T extends KubeObject> {
     };
     // With a transform, each item goes through it as it is decoded (client-go's TransformFunc runs before the
     // store too): the list's full objects are never all in memory (list-stream.ts).
-    const decodeItem = transform ? (item: unknown) => transform(complete(item as T)) : undefined;
+    const decodeItem = transform
+      ? (item: unknown) => {
+          const obj = complete(item as T);
+          return transform(obj, this.store.current(obj));
+        }
+      : undefined;
     const listAt = (resourceVersion: string) =>
       client.listAll<T>(type, {
         namespace,
@@ -374,16 +387,16 @@ export class Reflector<T extends KubeObject> {
     }
   }
 
-  private handleEvent(event: WatchEvent<T>, transform: ((obj: T) => T) | undefined): void {
+  private handleEvent(event: WatchEvent<T>, transform: Transform<T> | undefined): void {
     const obj = event.object;
     reflectorLastEventTimestamp.set({ name: this.opts.name }, Date.now() / 1000);
     switch (event.type) {
       case 'ADDED':
       case 'MODIFIED':
-        this.store.upsert(transform ? transform(obj) : obj);
+        this.store.upsert(transform ? transform(obj, this.store.current(obj)) : obj);
         break;
       case 'DELETED':
-        this.store.remove(transform ? transform(obj) : obj);
+        this.store.remove(transform ? transform(obj, undefined) : obj);
         break;
       case 'BOOKMARK':
         break;

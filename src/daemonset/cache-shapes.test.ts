@@ -7,7 +7,17 @@ import assert from 'node:assert/strict';
 import type { DaemonSet } from '../api/types.ts';
 import type { ControllerRevision, KubeObject, Node, Pod } from '../k8s/types.ts';
 import { formatTime } from '../k8s/pod.ts';
-import { cachedNode, cachedPod, intern, internedCount, MAX_INTERNED, withoutManagedFields } from './cache-shapes.ts';
+import {
+  cachedNode,
+  cachedPod,
+  hashConsed,
+  hashConsedCount,
+  intern,
+  internedCount,
+  MAX_INTERNED,
+  shareUnchanged,
+  withoutManagedFields,
+} from './cache-shapes.ts';
 import { nodeAddAffects, nodeUpdateAffects } from './eligibility.ts';
 import { planDaemonSet } from './plan.ts';
 import type { DaemonSetSnapshot, Plan, PlanOptions } from './plan-types.ts';
@@ -128,6 +138,75 @@ describe('cachedNode and cachedPod', () => {
     assert.ok(size(cachedNode(node)) < size(node) / 4, `node ${size(node)} -> ${size(cachedNode(node))} bytes`);
   });
 
+  test('an update keeps the unchanged parts of the cached object it replaces, with the same content', () => {
+    const full = fullNode(newNode('n1', { zone: 'a' }, [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }]));
+    const node = cachedNode(full);
+    // A heartbeat: a new resourceVersion and heartbeat times, nothing the cache keeps besides.
+    const beat = structuredClone(full);
+    beat.metadata.resourceVersion = '368';
+    for (const c of beat.status?.conditions ?? []) c.lastHeartbeatTime = '2026-11-24T02:00:00Z';
+    const afterBeat = cachedNode(beat, node);
+    assert.deepEqual(afterBeat, cachedNode(beat), 'the same content as without the cached node');
+    assert.notEqual(afterBeat, node);
+    assert.equal(afterBeat.metadata.resourceVersion, '368');
+    assert.equal(afterBeat.metadata.labels, node.metadata.labels);
+    assert.equal(afterBeat.spec, node.spec);
+    assert.equal(afterBeat.status, node.status);
+    const relabelled = structuredClone(beat);
+    relabelled.metadata.labels = { ...relabelled.metadata.labels, zone: 'b' };
+    const afterLabel = cachedNode(relabelled, afterBeat);
+    assert.deepEqual(afterLabel, cachedNode(relabelled));
+    assert.notEqual(afterLabel.metadata.labels, afterBeat.metadata.labels);
+    assert.equal(afterLabel.metadata.labels?.zone, 'b');
+    assert.equal(afterLabel.status, afterBeat.status);
+
+    const ds = newDaemonSet();
+    const pod = fullPod(newPod(ds, 'n1', { name: 'p1', hash: 'h1', ready: true }));
+    const cached = cachedPod(pod);
+    assert.equal(cachedPod(structuredClone(pod), cached), cached, 'nothing changed: the cached pod itself');
+    // A status update: Ready turns False.
+    const update = structuredClone(pod);
+    update.metadata.resourceVersion = '999';
+    const ready = update.status?.conditions?.find((c) => c.type === 'Ready');
+    assert.ok(ready);
+    ready.status = 'False';
+    ready.lastTransitionTime = '2026-11-24T03:00:00Z';
+    const updated = cachedPod(update, cached);
+    assert.deepEqual(updated, cachedPod(update));
+    assert.equal(updated.spec, cached.spec);
+    assert.equal(updated.metadata.labels, cached.metadata.labels);
+    assert.equal(updated.metadata.ownerReferences, cached.metadata.ownerReferences);
+    assert.equal(updated.status?.containerStatuses, cached.status?.containerStatuses);
+    assert.notEqual(updated.status?.conditions, cached.status?.conditions);
+    for (const c of updated.status?.conditions ?? []) {
+      const was = cached.status?.conditions?.find((o) => o.type === c.type);
+      if (c.type === 'Ready') assert.notEqual(c, was);
+      else assert.equal(c, was, `${c.type} shared`);
+    }
+  });
+
+  test('shareUnchanged: equal parts from the previous object, different ones kept, never a prototype set', () => {
+    const prev = { a: { x: 1 }, b: [1, { y: 2 }], c: 'same' };
+    const next = { a: { x: 1 }, b: [1, { y: 3 }], c: 'same' };
+    const out = shareUnchanged(next, prev);
+    assert.equal(out, next);
+    assert.equal(out.a, prev.a);
+    assert.notEqual(out.b, prev.b);
+    assert.deepEqual(out, { a: { x: 1 }, b: [1, { y: 3 }], c: 'same' });
+    assert.equal(shareUnchanged({ a: { x: 1 } }, { a: { x: 1 } }).a.x, 1);
+    const whole = { a: [1, 2] };
+    assert.equal(shareUnchanged({ a: [1, 2] }, whole), whole, 'all equal: the previous object');
+    assert.deepEqual(shareUnchanged({ a: [1, 2] }, { a: [1, 2], b: 1 }), { a: [1, 2] }, 'a key gone is not shared');
+    assert.deepEqual(shareUnchanged({ a: [1, 2] }, { a: [1, 2, 3] }), { a: [1, 2] }, 'an element gone');
+    assert.deepEqual(shareUnchanged({ a: [1] }, { a: { 0: 1 } }), { a: [1] }, 'an array is not an object');
+    assert.deepEqual(shareUnchanged({ a: { 0: 1 } }, { a: [1] }), { a: { 0: 1 } });
+    const hostile = JSON.parse('{"__proto__": {"polluted": 1}, "a": 1}');
+    const shared = shareUnchanged(hostile, JSON.parse('{"__proto__": {"polluted": 1}, "a": 1}'));
+    assert.equal(Object.getPrototypeOf(shared), Object.prototype);
+    assert.equal((shared as { polluted?: number }).polluted, undefined);
+    assert.deepEqual(Object.keys(shared), ['__proto__', 'a']);
+  });
+
   test('intern: the same value back; the pool never holds more than MAX_INTERNED values', () => {
     assert.equal(intern(undefined), undefined);
     assert.equal(intern('Ready'), 'Ready');
@@ -137,6 +216,38 @@ describe('cachedNode and cachedPod', () => {
     for (let i = 0; i <= MAX_INTERNED; i++) assert.equal(intern(`unique-${i}`), `unique-${i}`);
     assert.ok(internedCount() <= MAX_INTERNED, `${internedCount()} values held`);
     assert.equal(cachedNode(fullNode(newNode('after-reset', { zone: 'a' }))).metadata.labels?.zone, 'a');
+  });
+
+  test('hashConsed: one copy of each part many cached objects hold alike, whatever their order of arrival', () => {
+    const ds = newDaemonSet();
+    const pods = ['n1', 'n2'].map((n) => cachedPod(fullPod(newPod(ds, n, { hash: 'h1', ready: true }))));
+    const [a, b] = pods as [Pod, Pod];
+    assert.equal(a.metadata.labels, b.metadata.labels);
+    assert.equal(a.metadata.ownerReferences, b.metadata.ownerReferences);
+    assert.equal(a.spec.containers, b.spec.containers);
+    assert.notEqual(a.spec, b.spec, 'the node differs');
+    for (const c of a.status?.conditions ?? []) {
+      assert.equal(
+        b.status?.conditions?.find((o) => o.type === c.type),
+        c,
+        `${c.type}: same status and times, one copy`,
+      );
+    }
+    const nodes = ['n1', 'n2'].map((n) => cachedNode(fullNode(newNode(n, { zone: 'a' }))));
+    assert.equal(nodes[0]?.status, nodes[1]?.status, 'healthy nodes: one copy of their conditions');
+    assert.notEqual(nodes[0]?.metadata.labels, nodes[1]?.metadata.labels, 'the hostname label differs');
+
+    // A string pool and a part pool: a string that reads as JSON is never taken for a part, nor a part for it.
+    assert.equal(intern('{"a":1}'), '{"a":1}');
+    assert.deepEqual(hashConsed({ a: 1 }), { a: 1 });
+    assert.equal(typeof hashConsed({ a: 1 }), 'object');
+    const first = hashConsed({ x: 1, y: 2 });
+    assert.equal(hashConsed({ x: 1, y: 2 }), first);
+    const reordered = hashConsed({ y: 2, x: 1 });
+    assert.deepEqual(reordered, { y: 2, x: 1 }, 'another key order: another part, the same content');
+    assert.equal(hashConsed(undefined), undefined);
+    for (let i = 0; i <= MAX_INTERNED; i++) assert.deepEqual(hashConsed({ unique: i }), { unique: i });
+    assert.ok(hashConsedCount() <= MAX_INTERNED, `${hashConsedCount()} parts held`);
   });
 
   test('withoutManagedFields drops only metadata.managedFields, and returns objects without it as they are', () => {
