@@ -14,6 +14,7 @@ import {
   hashConsedCount,
   intern,
   internedCount,
+  MAX_CONSED_TEXT,
   MAX_INTERNED,
   shareUnchanged,
   withoutManagedFields,
@@ -246,6 +247,9 @@ describe('cachedNode and cachedPod', () => {
     const reordered = hashConsed({ y: 2, x: 1 });
     assert.deepEqual(reordered, { y: 2, x: 1 }, 'another key order: another part, the same content');
     assert.equal(hashConsed(undefined), undefined);
+    const long = { message: 'x'.repeat(MAX_CONSED_TEXT) };
+    assert.notEqual(hashConsed(structuredClone(long)), hashConsed(long), 'a long part is not pooled');
+    assert.deepEqual(hashConsed(long), long);
     for (let i = 0; i <= MAX_INTERNED; i++) assert.deepEqual(hashConsed({ unique: i }), { unique: i });
     assert.ok(hashConsedCount() <= MAX_INTERNED, `${hashConsedCount()} parts held`);
   });

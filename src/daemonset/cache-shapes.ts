@@ -41,6 +41,11 @@ const interned = new Map<string, string>();
 const consed = new Map<string, unknown>();
 /** The most values each pool holds. */
 export const MAX_INTERNED = 4096;
+/**
+ * The longest JSON text of a part hashConsed shares. Its pool keeps each text as the key: with this bound it holds
+ * about 2 MiB at most, whatever the objects carry (an annotation or a termination message may be kilobytes long).
+ */
+export const MAX_CONSED_TEXT = 512;
 
 /** How many values each pool holds (tests). */
 export function internedCount(): number {
@@ -76,11 +81,14 @@ export function intern<T extends string | undefined>(value: T): T {
  * alike, such as every healthy node's conditions, a DaemonSet's pods' labels, owner references and containers, and
  * the conditions of pods that turned Ready in the same second (with 5,000 nodes and pods cached, the cache holds
  * some 40,000 node conditions and 26,000 pod conditions, most of them equal to another). Keyed by the JSON text, so
- * the same keys in another order make another part (never a wrong one). For parts of at most a few hundred bytes
- * whose values repeat across objects; bounded as `intern`. The parts are cached objects: never modified.
+ * the same keys in another order make another part (never a wrong one). For parts whose values repeat across
+ * objects; a longer one (MAX_CONSED_TEXT) is left as it is, and the pool is bounded as `intern`'s. The parts are
+ * cached objects: never modified.
  */
 export function hashConsed<T>(value: T): T {
-  return value === undefined ? value : (shared(consed, JSON.stringify(value), value) as T);
+  if (value === undefined) return value;
+  const text = JSON.stringify(value);
+  return text.length > MAX_CONSED_TEXT ? value : (shared(consed, text, value) as T);
 }
 
 /**
