@@ -18,6 +18,7 @@ import { webhookMetrics, type WebhookMetrics } from './metrics.ts';
 import { startAdmissionPool, type AdmissionPool, type PoolAnswer } from './pool.ts';
 import type { Verdict } from './response.ts';
 import { TLS_POLICY } from './tls.ts';
+import { leaveUnusedConnectionsIdle } from './unused-connections.ts';
 
 export { BODY_LIMIT };
 /** Longer than the apiserver's idle-connection timeout (90 s), so the server never closes a connection the
@@ -103,7 +104,8 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit,
     // server.timeout: a socket idle this long is closed, including one that completed the TLS handshake and
-    // never sent a byte (headersTimeout and requestTimeout only start with the first byte of a request).
+    // never sent a byte (headersTimeout and requestTimeout start with the first byte of a request: see
+    // leaveUnusedConnectionsIdle below).
     connectionTimeout: limits.connectionTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     // Slowloris guard, as cert-manager's ReadHeaderTimeout (headersTimeout below).
@@ -124,6 +126,7 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
   }) as unknown as FastifyInstance;
   // Beyond this many open connections Node closes new ones at once: idle connections cannot pile up memory.
   app.server.maxConnections = limits.maxConnections;
+  leaveUnusedConnectionsIdle(app.server);
 
   const pool =
     opts.admissionPool ??

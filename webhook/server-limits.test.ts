@@ -1,6 +1,6 @@
 // The HTTPS server under hostile clients, over real sockets on loopback: the TLS policy (no CBC-SHA1, no TLS
 // below 1.2, kept across a certificate reload, for ECDSA and RSA keys), idle connections closed (handshaken or
-// not) and the connection cap.
+// not), unused ones not taken for slow ones, and the connection cap.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { webcrypto } from 'node:crypto';
@@ -239,6 +239,43 @@ describe('connections: idle ones closed, open ones capped', () => {
       await server.stop();
     }
   });
+
+  test('a connection not used yet is idle, not slow: no 408 after the header and request timeouts, a review served on it, and a request that stalls on it cut off', async () => {
+    // The apiserver's client (Go's transport) keeps a connection it dialed and did not need, for up to 90 s: a 408
+    // written on it would be read as the answer to the next request sent on it.
+    const server = await startWebhookServer({
+      certDir: dir, port: 0, host: '127.0.0.1', logger, drainDelayMs: 0,
+      limits: { headersTimeoutMs: 200, requestTimeoutMs: 400, connectionTimeoutMs: 30_000 },
+    }); // prettier-ignore
+    try {
+      const unused = await Promise.all([idleTls(server.port), idleTls(server.port)]);
+      const received = ['', ''];
+      unused.forEach((s, i) => {
+        s.setEncoding('utf8');
+        s.on('data', (c: string) => (received[i] += c));
+      });
+      // Ten header timeouts and five request timeouts, checked every 200 ms.
+      await sleep(2_000);
+      assert.deepEqual(received, ['', ''], 'nothing written on an unused connection');
+      assert.ok(unused.every((s) => !closedAt.has(s)), 'unused connections are kept');
+
+      const body = JSON.stringify(admissionReview(daemonSetManifest(), { uid: 'after-idle' }));
+      unused[0]!.write(`POST ${MUTATE_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+      await until('the review to be answered', () => closedAt.has(unused[0]!), 10_000);
+      assert.match(received[0]!, /^HTTP\/1.1 200/);
+      assert.match(received[0]!, /"uid":"after-idle"/);
+
+      // The header timeout counts from the request's first byte.
+      const began = performance.now();
+      unused[1]!.write(`POST ${MUTATE_PATH} HT`);
+      await until('the stalled request to be cut off', () => closedAt.has(unused[1]!), 10_000);
+      assert.match(received[1]!, /^HTTP\/1.1 408/);
+      const after = closedAt.get(unused[1]!)! - began;
+      assert.ok(after >= 190 && after < 2_000, `cut off ${Math.round(after)} ms after its first byte`);
+    } finally {
+      await server.stop();
+    }
+  }); // prettier-ignore
 
   test('stop() closes idle connections at once, and a connection answering a request after its response', async () => {
     const server = await startWebhookServer({ certDir: dir, port: 0, host: '127.0.0.1', logger, drainDelayMs: 0 });
