@@ -21,7 +21,7 @@ import { resources, type KubeClient } from '../src/k8s/client.ts';
 import { createKubeClient } from '../src/k8s/kubeconfig.ts';
 import { sleep } from '../src/testing/wait.ts';
 import { cpuSeconds, peakRssMiB, rssMiB } from './lib/proc.ts';
-import { type DaemonSetObject } from './lib/kube.ts';
+import { BENCH_NODE_HEARTBEAT_SECONDS, type DaemonSetObject } from './lib/kube.ts';
 import { say } from './lib/stats.ts';
 
 /** The chart's default memory limit (charts/advanced-daemonset/values.yaml): the launcher's heap flag for it. */
@@ -166,7 +166,12 @@ export async function runMemoryBench(o: MemoryBenchOptions): Promise<MemoryBench
   say(`memory: starting a private cluster with ${o.nodes} fake nodes`);
   // Up with a first hundred nodes, then the rest with a wait sized to them (clusterUp allows 5 minutes).
   const first = Math.min(o.nodes, 100);
-  const state = await clusterUp({ dir: clusterDir, nodes: first, progress: (l) => say(l) });
+  const state = await clusterUp({
+    dir: clusterDir,
+    nodes: first,
+    nodeHeartbeatSeconds: BENCH_NODE_HEARTBEAT_SECONDS,
+    progress: (l) => say(l),
+  });
   // The managers inherit the environment.
   if (o.untrimmed) process.env[UNTRIMMED_ENV] = '1';
   else delete process.env[UNTRIMMED_ENV];

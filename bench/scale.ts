@@ -22,7 +22,7 @@ import { getTargetNodeName } from '../src/k8s/scheduling.ts';
 import type { Node, Pod, Taint, Toleration } from '../src/k8s/types.ts';
 import { sleep } from '../src/testing/wait.ts';
 import { peakRssMiB, rssMiB } from './lib/proc.ts';
-import { type DaemonSetObject, pool } from './lib/kube.ts';
+import { BENCH_NODE_HEARTBEAT_SECONDS, type DaemonSetObject, pool } from './lib/kube.ts';
 import { percentile, say } from './lib/stats.ts';
 import { Tracker } from './lib/tracker.ts';
 
@@ -701,7 +701,12 @@ export async function runScaleBench(o: ScaleOptions): Promise<ScaleResult> {
     sides: [],
   };
   say(`scale: starting a private cluster (${o.nodes} nodes to come)`);
-  const state = await clusterUp({ dir: clusterDir, nodes: 0, progress: (l) => say(l) });
+  const state = await clusterUp({
+    dir: clusterDir,
+    nodes: 0,
+    nodeHeartbeatSeconds: BENCH_NODE_HEARTBEAT_SECONDS,
+    progress: (l) => say(l),
+  });
   const kcm = state.processes.find((p) => p.name === 'kube-controller-manager');
   const scale = new Scale(o, state.kubeconfig, kcm?.pid ?? 0, [node, ...heap, ...rest]);
   let saReady = false;

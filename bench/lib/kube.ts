@@ -23,3 +23,14 @@ export async function pool<T>(items: T[], limit: number, fn: (item: T) => Promis
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
+
+/**
+ * Seconds between two node status heartbeats of the fake kubelet in the memory and scale benchmarks: a real
+ * kubelet reports an unchanged node status every 5 minutes (nodeStatusReportFrequency,
+ * https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/) and renews its Lease every 10 s.
+ * kwok's leases for 5,000 nodes (500 writes/s) or its heartbeats every 20-45 s of the test clusters (150 node
+ * writes/s, each to every node watcher) keep a 2-core machine's apiserver busy enough that nodes go NotReady and
+ * a 5,000-pod rollout stalls; heartbeats at the kubelet's own pace, with a grace period sized to them, give the
+ * controller the node updates a real cluster sends.
+ */
+export const BENCH_NODE_HEARTBEAT_SECONDS = 300;

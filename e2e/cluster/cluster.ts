@@ -291,6 +291,32 @@ export interface UpOptions {
   progress?: Progress;
   /** Extra kube-apiserver flags, appended to the defaults (the benchmarks add an audit log); none by default. */
   apiserverArgs?: string[];
+  /**
+   * Seconds between two node status heartbeats of the fake kubelet (plus up to a fifth more, at random), with the
+   * node lifecycle controller's grace period sized to them. Default: the stage file's 20-45 s, with a grace period
+   * of 60 s, so that node tests see NotReady within a minute.
+   */
+  nodeHeartbeatSeconds?: number;
+}
+
+/** The heartbeat stage's delay in kwok-stages.yaml, replaced when UpOptions.nodeHeartbeatSeconds is given. */
+const HEARTBEAT_DELAY =
+  /(name: node-heartbeat\n[\s\S]*?\n {2}delay:\n {4}durationMilliseconds: )20000(\n {4}jitterDurationMilliseconds: )25000\n/;
+
+/**
+ * The kwok stage file to run with: the repository's, or a copy in `dir` whose node heartbeat comes every
+ * `heartbeatSeconds`; and the node lifecycle controller's grace period for it, seconds.
+ */
+export function kwokStages(dir: string, heartbeatSeconds?: number): { file: string; gracePeriodSeconds: number } {
+  const file = join(repoRoot, 'e2e', 'cluster', 'kwok-stages.yaml');
+  if (heartbeatSeconds === undefined) return { file, gracePeriodSeconds: 60 };
+  const text = readFileSync(file, 'utf8');
+  if (!HEARTBEAT_DELAY.test(text)) throw new Error(`${file}: the node-heartbeat stage's delay is not 20000 + 25000 ms`);
+  const ms = Math.round(heartbeatSeconds * 1000);
+  const copy = join(dir, 'kwok-stages.yaml');
+  writeFileSync(copy, text.replace(HEARTBEAT_DELAY, `$1${ms}$2${Math.round(ms / 5)}\n`));
+  // Two heartbeats late before NotReady, as 60 s is for the default 45 s at most.
+  return { file: copy, gracePeriodSeconds: Math.ceil((2 * ms * 1.2) / 1000) };
 }
 
 export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
@@ -441,6 +467,7 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
     );
 
     progress('starting kube-controller-manager, kube-scheduler and kwok');
+    const stages = kwokStages(dir, opts.nodeHeartbeatSeconds);
     const healthz = (port: keyof typeof ports) => () => httpGetOk(`https://127.0.0.1:${ports[port]}/healthz`);
     const kcmArgs = () => [
       `--kubeconfig=${kubeconfig}`,
@@ -451,7 +478,7 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
       '--bind-address=127.0.0.1',
       `--secure-port=${ports.controllerManager}`,
       '--node-monitor-period=5s',
-      '--node-monitor-grace-period=60s',
+      `--node-monitor-grace-period=${stages.gracePeriodSeconds}s`,
       '--kube-api-qps=100',
       '--kube-api-burst=200',
       '--v=1',
@@ -467,7 +494,7 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
     ];
     const kwokArgs = () => [
       `--kubeconfig=${kubeconfig}`,
-      `--config=${join(repoRoot, 'e2e', 'cluster', 'kwok-stages.yaml')}`,
+      `--config=${stages.file}`,
       '--manage-all-nodes=true',
       '--cidr=10.244.0.0/16',
       `--server-address=127.0.0.1:${ports.kwok}`,
