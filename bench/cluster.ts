@@ -71,6 +71,9 @@ export interface RaceRound {
   /** From the step's start to the controller's last pod write in it (audit log), s. */
   createWritesSeconds?: number;
   rolloutWritesSeconds?: number;
+  /** The apiserver's time on each of the controller's pod writes of the step (audit log), ms: p50 and p99. */
+  createPodWriteMs?: { p50: number; p99: number };
+  rolloutPodWriteMs?: { p50: number; p99: number };
   /** Daemon pods the step made (the cluster's nodes). */
   pods: number;
   /** The controller's client QPS (native: the KCM's --kube-api-qps). */
@@ -531,6 +534,11 @@ class Bench {
         result.createWritesSeconds = (createWindow.lastPodWriteAt - createWindow.start) / 1000;
       if (rolloutWindow.lastPodWriteAt !== undefined)
         result.rolloutWritesSeconds = (rolloutWindow.lastPodWriteAt - rolloutWindow.start) / 1000;
+      const p50p99 = (xs: number[]) => (xs.length ? { p50: percentile(xs, 50), p99: percentile(xs, 99) } : undefined);
+      const createMs = p50p99(createWindow.podWriteMs);
+      const rolloutMs = p50p99(rolloutWindow.podWriteMs);
+      if (createMs) result.createPodWriteMs = createMs;
+      if (rolloutMs) result.rolloutPodWriteMs = rolloutMs;
       const merged: Record<string, number> = { ...createWindow.byVerb };
       for (const [k, v] of Object.entries(rolloutWindow.byVerb)) merged[k] = (merged[k] ?? 0) + v;
       result.requestsByVerb = merged;

@@ -173,6 +173,22 @@ function floorTable(rounds: RaceRound[]): string[] {
       const label = step === 'create' ? 'creation' : 'rollout';
       return row([`${label}: the fake kubelet's pod status writes per pod`, kubelet('native'), kubelet('ours'), '']);
     }),
+    ...(['create', 'rollout'] as const).map((step) => {
+      const apiserverMs = (kind: ControllerKind) => {
+        const all = mine(kind).flatMap((r) => {
+          const ms = step === 'create' ? r.createPodWriteMs : r.rolloutPodWriteMs;
+          return ms ? [ms] : [];
+        });
+        return all.length ? `${fmt(median(all.map((x) => x.p50)))} / ${fmt(median(all.map((x) => x.p99)))}` : 'n/a';
+      };
+      const label = step === 'create' ? 'creation' : 'rollout';
+      return row([
+        `${label}: the apiserver's time per pod write of the controller, p50 / p99 ms`,
+        apiserverMs('native'),
+        apiserverMs('ours'),
+        '',
+      ]);
+    }),
   ];
   const keys = (step: 'create' | 'rollout') =>
     [...new Set(rounds.flatMap((r) => Object.keys((step === 'create' ? r.createByVerb : r.rolloutByVerb) ?? {})))].sort(

@@ -35,6 +35,11 @@ export interface AuditWindow {
   byVerb: Record<string, number>;
   /** When the last write to pods (any subresource) in the window was received, ms; undefined without any. */
   lastPodWriteAt?: number;
+  /**
+   * The apiserver's time on each write to pods in the window, received to response complete, ms: whether the
+   * controller's writes wait on the apiserver rather than on its own rate limiter.
+   */
+  podWriteMs: number[];
 }
 
 interface AuditEvent {
@@ -42,6 +47,7 @@ interface AuditEvent {
   verb?: string;
   userAgent?: string;
   requestReceivedTimestamp?: string;
+  stageTimestamp?: string;
   objectRef?: { resource?: string; subresource?: string };
 }
 
@@ -72,12 +78,27 @@ export async function countRequests(logPath: string, windows: AuditWindow[]): Pr
       const resource = [e.objectRef?.resource, e.objectRef?.subresource].filter(Boolean).join('/');
       const key = `${e.verb} ${resource}`;
       w.byVerb[key] = (w.byVerb[key] ?? 0) + 1;
-      if (e.objectRef?.resource === 'pods' && WRITE_VERBS.has(e.verb ?? ''))
+      if (e.objectRef?.resource === 'pods' && WRITE_VERBS.has(e.verb ?? '')) {
         w.lastPodWriteAt = Math.max(w.lastPodWriteAt ?? t, t);
+        if (e.stageTimestamp) w.podWriteMs.push(microsBetween(e.requestReceivedTimestamp, e.stageTimestamp) / 1000);
+      }
     }
   }
 }
 
 export function auditWindow(userAgent: string, start: number, end: number): AuditWindow {
-  return { userAgent, start, end, count: 0, byVerb: {} };
+  return { userAgent, start, end, count: 0, byVerb: {}, podWriteMs: [] };
+}
+
+/**
+ * Microseconds from one audit timestamp to a later one. The audit log writes microseconds
+ * ("2026-11-27T10:29:01.123456Z"), which Date.parse would cut to milliseconds.
+ */
+export function microsBetween(from: string, to: string): number {
+  const micros = (ts: string) => {
+    const m = /\.(\d{1,6})Z$/.exec(ts);
+    const whole = Date.parse(m ? ts.slice(0, m.index) + 'Z' : ts);
+    return whole * 1000 + (m ? Number(m[1]!.padEnd(6, '0')) : 0);
+  };
+  return micros(to) - micros(from);
 }
