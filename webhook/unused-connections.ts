@@ -7,7 +7,7 @@
 // `headersTimeout` (10 s) has passed, the next check writes an unsolicited "408 Request Timeout" on it and closes
 // it. Go's transport, the apiserver's webhook client, keeps such connections: when a connection it dialed for
 // one request is ready after another connection already answered that request, it goes to the idle pool unused
-// (`queueForDial` and `putOrCloseIdleConn` in https://github.com/golang/go/blob/master/src/net/http/transport.go)
+// (`dialConnFor` and `putOrCloseIdleConn` in https://github.com/golang/go/blob/master/src/net/http/transport.go)
 // and may be picked for up to 90 s (IdleConnTimeout). A request sent on it as the 408 arrives reads the 408 as its
 // answer: "conversion webhook ... failed: the server responded with the status code 408", seen on a loaded test
 // machine. Such a connection is left to the idle bound (`server.timeout`, 125 s, above the client's 90 s);
