@@ -22,86 +22,80 @@ describe('benchmarks smoke run', () => {
     // Four private clusters (webhook memory, the race, memory, scale), each started and filled: it took over 8 min
     // on a loaded 2-core machine; the limit only catches a hang.
     { timeout: 900_000 },
-    async () => {
+    async (t) => {
       const out = mkdtempSync(join(tmpdir(), 'ads-bench-smoke-'));
-      try {
-        const { stdout } = await run(
-          process.execPath,
-          [
-            '--import',
-            'tsx',
-            join(repoRoot, 'bench', 'run.ts'),
-            ...['--nodes', '20', '--rounds', '1', '--new-node-base', '20', '--new-nodes', '5'],
-            ...['--new-node-daemonsets', '2', '--webhook-seconds', '1', '--planning-sizes', '100,1000'],
-            ...['--planning-ms', '50', '--memory-steady-seconds', '2', '--out', out],
-            ...['--scale-daemonsets', '3', '--scale-new-nodes', '5', '--scale-idle-seconds', '1'],
-          ],
-          { cwd: repoRoot, maxBuffer: 16 * 1024 * 1024 },
-        );
-        for (const heading of [
-          '### 1. Rollout race',
-          '### 2. Ceiling',
-          '### 3. New-node latency',
-          '### 4. Webhook',
-          '### 5. Planning',
-          '### 6. Memory',
-          '### 7. Scale',
-        ])
-          assert.ok(stdout.includes(heading), `the table has no "${heading}" section:\n${stdout}`);
-        assert.equal(readFileSync(join(out, 'results.md'), 'utf8').trim(), stdout.trim());
+      t.after(() => rmSync(out, { recursive: true, force: true }));
+      const { stdout } = await run(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          join(repoRoot, 'bench', 'run.ts'),
+          ...['--nodes', '20', '--rounds', '1', '--new-node-base', '20', '--new-nodes', '5'],
+          ...['--new-node-daemonsets', '2', '--webhook-seconds', '1', '--planning-sizes', '100,1000'],
+          ...['--planning-ms', '50', '--memory-steady-seconds', '2', '--out', out],
+          ...['--scale-daemonsets', '3', '--scale-new-nodes', '5', '--scale-idle-seconds', '1'],
+        ],
+        { cwd: repoRoot, maxBuffer: 16 * 1024 * 1024 },
+      );
+      for (const heading of [
+        '### 1. Rollout race',
+        '### 2. Ceiling',
+        '### 3. New-node latency',
+        '### 4. Webhook',
+        '### 5. Planning',
+        '### 6. Memory',
+        '### 7. Scale',
+      ])
+        assert.ok(stdout.includes(heading), `the table has no "${heading}" section:\n${stdout}`);
+      assert.equal(readFileSync(join(out, 'results.md'), 'utf8').trim(), stdout.trim());
 
-        const r = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as BenchResults;
-        assert.equal(r.errors, undefined);
-        assert.equal(r.cluster?.error, undefined);
-        assert.equal(
-          r.machine.cores > 0 && r.machine.node.startsWith('v') && r.machine.kubernetes.startsWith('v'),
-          true,
+      const r = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as BenchResults;
+      assert.equal(r.errors, undefined);
+      assert.equal(r.cluster?.error, undefined);
+      assert.equal(r.machine.cores > 0 && r.machine.node.startsWith('v') && r.machine.kubernetes.startsWith('v'), true);
+      const race = r.cluster?.race ?? [];
+      assert.deepEqual(race.map((x) => x.controller).sort(), ['native', 'ours']);
+      for (const x of race) {
+        for (const k of ['createSeconds', 'rolloutSeconds', 'createCpuSeconds', 'rolloutCpuSeconds'] as const)
+          finite(`${x.controller} ${k}`, x[k]);
+        assert.ok(
+          x.createRequests > 0 && x.rolloutRequests > 0,
+          `${x.controller} made no API requests in the audit log`,
         );
-        const race = r.cluster?.race ?? [];
-        assert.deepEqual(race.map((x) => x.controller).sort(), ['native', 'ours']);
-        for (const x of race) {
-          for (const k of ['createSeconds', 'rolloutSeconds', 'createCpuSeconds', 'rolloutCpuSeconds'] as const)
-            finite(`${x.controller} ${k}`, x[k]);
-          assert.ok(
-            x.createRequests > 0 && x.rolloutRequests > 0,
-            `${x.controller} made no API requests in the audit log`,
-          );
-        }
-        finite('our peak RSS', race.find((x) => x.controller === 'ours')?.peakRssMiB);
-        finite('ceiling create', r.cluster?.ceiling?.createSeconds);
-        finite('ceiling replace', r.cluster?.ceiling?.replaceSeconds);
-        assert.equal(r.cluster?.newNode?.samples, 10);
-        finite('new-node p99', r.cluster?.newNode?.p99Ms);
-        finite('our peak RSS in the new-node part', r.cluster?.newNode?.peakRssMiB);
-        assert.deepEqual(
-          r.webhook?.map((w) => `${w.webhook}/${w.mode}`),
-          ['mutate/max', 'mutate/fixed', 'validate/max', 'validate/fixed', 'echo/max', 'echo/fixed'],
-        );
-        // Sized to the app's cap on admission requests in flight, the load gets no 429 (counted apart) and no other
-        // refusal or error.
-        for (const w of r.webhook ?? [])
-          assert.ok(w.requestsPerSecond > 0 && w.errors + w.non2xx + w.tooMany === 0, JSON.stringify(w));
-        finite('memory: creation peak RSS', r.memory?.creation.peakRssMiB);
-        finite('memory: cached peak RSS', r.memory?.cached.peakRssMiB);
-        finite('memory: rollout peak RSS', r.memory?.rollout?.peakRssMiB);
-        assert.equal(r.memory?.trimmed, true);
-        // Two sizes, each with the full computation (create, steady, rollout) and the memo's two syncs.
-        assert.equal(r.planning?.length, 10);
-        for (const p of r.planning ?? []) finite(`planning ${p.nodes} ${p.scenario}`, p.medianMs);
-        assert.equal(r.scale?.error, undefined);
-        assert.deepEqual(
-          r.scale?.sides.map((x) => x.controller),
-          ['ours', 'native'],
-        );
-        for (const x of r.scale?.sides ?? []) {
-          assert.ok(x.expected > 0 && x.samples === x.expected && x.unexpected === 0, JSON.stringify(x));
-          for (const k of ['p50Ms', 'p99Ms', 'maxMs', 'rssIdleMiB', 'rssBurstPeakMiB'] as const)
-            finite(`scale ${x.controller} ${k}`, x[k]);
-        }
-        finite('our peak RSS in the scale part', r.scale?.sides[0]?.rssPeakMiB);
-      } finally {
-        rmSync(out, { recursive: true, force: true });
       }
+      finite('our peak RSS', race.find((x) => x.controller === 'ours')?.peakRssMiB);
+      finite('ceiling create', r.cluster?.ceiling?.createSeconds);
+      finite('ceiling replace', r.cluster?.ceiling?.replaceSeconds);
+      assert.equal(r.cluster?.newNode?.samples, 10);
+      finite('new-node p99', r.cluster?.newNode?.p99Ms);
+      finite('our peak RSS in the new-node part', r.cluster?.newNode?.peakRssMiB);
+      assert.deepEqual(
+        r.webhook?.map((w) => `${w.webhook}/${w.mode}`),
+        ['mutate/max', 'mutate/fixed', 'validate/max', 'validate/fixed', 'echo/max', 'echo/fixed'],
+      );
+      // Sized to the app's cap on admission requests in flight, the load gets no 429 (counted apart) and no other
+      // refusal or error.
+      for (const w of r.webhook ?? [])
+        assert.ok(w.requestsPerSecond > 0 && w.errors + w.non2xx + w.tooMany === 0, JSON.stringify(w));
+      finite('memory: creation peak RSS', r.memory?.creation.peakRssMiB);
+      finite('memory: cached peak RSS', r.memory?.cached.peakRssMiB);
+      finite('memory: rollout peak RSS', r.memory?.rollout?.peakRssMiB);
+      assert.equal(r.memory?.trimmed, true);
+      // Two sizes, each with the full computation (create, steady, rollout) and the memo's two syncs.
+      assert.equal(r.planning?.length, 10);
+      for (const p of r.planning ?? []) finite(`planning ${p.nodes} ${p.scenario}`, p.medianMs);
+      assert.equal(r.scale?.error, undefined);
+      assert.deepEqual(
+        r.scale?.sides.map((x) => x.controller),
+        ['ours', 'native'],
+      );
+      for (const x of r.scale?.sides ?? []) {
+        assert.ok(x.expected > 0 && x.samples === x.expected && x.unexpected === 0, JSON.stringify(x));
+        for (const k of ['p50Ms', 'p99Ms', 'maxMs', 'rssIdleMiB', 'rssBurstPeakMiB'] as const)
+          finite(`scale ${x.controller} ${k}`, x[k]);
+      }
+      finite('our peak RSS in the scale part', r.scale?.sides[0]?.rssPeakMiB);
     },
   );
 });
