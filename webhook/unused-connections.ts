@@ -20,8 +20,8 @@ type ClientErrorListener = (err: NodeJS.ErrnoException, socket: Socket) => void;
 
 /**
  * Wraps the server's `clientError` listeners (Fastify's answer a client error with 408, 431 or 400 and close the
- * connection) so that a request timeout on a connection that has not received a byte is ignored. A server with
- * no listener of its own gets its connection closed, as Node would, on every other error.
+ * connection) so that a request timeout on a connection that has not received a byte is ignored. On a server with
+ * no listener of its own, every other error closes the connection (without the status line Node would write first).
  */
 export function leaveUnusedConnectionsIdle(server: EventEmitter): void {
   const listeners = server.listeners('clientError') as ClientErrorListener[];
