@@ -3,7 +3,7 @@
 // webhook until a manager started with --webhook-host registers its URL (controller/webhook-host.ts), or a test
 // registers one (e2e/lib/conversion.ts). Used by the e2e harness, the demo and the benchmarks.
 import { crdObject, type ConversionClientConfig, type CrdOptions } from '../../src/api/crd.ts';
-import { RESOURCE } from '../../src/api/constants.ts';
+import { API_VERSION, KIND, RESOURCE } from '../../src/api/constants.ts';
 import { until } from '../../src/testing/wait.ts';
 import { kubectl } from './cluster.ts';
 
@@ -45,7 +45,10 @@ export async function getCrd(kubeconfig: string): Promise<CrdJson> {
 
 /**
  * Waits until the CRD converts through a webhook at `url` (a manager's --webhook-host registration is done: until
- * then an object written in v1alpha1 would be stored without conversion).
+ * then an object written in v1alpha1 would be stored without conversion), and until the apiserver converts through
+ * it. The apiserver rebuilds a CRD's storage after it sees the CRD change, not with the write: for a moment after
+ * the new URL is in the CRD, it may still call the URL before it (a manager stopped since: "connection refused"). A
+ * server-side dry run of a v1alpha1 DaemonSet, converted to the stored version as a create is, passes once it does.
  */
 export async function waitConversionWebhook(kubeconfig: string, url: string, timeoutMs = 60_000): Promise<void> {
   await until(
@@ -57,4 +60,27 @@ export async function waitConversionWebhook(kubeconfig: string, url: string, tim
     },
     { timeoutMs, intervalMs: 200 },
   );
+  // A refusal is thrown, and `until` names the last one when it gives up.
+  await until(
+    `a dry-run create of a ${API_VERSION} DaemonSet converted through ${url}`,
+    async () => {
+      await kubectl(kubeconfig, ['create', '--dry-run=server', '-o', 'name', '-f', '-'], JSON.stringify(PROBE));
+      return true;
+    },
+    { timeoutMs, intervalMs: 200 },
+  );
 }
+
+/** The object of waitConversionWebhook's dry run: valid, never stored. */
+const PROBE = {
+  apiVersion: API_VERSION,
+  kind: KIND,
+  metadata: { name: 'conversion-probe', namespace: 'default' },
+  spec: {
+    selector: { matchLabels: { app: 'conversion-probe' } },
+    template: {
+      metadata: { labels: { app: 'conversion-probe' } },
+      spec: { containers: [{ name: 'probe', image: 'registry.example/probe:1' }] },
+    },
+  },
+};
