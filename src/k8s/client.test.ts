@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { FakeApiServer } from './testing/fake-apiserver.ts';
 import {
   ApiError,
+  DEFAULT_MAX_IN_FLIGHT,
   defaultUserAgent,
   isAlreadyExists,
   goJson,
@@ -10,6 +11,7 @@ import {
   isGone,
   isNotFound,
   KubeClient,
+  MAX_IDLE_CONNECTIONS,
   resourcePath,
   RequestThrottle,
   resources,
@@ -20,7 +22,7 @@ import {
   type WatchEvent,
 } from './client.ts';
 import type { KubeObject, Pod } from './types.ts';
-import { until } from '../testing/wait.ts';
+import { sleep, until } from '../testing/wait.ts';
 
 const pod = (name: string, labels: Record<string, string> = {}): Pod => ({
   apiVersion: 'v1',
@@ -418,6 +420,47 @@ describe('KubeClient against the fake apiserver', () => {
     ac.abort();
     await assert.rejects(watching, (err) => (err as Error).name === 'AbortError');
     one.close();
+  });
+
+  test('by default 32 requests in flight at most, and at most 16 of their connections kept alive afterwards', async (t) => {
+    const own = new FakeApiServer(); // a server of its own: no connection of another test's client counted
+    await own.start();
+    const burst = new KubeClient(own.restConfig(), { qps: 0 });
+    t.after(async () => {
+      burst.close();
+      await own.stop();
+    });
+    let inFlight = 0;
+    let most = 0;
+    const held: (() => void)[] = [];
+    own.hook = (r, res) => {
+      if (!r.path.endsWith('/pods/held')) return false;
+      most = Math.max(most, ++inFlight);
+      held.push(() => {
+        inFlight--;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(pod('held')));
+      });
+      return true;
+    };
+    const gets = Array.from({ length: 40 }, () => burst.get(resources.pods, { namespace: 'ns', name: 'held' }));
+    await until('the first requests held', () => held.length === DEFAULT_MAX_IN_FLIGHT, 5000);
+    await sleep(100);
+    assert.equal(held.length, DEFAULT_MAX_IN_FLIGHT, 'no request beyond the cap reached the server');
+    assert.equal(own.connectionCount, DEFAULT_MAX_IN_FLIGHT, 'a connection for each');
+    // Answered one at a time as they arrive, until all 40 are done.
+    for (let answered = 0; answered < 40; answered++) {
+      await until('a held request', () => held.length > 0, 5000);
+      held.shift()!();
+    }
+    await Promise.all(gets);
+    assert.equal(most, DEFAULT_MAX_IN_FLIGHT);
+    await until(
+      'idle connections beyond the kept ones closed',
+      () => own.connectionCount <= MAX_IDLE_CONNECTIONS,
+      5000,
+    );
+    assert.equal(own.connectionCount, MAX_IDLE_CONNECTIONS, 'the kept ones stay open for the next requests');
   });
 
   test('withScope: beforeWrite refuses writes before they are sent; reads pass; nested scopes combine', async () => {

@@ -585,13 +585,19 @@ const DEFAULT_QPS = 30;
 const DEFAULT_BURST = 50;
 /**
  * Requests in flight at most, by default. At 100 QPS a request that takes 20-50 ms keeps 2-5 in flight; only a
- * burst of tokens (the burst, 200 in the benchmark) fills 16. It was 64 connections: each costs about 50 KiB of TLS
- * state and buffers in the manager and stays open (kept alive) once made, and capping them at 16 took 4-6 MiB off the
- * manager's peak RSS with 1,000 nodes and pods (bench/README.md, section 6). client-go multiplexes its requests over
- * one HTTP/2 connection instead; over HTTP/1.1 it keeps at most 25 idle connections per host
+ * burst of tokens (the burst, 200 in the benchmark) fills them all. A slow apiserver needs more: by Little's law,
+ * 100 requests a second answered in 200 ms on average keep 20 in flight, and with 16 the controller's writes fell
+ * behind its rate (its last pod write at 1.23x of the floor where native's, as slow per write, came at 0.84x;
+ * bench/README.md, section 1b). 32 sustain the rate up to 320 ms per request. Each request holds a connection of
+ * its own (about 50 KiB of TLS state and buffers in the manager); it was 64 connections, all kept alive, and
+ * capping them took 4-6 MiB off the manager's peak with 1,000 nodes and pods (section 6). Connections idle beyond
+ * MAX_IDLE_CONNECTIONS are closed (`maxFreeSockets`), so what a burst opens does not stay. client-go multiplexes
+ * its requests over one HTTP/2 connection instead; over HTTP/1.1 it keeps at most 25 idle connections per host
  * (https://github.com/kubernetes/apimachinery/blob/master/pkg/util/net/http.go, SetTransportDefaults).
  */
-export const DEFAULT_MAX_IN_FLIGHT = 16;
+export const DEFAULT_MAX_IN_FLIGHT = 32;
+/** Idle connections to the apiserver kept alive at most (the agent's `maxFreeSockets`). */
+export const MAX_IDLE_CONNECTIONS = 16;
 
 interface Transport {
   agent: http.Agent;
@@ -1102,7 +1108,12 @@ function buildTransport(config: RestConfig): Transport {
   // a dead peer under an idle watch; 'lifo' keeps the pool small under bursty load. No maxSockets: the requests
   // in flight are bounded by the rate limiter (RequestThrottle, maxInFlight), which queues them by priority, and
   // the watches by the informers that start them.
-  const common = { keepAlive: true, keepAliveMsecs: 30_000, scheduling: 'lifo' as const };
+  const common = {
+    keepAlive: true,
+    keepAliveMsecs: 30_000,
+    scheduling: 'lifo' as const,
+    maxFreeSockets: MAX_IDLE_CONNECTIONS,
+  };
   const agent =
     base.protocol === 'https:'
       ? new https.Agent({

@@ -100,6 +100,11 @@ export class FakeApiServer {
     return this.watchers.size;
   }
 
+  /** Connections open to the server now. */
+  get connectionCount(): number {
+    return this.sockets.size;
+  }
+
   // --- test-side mutations ---------------------------------------------------------------------
 
   /** Creates or replaces an object directly (no conflict checks), emitting a watch event. */
