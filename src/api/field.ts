@@ -34,23 +34,54 @@ const TYPE_TEXT: Record<FieldErrorType, string> = {
   FieldValueTypeInvalid: 'Invalid value',
 };
 
-/** A field.Path built by chaining, e.g. `path('spec').child('template', 'spec').index(0).key('cpu')`. */
+/**
+ * A field.Path built by chaining, e.g. `path('spec').child('template', 'spec').index(0).key('cpu')`. As upstream's
+ * field.Path (a link to the parent and one name or subscript:
+ * https://github.com/kubernetes/kubernetes/blob/master/staging/src/k8s.io/apimachinery/pkg/util/validation/field/path.go),
+ * the text is built only when asked for: validation makes a path for every field it visits and needs the text only
+ * of a field in error, and building each one's text up front allocated more than the rest of a review's handling.
+ */
 export class FieldPath {
-  private constructor(private readonly text: string) {}
+  private text: string | undefined;
+  private constructor(
+    private readonly parent: FieldPath | undefined,
+    /** The root's name, a child's name, or a subscript (`[i]`, `[key]`) when `subscript` is true. */
+    private readonly segment: string | number,
+    private readonly subscript: boolean,
+  ) {
+    if (parent === undefined) this.text = String(segment);
+  }
   static root(name: string): FieldPath {
-    return new FieldPath(name);
+    return new FieldPath(undefined, name, false);
   }
   child(...names: string[]): FieldPath {
-    return new FieldPath([this.text, ...names].join('.'));
+    let p: FieldPath | undefined;
+    for (const name of names) p = new FieldPath(p ?? this, name, false);
+    return p ?? this;
   }
   index(i: number): FieldPath {
-    return new FieldPath(`${this.text}[${i}]`);
+    return new FieldPath(this, i, true);
   }
   key(k: string): FieldPath {
-    return new FieldPath(`${this.text}[${k}]`);
+    return new FieldPath(this, k, true);
   }
   toString(): string {
-    return this.text;
+    if (this.text !== undefined) return this.text;
+    // The links up to the nearest one whose text is known (the root's always is), then their text downwards.
+    const segments: FieldPath[] = [];
+    let known: FieldPath | undefined = this.parent;
+    segments.push(this);
+    while (known && known.text === undefined) {
+      segments.push(known);
+      known = known.parent;
+    }
+    let text = known?.text ?? '';
+    for (let i = segments.length - 1; i >= 0; i--) {
+      const s = segments[i] as FieldPath;
+      text = s.subscript ? `${text}[${s.segment}]` : `${text}.${s.segment}`;
+    }
+    this.text = text;
+    return text;
   }
 }
 

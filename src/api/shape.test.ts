@@ -1,4 +1,4 @@
-// The shape checks in front of defaulting and validation: nesting depth measured without recursion, JSON types of
+// The shape checks in front of defaulting and validation: nesting depth measured with bounded recursion, JSON types of
 // the schemaless pod template from core/v1's models, and the committed shape table kept up to date.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -53,7 +53,17 @@ describe('nestingError', () => {
     assert.ok(long.field.endsWith('...') && long.field.length <= 260, long.field);
   });
 
-  test('a million levels are measured without recursion', () => {
+  test('the first value past the limit is named, in the order of the keys', () => {
+    const err = nestingError({ shallow: nested(MAX_NESTING_DEPTH - 1), deep: nested(MAX_NESTING_DEPTH + 5, 'b') });
+    assert.equal(
+      err?.field,
+      `deep.${Array(MAX_NESTING_DEPTH - 1)
+        .fill('b')
+        .join('.')}`,
+    );
+  });
+
+  test('a million levels are measured in at most 100 levels of recursion', () => {
     const text = `${'{"a":['.repeat(1_000_000)}1${']}'.repeat(1_000_000)}`;
     const err = nestingError(JSON.parse(text));
     assert.ok(err);

@@ -17,51 +17,58 @@ export const MAX_NESTING_DEPTH = 100;
 /** Longest field path text put in a message: the path of a too-deep value is itself long. */
 const MAX_PATH_TEXT = 256;
 
-interface Frame {
-  value: object;
-  keys: string[] | undefined; // undefined for arrays
-  next: number;
-}
+/** A step of a field path: an object's key, or (a number) an array's index. */
+type Step = string | number;
 
-function pathText(frames: readonly Frame[], root: string): string {
+function pathText(steps: readonly Step[], root: string): string {
   let text = root;
-  for (const f of frames) {
-    const i = f.next - 1;
-    if (f.keys) text = text ? `${text}.${f.keys[i] ?? ''}` : (f.keys[i] ?? '');
-    else text += `[${i}]`;
+  for (const step of steps) {
+    if (typeof step === 'number') text += `[${step}]`;
+    else text = text ? `${text}.${step}` : step;
     if (text.length > MAX_PATH_TEXT) return `${text.slice(0, MAX_PATH_TEXT)}...`;
   }
   return text;
 }
 
 /**
- * Forbidden when `value` nests deeper than `max` levels, at the path of the first value past the limit. The
- * walk is iterative (an explicit stack), so a value nested 100,000 levels deep is measured without recursion.
+ * Forbidden when `value` nests deeper than `max` levels, at the path of the first value past the limit. The walk
+ * recurses at most `max` levels (a value nested 100,000 levels deep costs no deeper stack), and makes the path
+ * only for the error: it runs on every review, and allocates nothing for one within the limit.
  */
 export function nestingError(value: unknown, root = '', max = MAX_NESTING_DEPTH): FieldError | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
-  const frames: Frame[] = [{ value, keys: Array.isArray(value) ? undefined : Object.keys(value), next: 0 }];
-  while (frames.length > 0) {
-    const top = frames[frames.length - 1] as Frame;
-    const length = top.keys ? top.keys.length : (top.value as unknown[]).length;
-    if (top.next >= length) {
-      frames.pop();
-      continue;
+  const steps = tooDeep(value, 1, max);
+  if (!steps) return undefined;
+  return forbidden(
+    FieldPath.root(pathText(steps.reverse(), root)),
+    `must not be nested more than ${max} levels deep (the limit of this webhook; no Kubernetes object comes near it)`,
+  );
+}
+
+/** The steps, innermost first, to the first object or array below `value` (at `level`) that is past `max`. */
+function tooDeep(value: object, level: number, max: number): Step[] | undefined {
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const steps = stepsBelow(value[i], i, level, max);
+      if (steps) return steps;
     }
-    const i = top.next++;
-    const child: unknown = top.keys
-      ? (top.value as Record<string, unknown>)[top.keys[i] as string]
-      : (top.value as unknown[])[i];
-    if (typeof child !== 'object' || child === null) continue;
-    if (frames.length >= max) {
-      return forbidden(
-        FieldPath.root(pathText(frames, root)),
-        `must not be nested more than ${max} levels deep (the limit of this webhook; no Kubernetes object comes near it)`,
-      );
-    }
-    frames.push({ value: child, keys: Array.isArray(child) ? undefined : Object.keys(child), next: 0 });
+    return undefined;
+  }
+  // for-in over a parsed object reads V8's enumeration cache, where Object.keys would copy the keys.
+  for (const k in value) {
+    if (!Object.hasOwn(value, k)) continue;
+    const steps = stepsBelow((value as Record<string, unknown>)[k], k, level, max);
+    if (steps) return steps;
   }
   return undefined;
+}
+
+/** tooDeep of a child at `step` of a value at `level`: [step] when the child itself is past `max`. */
+function stepsBelow(child: unknown, step: Step, level: number, max: number): Step[] | undefined {
+  if (typeof child !== 'object' || child === null) return undefined;
+  const steps = level >= max ? [] : tooDeep(child, level + 1, max);
+  steps?.push(step);
+  return steps;
 }
 
 /** The JSON type name kube-openapi reports for a value. */
@@ -111,58 +118,84 @@ function wantedType(kind: string): string {
 const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
 
+/**
+ * What is wrong with `v` (not null) for a scalar `kind`: nothing (undefined), its JSON type, or (an integer) its
+ * range; 'walk' for a list, map or object kind, whose parts checkKind walks.
+ */
+function scalarFault(v: unknown, kind: string): 'type' | 'range' | 'walk' | undefined {
+  switch (kind) {
+    case 'any':
+      return undefined;
+    case 'string':
+    case 'date':
+      return typeof v === 'string' ? undefined : 'type';
+    case 'boolean':
+      return typeof v === 'boolean' ? undefined : 'type';
+    case 'number':
+    case 'quantity':
+      if (typeof v === 'number') return Number.isFinite(v) ? undefined : 'type';
+      return kind === 'quantity' && typeof v === 'string' ? undefined : 'type';
+    case 'intOrString':
+    case 'int32':
+    case 'int64':
+      if (typeof v === 'string' && kind === 'intOrString') return undefined;
+      if (typeof v !== 'number' || !Number.isInteger(v)) return 'type';
+      return (kind === 'int64' ? Number.isSafeInteger(v) : v >= INT32_MIN && v <= INT32_MAX) ? undefined : 'range';
+    default:
+      return 'walk';
+  }
+}
+
+/** The element kind of a list (`[T]`) or map (`{T}`) kind, one string per kind of the table. */
+const innerKinds = new Map<string, string>();
+function innerKind(kind: string): string {
+  let inner = innerKinds.get(kind);
+  if (inner === undefined) innerKinds.set(kind, (inner = kind.slice(1, -1)));
+  return inner;
+}
+
 /** Errors of `v` against `kind` (see pod-shapes.generated.ts). null is Go's zero value: fine for a field. */
 function checkKind(v: unknown, kind: string, p: FieldPath, errs: FieldError[]): void {
   if (v === null || v === undefined) return;
-  const want = wantedType(kind);
-  if (kind.startsWith('[') || kind.startsWith('{')) {
-    const inner = kind.slice(1, -1);
-    if (kind.startsWith('[')) {
-      if (!Array.isArray(v)) return void errs.push(wrongType(p, v, want));
-      // A null element is no value of the list's type: refused, where Go would decode a zero value.
-      v.forEach((x, i) =>
-        x === null ? errs.push(wrongType(p.index(i), x, wantedType(inner))) : checkKind(x, inner, p.index(i), errs),
-      );
-    } else {
-      if (!isPlainObject(v)) return void errs.push(wrongType(p, v, want));
-      for (const k of Object.keys(v)) {
-        const x = v[k];
-        if (x === null) errs.push(wrongType(p.key(k), x, wantedType(inner)));
-        else checkKind(x, inner, p.key(k), errs);
-      }
+  const fault = scalarFault(v, kind);
+  if (fault === 'type') return void errs.push(wrongType(p, v, wantedType(kind)));
+  if (fault === 'range') {
+    const format = kind === 'int64' ? 'int64' : 'int32';
+    return void errs.push(invalid(p, v, `${p.toString()} in body must be of type ${format}: "${String(v)}"`));
+  }
+  if (fault === undefined) return;
+  if (kind.startsWith('[')) {
+    if (!Array.isArray(v)) return void errs.push(wrongType(p, v, 'array'));
+    const inner = innerKind(kind);
+    // A null element is no value of the list's type: refused, where Go would decode a zero value.
+    for (let i = 0; i < v.length; i++) {
+      const x: unknown = v[i];
+      if (x === null) errs.push(wrongType(p.index(i), x, wantedType(inner)));
+      else if (scalarFault(x, inner) !== undefined) checkKind(x, inner, p.index(i), errs);
     }
     return;
   }
-  switch (kind) {
-    case 'any':
-      return;
-    case 'string':
-    case 'date':
-    case 'boolean':
-      if (typeof v !== want) errs.push(wrongType(p, v, want));
-      return;
-    case 'number':
-    case 'quantity':
-      if (typeof v === 'number' && !Number.isFinite(v)) errs.push(wrongType(p, v, want));
-      else if (typeof v !== 'number' && (kind === 'number' || typeof v !== 'string')) errs.push(wrongType(p, v, want));
-      return;
-    case 'int32':
-    case 'int64':
-    case 'intOrString':
-      if (typeof v === 'string' && kind === 'intOrString') return;
-      if (typeof v !== 'number' || !Number.isInteger(v)) return void errs.push(wrongType(p, v, want));
-      if (kind === 'int64' ? !Number.isSafeInteger(v) : v < INT32_MIN || v > INT32_MAX) {
-        const format = kind === 'int64' ? 'int64' : 'int32';
-        errs.push(invalid(p, v, `${p.toString()} in body must be of type ${format}: "${String(v)}"`));
-      }
-      return;
+  if (!isPlainObject(v)) return void errs.push(wrongType(p, v, wantedType(kind)));
+  if (kind.startsWith('{')) {
+    const inner = innerKind(kind);
+    for (const k in v) {
+      if (!Object.hasOwn(v, k)) continue;
+      const x = v[k];
+      if (x === null) errs.push(wrongType(p.key(k), x, wantedType(inner)));
+      else if (scalarFault(x, inner) !== undefined) checkKind(x, inner, p.key(k), errs);
+    }
+    return;
   }
   const fields = POD_SHAPES[kind];
-  if (!isPlainObject(v)) return void errs.push(wrongType(p, v, want));
   if (!fields) return;
-  // Own keys only: a `__proto__` or `constructor` key is an unknown field like any other.
-  for (const k of Object.keys(v)) {
-    if (Object.hasOwn(fields, k)) checkKind(v[k], fields[k] as string, p.child(k), errs);
+  // Own keys only: a `__proto__` or `constructor` key is an unknown field like any other. A field's path is made
+  // only to report it or to walk into it: most are scalars that fit.
+  for (const k in v) {
+    if (!Object.hasOwn(v, k) || !Object.hasOwn(fields, k)) continue;
+    const x = v[k];
+    const fieldKind = fields[k] as string;
+    if (x !== null && x !== undefined && scalarFault(x, fieldKind) !== undefined)
+      checkKind(x, fieldKind, p.child(k), errs);
   }
 }
 
