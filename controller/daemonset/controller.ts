@@ -388,7 +388,7 @@ export class DaemonSetController {
 
     const inNamespace = (p: Pod) => p.metadata.namespace === namespace;
     const imagePullPods = this.pods.store.byIndex(IMAGE_PULL_INDEX, ds.metadata.uid ?? '').filter(inNamespace);
-    const pods = await this.claim(ds, this.podsToClaim(ds).filter(inNamespace), resources.pods, log);
+    const pods = await this.claim(ds, this.podsToClaim(ds), resources.pods, log);
     const allRevisions = this.revisions.store.byIndex('namespace', namespace);
     const revisions = await this.claim(ds, allRevisions, resources.controllerRevisions, log);
     const ownedNames = new Set(revisions.map((r) => r.metadata.name));
@@ -447,11 +447,16 @@ export class DaemonSetController {
    * bench/README.md section 7).
    */
   private podsToClaim(ds: DaemonSet): Pod[] {
-    const own = this.pods.store.byIndex(CONTROLLER_INDEX, ds.metadata.uid ?? '');
-    const orphans = ds.metadata.deletionTimestamp
-      ? []
-      : this.pods.store.byIndex(CONTROLLER_INDEX, orphanIndexValue(ds.metadata.namespace ?? ''));
-    return [...own, ...orphans].filter((p) => !isImagePullPod(p));
+    const namespace = ds.metadata.namespace ?? '';
+    const pods: Pod[] = [];
+    // One array per sync (its pods are walked on every sync): the index's, and the orphans, filtered as they come.
+    const add = (p: Pod) => {
+      if (p.metadata.namespace === namespace && !isImagePullPod(p)) pods.push(p);
+    };
+    this.pods.store.forEachInIndex(CONTROLLER_INDEX, ds.metadata.uid ?? '', add);
+    if (!ds.metadata.deletionTimestamp)
+      this.pods.store.forEachInIndex(CONTROLLER_INDEX, orphanIndexValue(namespace), add);
+    return pods;
   }
 
   /** Adopts matching orphans and releases owned objects that stopped matching (upstream ClaimPods). */
@@ -488,7 +493,8 @@ export class DaemonSetController {
         }
       }),
     );
-    return [...owned, ...adopted.filter((o): o is Awaited<T> => o !== undefined)] as T[];
+    for (const o of adopted) if (o !== undefined) owned.push(o);
+    return owned;
   }
 
   /**

@@ -113,7 +113,11 @@ export class SyncExecutor {
 
   /** Whether our KruisePodReady patch right after this pod's create is in flight, or newer than this cached copy. */
   awaitingReadinessWrite(pod: Pod): boolean {
-    return this.readinessInFlight.has(objectKey(pod)) || !this.o.readinessWrites.isSatisfied(pod).satisfied;
+    // Asked for every pod of every sync: the key is made only while some patch is in flight.
+    return (
+      (this.readinessInFlight.size > 0 && this.readinessInFlight.has(objectKey(pod))) ||
+      !this.o.readinessWrites.isSatisfied(pod).satisfied
+    );
   }
 
   /** Resolves when the KruisePodReady patches in flight now have been answered (tests; they never reject). */

@@ -152,6 +152,9 @@ const metaOf = (obj: Versioned): Pick<ObjectMeta, 'uid' | 'resourceVersion'> =>
     ? (obj.metadata as Pick<ObjectMeta, 'uid' | 'resourceVersion'>)
     : (obj as Pick<ObjectMeta, 'uid' | 'resourceVersion'>);
 
+/** The common answer, one object for all: a sync asks for every pod it plans. */
+const SATISFIED = Object.freeze({ satisfied: true, unsatisfiedForMs: 0, timedOut: false });
+
 /**
  * After we write an object (e.g. patch a pod), do not act on a cached copy older than what we
  * wrote: Kruise's ResourceVersionExpectation, keyed by UID. Call expect() with the object the
@@ -190,14 +193,14 @@ export class ResourceVersionExpectations {
    * answer is `satisfied: true, timedOut: true` (Kruise logs and carries on at that point).
    * The caller should requeue after `ttlMs - unsatisfiedForMs` at the latest.
    */
-  isSatisfied(obj: Versioned): { satisfied: boolean; unsatisfiedForMs: number; timedOut: boolean } {
+  isSatisfied(obj: Versioned): Readonly<{ satisfied: boolean; unsatisfiedForMs: number; timedOut: boolean }> {
     const { uid, resourceVersion } = metaOf(obj);
-    if (!uid) return { satisfied: true, unsatisfiedForMs: 0, timedOut: false };
+    if (!uid) return SATISFIED;
     const existing = this.versions.get(uid);
-    if (!existing) return { satisfied: true, unsatisfiedForMs: 0, timedOut: false };
+    if (!existing) return SATISFIED;
     if (isResourceVersionNewer(existing.resourceVersion, resourceVersion)) {
       this.versions.delete(uid);
-      return { satisfied: true, unsatisfiedForMs: 0, timedOut: false };
+      return SATISFIED;
     }
     const unsatisfiedForMs = this.clock() - existing.since;
     if (unsatisfiedForMs >= this.ttlMs) {

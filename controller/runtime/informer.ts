@@ -131,19 +131,30 @@ export class Indexer<T extends KubeObject> {
 
   /** Objects whose index `indexName` includes `value`. */
   byIndex(indexName: string, value: string): T[] {
-    const keys = this.indexKeys(indexName, value);
     const out: T[] = [];
-    for (const key of keys) {
-      const obj = this.items.get(key);
-      if (obj) out.push(obj);
-    }
+    this.forEachInIndex(indexName, value, (obj) => out.push(obj));
     return out;
   }
 
+  /** byIndex without the array: `fn` for each object whose index `indexName` includes `value`. */
+  forEachInIndex(indexName: string, value: string, fn: (obj: T) => void): void {
+    // Set.forEach: a for-of over the set allocates an iterator result per key where it is not optimized.
+    this.indexSet(indexName)
+      .get(value)
+      ?.forEach((key) => {
+        const obj = this.items.get(key);
+        if (obj) fn(obj);
+      });
+  }
+
   indexKeys(indexName: string, value: string): string[] {
+    return [...(this.indexSet(indexName).get(value) ?? [])];
+  }
+
+  private indexSet(indexName: string): Map<string, Set<string>> {
     const index = this.indices.get(indexName);
     if (!index) throw new Error(`index ${indexName} does not exist`);
-    return [...(index.get(value) ?? [])];
+    return index;
   }
 
   /** All values of an index. */

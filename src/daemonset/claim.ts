@@ -24,8 +24,9 @@ export interface ClaimResult<T> {
 export function claimObjects<T extends KubeObject>(ds: DaemonSet, objects: readonly T[]): ClaimResult<T> {
   const uid = ds.metadata.uid ?? '';
   const selector = ds.spec.selector;
-  const match = (o: T) =>
-    !!selector && !isEmptyLabelSelector(selector) && labelSelectorMatches(selector, o.metadata.labels);
+  // Whether the selector selects anything, once: claimObjects walks every pod of the DaemonSet on each sync.
+  const selects = !!selector && !isEmptyLabelSelector(selector);
+  const match = (o: T) => selects && labelSelectorMatches(selector, o.metadata.labels);
   const dsDeleting = !!ds.metadata.deletionTimestamp;
   const out: ClaimResult<T> = { owned: [], adopt: [], release: [] };
   for (const o of objects) {

@@ -9,24 +9,30 @@ export type Labels = Readonly<Record<string, string>> | undefined;
  */
 export function labelSelectorErrors(selector: LabelSelector | null | undefined): string[] {
   const errs: string[] = [];
-  for (const [i, r] of (selector?.matchExpressions ?? []).entries()) {
-    const values = r.values ?? [];
-    switch (r.operator) {
-      case 'In':
-      case 'NotIn':
-        if (values.length === 0)
-          errs.push(`matchExpressions[${i}]: values: must be specified when operator is ${r.operator}`);
-        break;
-      case 'Exists':
-      case 'DoesNotExist':
-        if (values.length > 0)
-          errs.push(`matchExpressions[${i}]: values: may not be specified when operator is ${r.operator}`);
-        break;
-      default:
-        errs.push(`matchExpressions[${i}]: operator: unsupported "${String((r as { operator: unknown }).operator)}"`);
-    }
-  }
+  (selector?.matchExpressions ?? []).forEach((r, i) => {
+    const err = requirementError(r, i);
+    if (err !== undefined) errs.push(err);
+  });
   return errs;
+}
+
+/** Why the requirement at matchExpressions[i] is invalid, or undefined (its message made only then). */
+function requirementError(r: LabelSelectorRequirement, i: number): string | undefined {
+  const values = r.values?.length ?? 0;
+  switch (r.operator) {
+    case 'In':
+    case 'NotIn':
+      return values === 0
+        ? `matchExpressions[${i}]: values: must be specified when operator is ${r.operator}`
+        : undefined;
+    case 'Exists':
+    case 'DoesNotExist':
+      return values > 0
+        ? `matchExpressions[${i}]: values: may not be specified when operator is ${r.operator}`
+        : undefined;
+    default:
+      return `matchExpressions[${i}]: operator: unsupported "${String((r as { operator: unknown }).operator)}"`;
+  }
 }
 
 /** True for a selector with no matchLabels and no matchExpressions (`{}`): it selects everything. */
@@ -58,9 +64,18 @@ function requirementMatches(r: LabelSelectorRequirement, labels: Labels): boolea
  */
 export function labelSelectorMatches(selector: LabelSelector | null | undefined, labels: Labels): boolean {
   if (!selector) return false;
-  if (labelSelectorErrors(selector).length > 0) return false;
-  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) {
-    if (labels === undefined || !Object.hasOwn(labels, k) || labels[k] !== v) return false;
-  }
-  return (selector.matchExpressions ?? []).every((r) => requirementMatches(r, labels));
+  // Called for every pod of a sync (claimObjects) and every node: it allocates nothing for a valid selector.
+  const { matchLabels, matchExpressions } = selector;
+  if (matchExpressions)
+    for (let i = 0; i < matchExpressions.length; i++)
+      if (requirementError(matchExpressions[i] as LabelSelectorRequirement, i) !== undefined) return false;
+  if (matchLabels)
+    for (const k in matchLabels)
+      if (
+        Object.hasOwn(matchLabels, k) &&
+        (labels === undefined || !Object.hasOwn(labels, k) || labels[k] !== matchLabels[k])
+      )
+        return false;
+  if (matchExpressions) for (const r of matchExpressions) if (!requirementMatches(r, labels)) return false;
+  return true;
 }
