@@ -147,10 +147,6 @@ export class Indexer<T extends KubeObject> {
       });
   }
 
-  indexKeys(indexName: string, value: string): string[] {
-    return [...(this.indexSet(indexName).get(value) ?? [])];
-  }
-
   private indexSet(indexName: string): Map<string, Set<string>> {
     const index = this.indices.get(indexName);
     if (!index) throw new Error(`index ${indexName} does not exist`);

@@ -154,10 +154,17 @@ function innerKind(kind: string): string {
   return inner;
 }
 
-/** Errors of `v` against `kind` (see pod-shapes.generated.ts). null is Go's zero value: fine for a field. */
-function checkKind(v: unknown, kind: string, p: FieldPath, errs: FieldError[]): void {
-  if (v === null || v === undefined) return;
-  const fault = scalarFault(v, kind);
+/**
+ * Errors of `v` against `kind` (see pod-shapes.generated.ts). null is Go's zero value: fine for a field. `fault` is
+ * scalarFault(v, kind) when the caller has it already (it asks before making the path of a part).
+ */
+function checkKind(
+  v: unknown,
+  kind: string,
+  p: FieldPath,
+  errs: FieldError[],
+  fault = v === null || v === undefined ? undefined : scalarFault(v, kind),
+): void {
   if (fault === 'type') return void errs.push(wrongType(p, v, wantedType(kind)));
   if (fault === 'range') {
     const format = kind === 'int64' ? 'int64' : 'int32';
@@ -165,13 +172,16 @@ function checkKind(v: unknown, kind: string, p: FieldPath, errs: FieldError[]): 
   }
   if (fault === undefined) return;
   if (kind.startsWith('[')) {
-    if (!Array.isArray(v)) return void errs.push(wrongType(p, v, 'array'));
+    if (!Array.isArray(v)) return void errs.push(wrongType(p, v, wantedType(kind)));
     const inner = innerKind(kind);
     // A null element is no value of the list's type: refused, where Go would decode a zero value.
     for (let i = 0; i < v.length; i++) {
       const x: unknown = v[i];
       if (x === null) errs.push(wrongType(p.index(i), x, wantedType(inner)));
-      else if (scalarFault(x, inner) !== undefined) checkKind(x, inner, p.index(i), errs);
+      else {
+        const f = scalarFault(x, inner);
+        if (f !== undefined) checkKind(x, inner, p.index(i), errs, f);
+      }
     }
     return;
   }
@@ -182,7 +192,10 @@ function checkKind(v: unknown, kind: string, p: FieldPath, errs: FieldError[]): 
       if (!Object.hasOwn(v, k)) continue;
       const x = v[k];
       if (x === null) errs.push(wrongType(p.key(k), x, wantedType(inner)));
-      else if (scalarFault(x, inner) !== undefined) checkKind(x, inner, p.key(k), errs);
+      else {
+        const f = scalarFault(x, inner);
+        if (f !== undefined) checkKind(x, inner, p.key(k), errs, f);
+      }
     }
     return;
   }
@@ -194,8 +207,9 @@ function checkKind(v: unknown, kind: string, p: FieldPath, errs: FieldError[]): 
     if (!Object.hasOwn(v, k) || !Object.hasOwn(fields, k)) continue;
     const x = v[k];
     const fieldKind = fields[k] as string;
-    if (x !== null && x !== undefined && scalarFault(x, fieldKind) !== undefined)
-      checkKind(x, fieldKind, p.child(k), errs);
+    if (x === null || x === undefined) continue;
+    const f = scalarFault(x, fieldKind);
+    if (f !== undefined) checkKind(x, fieldKind, p.child(k), errs, f);
   }
 }
 

@@ -65,17 +65,19 @@ function requirementMatches(r: LabelSelectorRequirement, labels: Labels): boolea
 export function labelSelectorMatches(selector: LabelSelector | null | undefined, labels: Labels): boolean {
   if (!selector) return false;
   // Called for every pod of a sync (claimObjects) and every node: it allocates nothing for a valid selector.
+  // An invalid requirement and an unmet one both make it false, so one pass checks both.
   const { matchLabels, matchExpressions } = selector;
-  if (matchExpressions)
-    for (let i = 0; i < matchExpressions.length; i++)
-      if (requirementError(matchExpressions[i] as LabelSelectorRequirement, i) !== undefined) return false;
-  if (matchLabels)
-    for (const k in matchLabels)
-      if (
-        Object.hasOwn(matchLabels, k) &&
-        (labels === undefined || !Object.hasOwn(labels, k) || labels[k] !== matchLabels[k])
-      )
-        return false;
-  if (matchExpressions) for (const r of matchExpressions) if (!requirementMatches(r, labels)) return false;
+  if (matchLabels) {
+    for (const k in matchLabels) {
+      if (!Object.hasOwn(matchLabels, k)) continue;
+      if (labels === undefined || !Object.hasOwn(labels, k) || labels[k] !== matchLabels[k]) return false;
+    }
+  }
+  if (matchExpressions) {
+    for (let i = 0; i < matchExpressions.length; i++) {
+      const r = matchExpressions[i] as LabelSelectorRequirement;
+      if (requirementError(r, i) !== undefined || !requirementMatches(r, labels)) return false;
+    }
+  }
   return true;
 }
