@@ -367,6 +367,33 @@ describe('KubeClient against the fake apiserver', () => {
     server.goneMode = 'event';
   });
 
+  test('watch: events split across writes arrive whole; a line that is not JSON ends the watch with a TransportError', async () => {
+    const first = JSON.stringify({ type: 'ADDED', object: pod('wé') });
+    const second = JSON.stringify({ type: 'MODIFIED', object: pod('wé') });
+    server.hook = (r, res) => {
+      if (r.query.get('watch') !== 'true') return false;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const bytes = Buffer.from(`${first}\n${second}\n{"type":"ADDED","object":\n`);
+      // Cut inside the first event's "é" (two bytes in UTF-8) and inside the second event.
+      const cutA = bytes.indexOf('é') + 1;
+      const cutB = bytes.length - 40;
+      res.write(bytes.subarray(0, cutA));
+      setTimeout(() => res.write(bytes.subarray(cutA, cutB)), 20);
+      setTimeout(() => res.write(bytes.subarray(cutB)), 40);
+      return true;
+    };
+    const events: WatchEvent<KubeObject>[] = [];
+    await assert.rejects(
+      client.watch(resources.pods, { namespace: 'ns' }, (e) => events.push(e)),
+      (err) => {
+        assert.ok(err instanceof TransportError, String(err));
+        return true;
+      },
+    );
+    server.hook = undefined;
+    assert.deepEqual(events, [JSON.parse(first), JSON.parse(second)]);
+  });
+
   test('a refused connection is a TransportError naming the request', async () => {
     const dead = new FakeApiServer();
     await dead.start();

@@ -18,7 +18,7 @@ import tls from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pkg from '../../package.json' with { type: 'json' };
 import type { LoadedKubeConfig } from './kubeconfig.ts';
-import { ListItemDecoder } from './list-stream.ts';
+import { JsonLinesDecoder, ListItemDecoder } from './list-stream.ts';
 import type { KubeObject, ObjectMeta } from './types.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -879,33 +879,23 @@ export class KubeClient {
             .catch((err: unknown) => finish(new TransportError('watch', path, err)));
           return;
         }
-        res.setEncoding('utf8');
-        let buffered = '';
+        const lines = new JsonLinesDecoder();
         let ended = false;
-        res.on('data', (chunk: string) => {
+        res.on('data', (chunk: Buffer) => {
           if (settled) return;
           opts.onActivity?.();
-          buffered += chunk;
-          let nl: number;
-          while ((nl = buffered.indexOf('\n')) >= 0) {
-            const line = buffered.slice(0, nl).trim();
-            buffered = buffered.slice(nl + 1);
-            if (!line) continue;
-            let event: WatchEvent<T>;
-            try {
-              event = JSON.parse(line) as WatchEvent<T>;
-            } catch (err) {
-              // A torn or corrupt stream: client-go ends the watch on a decode error too.
-              finish(new TransportError('watch', path, err));
-              return;
-            }
-            try {
-              onEvent(event);
-            } catch (err) {
-              finish(err);
-              return;
-            }
-            if (settled) return;
+          try {
+            lines.write(chunk, (event) => {
+              try {
+                onEvent(event as WatchEvent<T>);
+              } catch (err) {
+                finish(err);
+              }
+              return !settled;
+            });
+          } catch (err) {
+            // A torn or corrupt stream: client-go ends the watch on a decode error too.
+            finish(new TransportError('watch', path, err));
           }
         });
         res.on('end', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { ListDecodeError, ListItemDecoder } from './list-stream.ts';
+import { JsonLinesDecoder, ListDecodeError, ListItemDecoder } from './list-stream.ts';
 
 /** Decodes `body` fed in the chunks that `cuts` (byte offsets) make. */
 function decode(body: Buffer, cuts: number[] = []): { rest: Record<string, unknown>; items: unknown[] } {
@@ -119,6 +119,68 @@ describe('ListItemDecoder', () => {
         const cuts = rawCuts.map((c) => c % (body.length + 1));
         // JSON.parse(JSON.stringify(x)) is the reference: -0 becomes 0, and so on.
         assert.deepEqual(decode(body, cuts), expected(body.toString('utf8')));
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+/** The values of a watch body fed in the chunks that `cuts` (byte offsets) make; `stopAfter` values at most. */
+function decodeLines(body: Buffer, cuts: number[] = [], stopAfter = Infinity): unknown[] {
+  const values: unknown[] = [];
+  const d = new JsonLinesDecoder();
+  let from = 0;
+  for (const cut of [...cuts, body.length].sort((a, b) => a - b)) {
+    d.write(body.subarray(from, cut), (v) => {
+      values.push(v);
+      return values.length < stopAfter;
+    });
+    from = cut;
+  }
+  return values;
+}
+
+describe('JsonLinesDecoder', () => {
+  const events = [
+    { type: 'ADDED', object: { metadata: { name: 'pod-ä', labels: { app: '日本' } } } },
+    { type: 'MODIFIED', object: { metadata: { name: 'pod-b', annotations: { note: 'a\nb "c" \\ 😀' } } } },
+    { type: 'BOOKMARK', object: { metadata: { resourceVersion: '12' } } },
+  ];
+  const body = Buffer.from(events.map((e) => JSON.stringify(e)).join('\n') + '\n');
+
+  test('every event, whatever byte the chunks are cut at (inside a multi-byte character too)', () => {
+    assert.deepEqual(decodeLines(body), events);
+    for (let cut = 0; cut <= body.length; cut++) assert.deepEqual(decodeLines(body, [cut]), events, `cut at ${cut}`);
+    const everyByte = Array.from({ length: body.length }, (_, i) => i);
+    assert.deepEqual(decodeLines(body, everyByte), events);
+  });
+
+  test('blank lines and CRLF are skipped; a line not ended waits for its newline', () => {
+    const text = `\n  \r\n${JSON.stringify(events[0])}\r\n\n${JSON.stringify(events[1])}\n${JSON.stringify(events[2])}`;
+    assert.deepEqual(decodeLines(Buffer.from(text)), events.slice(0, 2));
+    assert.deepEqual(decodeLines(Buffer.from(text + '\n'), [3, 40]), events);
+  });
+
+  test('a line that is not JSON throws; returning false stops before the next line is parsed', () => {
+    assert.throws(() => decodeLines(Buffer.from('{"type":"ADDED"}\n{"type":\n')), SyntaxError);
+    // The second line would throw: the decoder never gets to it.
+    assert.deepEqual(decodeLines(Buffer.from('{"type":"ADDED"}\n{"type":\n'), [], 1), [{ type: 'ADDED' }]);
+  });
+
+  test('any events in any chunks decode as JSON.parse of each line does', () => {
+    const value = fc.jsonValue({ maxDepth: 3 });
+    fc.assert(
+      fc.property(fc.array(value, { maxLength: 6 }), fc.array(fc.nat(), { maxLength: 8 }), (values, rawCuts) => {
+        const text = values.map((v) => JSON.stringify(v) + '\n').join('');
+        const body = Buffer.from(text);
+        const cuts = rawCuts.map((c) => c % (body.length + 1));
+        assert.deepEqual(
+          decodeLines(body, cuts),
+          text
+            .split('\n')
+            .filter((l) => l.trim() !== '')
+            .map((l) => JSON.parse(l) as unknown),
+        );
       }),
       { numRuns: 200 },
     );
