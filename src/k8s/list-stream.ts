@@ -207,11 +207,12 @@ export class ListItemDecoder {
 
 /**
  * Splits a watch response (one JSON event per line, https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes)
- * into its events from the body's bytes. Each event is decoded from its own bytes once; the usual way, a string
- * decoder and a growing text buffer (setEncoding, `+=`, `indexOf`, `slice`), made a string of every chunk and
- * copied the buffered text again whenever it was searched, which through a rollout of 1,000 pods was a quarter of
- * what the manager allocated (bench/README.md, section 6). Line-splitting libraries on npm work on strings the same
- * way, hence this. UTF-8 needs no care: a newline byte is never part of a multi-byte sequence.
+ * into its events from the body's bytes. Decoding events is about a quarter of what the manager allocates through
+ * a rollout (bench/README.md, section 6). The usual way, a string decoder and a growing text buffer (setEncoding,
+ * `+=`, `indexOf`, `slice`), adds to each event's text a string of every chunk and a copy of the buffered text each
+ * time it is searched; here each event's text is made once, from its own bytes. Line-splitting libraries on npm
+ * work on strings the same way, hence this. UTF-8 needs no care: a newline byte is never part of a multi-byte
+ * sequence.
  */
 export class JsonLinesDecoder {
   /** Bytes of the line not yet ended (it may span chunks). */
