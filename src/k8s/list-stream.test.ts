@@ -3,16 +3,20 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { JsonLinesDecoder, ListDecodeError, ListItemDecoder } from './list-stream.ts';
 
+/** Hands `body` to `write` in the chunks that `cuts` (byte offsets, any order) make. */
+function feed(body: Buffer, cuts: number[], write: (chunk: Buffer) => void): void {
+  let from = 0;
+  for (const cut of [...cuts, body.length].sort((a, b) => a - b)) {
+    write(body.subarray(from, cut));
+    from = cut;
+  }
+}
+
 /** Decodes `body` fed in the chunks that `cuts` (byte offsets) make. */
 function decode(body: Buffer, cuts: number[] = []): { rest: Record<string, unknown>; items: unknown[] } {
   const items: unknown[] = [];
   const d = new ListItemDecoder((item) => items.push(item));
-  let from = 0;
-  for (const cut of [...cuts].sort((a, b) => a - b)) {
-    d.write(body.subarray(from, cut));
-    from = cut;
-  }
-  d.write(body.subarray(from));
+  feed(body, cuts, (chunk) => d.write(chunk));
   const rest = d.end();
   assert.equal(d.count, items.length);
   return { rest, items };
@@ -129,14 +133,12 @@ describe('ListItemDecoder', () => {
 function decodeLines(body: Buffer, cuts: number[] = [], stopAfter = Infinity): unknown[] {
   const values: unknown[] = [];
   const d = new JsonLinesDecoder();
-  let from = 0;
-  for (const cut of [...cuts, body.length].sort((a, b) => a - b)) {
-    d.write(body.subarray(from, cut), (v) => {
+  feed(body, cuts, (chunk) =>
+    d.write(chunk, (v) => {
       values.push(v);
       return values.length < stopAfter;
-    });
-    from = cut;
-  }
+    }),
+  );
   return values;
 }
 
