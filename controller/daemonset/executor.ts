@@ -485,11 +485,14 @@ export class SyncExecutor {
     const patch = kruisePodReadyPatch(pod, Date.now());
     if (!patch) return;
     const podKey = objectKey(pod);
+    // Only the name goes into the closure below, so the created pod (the whole decoded answer, managedFields and all)
+    // is not kept for as long as the patch is in flight.
+    const name = pod.metadata.name ?? '';
     const sent = (async () => {
       try {
         const patched = await this.client.patch<Pod>(
           resources.pods,
-          { namespace, name: pod.metadata.name ?? '' },
+          { namespace, name },
           patch,
           // Ahead of the create batch's queued creates (RequestThrottle), so it reaches the pod before the kubelet
           // starts it and the kubelet writes the pod's status once, Ready, instead of twice.
@@ -499,8 +502,7 @@ export class SyncExecutor {
       } catch (err) {
         // Gone, or this replica stopped leading (the request aborted, or refused by the write fence): nothing to say.
         const stopped = this.o.workSignal()?.aborted || isAbortError(err) || err instanceof WriteRefusedError;
-        if (ignoreNotFound(err) && !stopped)
-          log.warn({ pod: pod.metadata.name, err: message(err) }, 'could not set KruisePodReady');
+        if (ignoreNotFound(err) && !stopped) log.warn({ pod: name, err: message(err) }, 'could not set KruisePodReady');
       } finally {
         this.readinessInFlight.delete(podKey);
       }

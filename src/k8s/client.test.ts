@@ -1,10 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import { FakeApiServer } from './testing/fake-apiserver.ts';
 import {
   ApiError,
   DEFAULT_MAX_IN_FLIGHT,
   defaultUserAgent,
+  followSignals,
   isAlreadyExists,
   goJson,
   isConflict,
@@ -139,6 +141,46 @@ describe('RequestThrottle', () => {
     assert.equal(bucket.tryAccept(), true);
     await assert.rejects(throttle.wait('high', ac.signal), (err) => err === reason, 'aborted before: not queued');
     assert.equal(throttle.waiting(), 0);
+  });
+});
+
+describe('followSignals', () => {
+  test("aborts with the first source's reason, and stops following the others", () => {
+    const a = new AbortController();
+    const b = new AbortController();
+    const { signal } = followSignals([a.signal, b.signal]);
+    assert.equal(getEventListeners(a.signal, 'abort').length, 1);
+    b.abort(new Error('b ended'));
+    assert.equal(signal.aborted, true);
+    assert.equal((signal.reason as Error).message, 'b ended');
+    assert.equal(getEventListeners(a.signal, 'abort').length, 0, 'nothing left on the source that did not abort');
+  });
+
+  test('a source aborted already: aborted at once, with its reason, nothing attached', () => {
+    const a = new AbortController();
+    const b = new AbortController();
+    b.abort(new Error('gone before'));
+    const { signal } = followSignals([a.signal, b.signal], 60_000);
+    assert.equal((signal.reason as Error).message, 'gone before');
+    assert.equal(getEventListeners(a.signal, 'abort').length, 0);
+  });
+
+  test('times out with a TimeoutError, as AbortSignal.timeout does', async () => {
+    const a = new AbortController();
+    const { signal } = followSignals([a.signal], 20);
+    await until('the timeout', () => signal.aborted, 2000);
+    assert.equal((signal.reason as DOMException).name, 'TimeoutError');
+    assert.equal(getEventListeners(a.signal, 'abort').length, 0);
+  });
+
+  test('release: the long-lived source keeps no listener, the timer no longer fires, a later abort is not followed', async () => {
+    const a = new AbortController();
+    const { signal, release } = followSignals([a.signal], 20);
+    release();
+    assert.equal(getEventListeners(a.signal, 'abort').length, 0);
+    await sleep(60);
+    a.abort(new Error('later'));
+    assert.equal(signal.aborted, false);
   });
 });
 
@@ -554,6 +596,39 @@ describe('KubeClient against the fake apiserver', () => {
       assert.deepEqual(server.requests.slice(before), [], `${socket} socket: the write never reached the server`);
       fresh.close();
     }
+  });
+
+  test('a request past requestTimeoutMs fails with a TransportError caused by a TimeoutError', async () => {
+    const quick = new KubeClient(server.restConfig(), { qps: 0, requestTimeoutMs: 100 });
+    server.hook = (r) => r.path.endsWith('/pods/slow'); // never answered
+    try {
+      const err = await quick.get(resources.pods, { namespace: 'ns', name: 'slow' }).then(
+        () => assert.fail('answered'),
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof TransportError, String(err));
+      let cause: unknown = err;
+      while (cause instanceof Error && cause.name !== 'TimeoutError') cause = cause.cause;
+      assert.equal((cause as Error | undefined)?.name, 'TimeoutError', String(err));
+    } finally {
+      server.hook = undefined;
+      quick.close();
+    }
+  });
+
+  test("requests leave nothing on the scope's and the call's signals once answered", async () => {
+    const leadership = new AbortController();
+    const call = new AbortController();
+    const scoped = client.withScope({ signal: leadership.signal });
+    for (let i = 0; i < 20; i++) {
+      await scoped.create(resources.pods, pod(`followed-${i}`), { signal: call.signal });
+      await scoped.get(resources.pods, { namespace: 'ns', name: `followed-${i}` });
+      await client.get(resources.pods, { namespace: 'ns', name: `followed-${i}` }, { signal: call.signal });
+    }
+    await assert.rejects(scoped.get(resources.pods, { namespace: 'ns', name: 'missing' }, { signal: call.signal }));
+    assert.equal(getEventListeners(leadership.signal, 'abort').length, 0);
+    assert.equal(getEventListeners(call.signal, 'abort').length, 0);
+    for (let i = 0; i < 20; i++) await client.delete(resources.pods, { namespace: 'ns', name: `followed-${i}` });
   });
 
   test("withScope: the scope's signal aborts requests and watches of the view, not of the client", async () => {

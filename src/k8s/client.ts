@@ -925,82 +925,90 @@ export class KubeClient {
     decode?: (res: http.IncomingMessage) => Promise<unknown>,
   ): Promise<T> {
     const payload = body === undefined ? undefined : goJson(body);
-    const signal = anySignal(this.scope.signal, call.signal);
-    let authRetried = false;
-    let resetRetried = false;
-    const beforeWrite = method === 'GET' ? undefined : this.scope.beforeWrite;
-    /** The scope's write fence as the error that refuses the write, or undefined while it may go out. */
-    const fence =
-      beforeWrite &&
-      ((): WriteRefusedError | undefined => {
-        const reason = beforeWrite();
-        return reason === undefined ? undefined : new WriteRefusedError(verb, path, reason);
-      });
-    for (let attempt = 0; ; attempt++) {
-      const release = await this.limiter.wait(call.priority, signal);
-      let t: Transport;
-      let started: number;
-      let code: number;
-      let text: string;
-      let decoded: unknown;
-      let retryAfter: string | string[] | undefined;
-      try {
-        t = await this.getTransport();
-        signal?.throwIfAborted();
-        // Checked here, after any wait: a write that waited in the rate limiter or for a Retry-After must not go out
-        // on a belief that has since expired (nor open a connection for it); and again by roundTrip in the tick its
-        // bytes go out.
-        const refused = fence?.();
-        if (refused) throw refused;
-        const url = buildUrl(t.base, path, query);
-        started = performance.now();
-        const timeout = AbortSignal.timeout(this.requestTimeoutMs);
-        const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    // The scope's signal (the leadership) and the call's live as long as the process may: they are followed by
+    // listeners taken off when the request ends, not combined into a signal they would hold (followSignals).
+    const cancel = this.scope.signal && call.signal ? followSignals([this.scope.signal, call.signal]) : undefined;
+    const signal = cancel?.signal ?? this.scope.signal ?? call.signal;
+    try {
+      let authRetried = false;
+      let resetRetried = false;
+      const beforeWrite = method === 'GET' ? undefined : this.scope.beforeWrite;
+      /** The scope's write fence as the error that refuses the write, or undefined while it may go out. */
+      const fence =
+        beforeWrite &&
+        ((): WriteRefusedError | undefined => {
+          const reason = beforeWrite();
+          return reason === undefined ? undefined : new WriteRefusedError(verb, path, reason);
+        });
+      for (let attempt = 0; ; attempt++) {
+        const release = await this.limiter.wait(call.priority, signal);
+        let t: Transport;
+        let started: number;
+        let code: number;
+        let text: string;
+        let decoded: unknown;
+        let retryAfter: string | string[] | undefined;
         try {
-          ({ code, text, decoded, retryAfter } = await this.roundTrip(
-            t,
-            method,
-            url,
-            payload,
-            contentType,
-            combined,
-            decode,
-            fence,
-          ));
-        } catch (err) {
-          this.observe(verb, method, t.base.host, '<error>', started);
-          if (signal?.aborted) throw signal.reason;
-          if (err instanceof WriteRefusedError) throw err;
-          // A pooled keep-alive socket the server already closed surfaces as ECONNRESET on reuse.
-          // Reads are safe to repeat once; writes are not (the server may have applied them).
-          const errno = (err as { code?: string }).code;
-          if (method === 'GET' && !resetRetried && (errno === 'ECONNRESET' || errno === 'EPIPE')) {
-            resetRetried = true;
-            continue;
+          t = await this.getTransport();
+          signal?.throwIfAborted();
+          // Checked here, after any wait: a write that waited in the rate limiter or for a Retry-After must not go out
+          // on a belief that has since expired (nor open a connection for it); and again by roundTrip in the tick its
+          // bytes go out.
+          const refused = fence?.();
+          if (refused) throw refused;
+          const url = buildUrl(t.base, path, query);
+          started = performance.now();
+          const deadline = followSignals(signal ? [signal] : [], this.requestTimeoutMs);
+          try {
+            ({ code, text, decoded, retryAfter } = await this.roundTrip(
+              t,
+              method,
+              url,
+              payload,
+              contentType,
+              deadline.signal,
+              decode,
+              fence,
+            ));
+          } catch (err) {
+            this.observe(verb, method, t.base.host, '<error>', started);
+            if (signal?.aborted) throw signal.reason;
+            if (err instanceof WriteRefusedError) throw err;
+            // A pooled keep-alive socket the server already closed surfaces as ECONNRESET on reuse.
+            // Reads are safe to repeat once; writes are not (the server may have applied them).
+            const errno = (err as { code?: string }).code;
+            if (method === 'GET' && !resetRetried && (errno === 'ECONNRESET' || errno === 'EPIPE')) {
+              resetRetried = true;
+              continue;
+            }
+            throw new TransportError(verb, path, err);
+          } finally {
+            deadline.release();
           }
-          throw new TransportError(verb, path, err);
+        } finally {
+          // The answer is read (or the request failed): its slot goes to the next request waiting.
+          release();
         }
-      } finally {
-        // The answer is read (or the request failed): its slot goes to the next request waiting.
-        release();
-      }
-      this.observe(verb, method, t.base.host, String(code), started);
-      if (code >= 200 && code < 300) return (decode ? decoded : text ? JSON.parse(text) : {}) as T;
+        this.observe(verb, method, t.base.host, String(code), started);
+        if (code >= 200 && code < 300) return (decode ? decoded : text ? JSON.parse(text) : {}) as T;
 
-      const error = apiErrorFrom(verb, path, code, text, retryAfter);
-      if (code === 401 && this.config?.refreshHeaders && !authRetried) {
-        // Rotated token (exec plugin, projected service account token): refresh and try once more.
-        authRetried = true;
-        t.headersAt = -Infinity;
-        continue;
+        const error = apiErrorFrom(verb, path, code, text, retryAfter);
+        if (code === 401 && this.config?.refreshHeaders && !authRetried) {
+          // Rotated token (exec plugin, projected service account token): refresh and try once more.
+          authRetried = true;
+          t.headersAt = -Infinity;
+          continue;
+        }
+        // client-go (rest.Request.retry / checkWait): retry 429, and 5xx that carry Retry-After.
+        if ((code === 429 || (code >= 500 && error.retryAfterSeconds !== undefined)) && attempt < this.maxRetries) {
+          const seconds = Math.min(error.retryAfterSeconds ?? 1, this.maxRetryAfterSeconds);
+          await sleep(seconds * 1000, undefined, { signal });
+          continue;
+        }
+        throw error;
       }
-      // client-go (rest.Request.retry / checkWait): retry 429, and 5xx that carry Retry-After.
-      if ((code === 429 || (code >= 500 && error.retryAfterSeconds !== undefined)) && attempt < this.maxRetries) {
-        const seconds = Math.min(error.retryAfterSeconds ?? 1, this.maxRetryAfterSeconds);
-        await sleep(seconds * 1000, undefined, { signal });
-        continue;
-      }
-      throw error;
+    } finally {
+      cancel?.release();
     }
   }
 
@@ -1090,6 +1098,52 @@ export class KubeClient {
 
 function anySignal(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal | undefined {
   return a && b ? AbortSignal.any([a, b]) : (a ?? b);
+}
+
+/**
+ * A signal that aborts when one of `sources` does (with its reason) or, with `timeoutMs`, after that long (with a
+ * TimeoutError, as AbortSignal.timeout's); `release` stops following them once the request is answered. For every
+ * request, in place of `AbortSignal.any([signal, AbortSignal.timeout(ms)])`: that pair outlives the request. The
+ * timeout's timer stays in Node's timer list until it fires or its signal is collected by a full collection (a
+ * FinalizationRegistry clears it), and the combined signal is held, by weak references and a registry of its own, by
+ * the long-lived source (https://github.com/nodejs/node/issues/55351,
+ * https://github.com/nodejs/node/issues/64476). Through a rollout of 5,000 pods a heap snapshot of the manager held
+ * about 3,000 such timers, with their signals, weak references and registry cells: one per request of the last
+ * 60 s, each kept past the young generation's collections into the old generation's (bench/README.md, section 6).
+ * Here the timer is cleared and the listeners are removed when the request ends, so all of it can die young.
+ */
+export function followSignals(
+  sources: readonly AbortSignal[],
+  timeoutMs?: number,
+): { signal: AbortSignal; release: () => void } {
+  const controller = new AbortController();
+  const followed: AbortSignal[] = [];
+  const onAbort = function (this: AbortSignal) {
+    release();
+    controller.abort(this.reason);
+  };
+  const timer =
+    timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          release();
+          controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+        }, timeoutMs).unref();
+  function release(): void {
+    if (timer !== undefined) clearTimeout(timer);
+    for (const s of followed) s.removeEventListener('abort', onAbort);
+    followed.length = 0;
+  }
+  for (const s of sources) {
+    if (s.aborted) {
+      release();
+      controller.abort(s.reason);
+      break;
+    }
+    s.addEventListener('abort', onAbort, { once: true });
+    followed.push(s);
+  }
+  return { signal: controller.signal, release };
 }
 
 function buildTransport(config: RestConfig): Transport {
