@@ -22,7 +22,14 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isAlreadyExists, isConflict, isNotFound, resources, type KubeClient } from '../../src/k8s/client.ts';
+import {
+  followSignals,
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  resources,
+  type KubeClient,
+} from '../../src/k8s/client.ts';
 import type { Lease } from '../../src/k8s/types.ts';
 import { monotonic, type Clock } from './clock.ts';
 import { defaultLogger, type Logger } from './log.ts';
@@ -185,9 +192,14 @@ export class LeaderElector {
       for (;;) {
         const left = this.renewedAt + this.renewDeadlineMs - this.monotonic();
         if (signal.aborted || left <= 0) break;
-        result = await this.tryAcquireOrRenew(
-          AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, Math.ceil(left)))]),
-        );
+        // As each API request's deadline (followSignals): released when the attempt ends, so a renew every
+        // retryPeriod leaves no timer or combined signal behind on the long-lived leadership signal.
+        const deadline = followSignals([signal], Math.max(1, Math.ceil(left)));
+        try {
+          result = await this.tryAcquireOrRenew(deadline.signal);
+        } finally {
+          deadline.release();
+        }
         if (result !== 'failed') break;
         const wait = Math.min(this.retryPeriodMs, this.renewedAt + this.renewDeadlineMs - this.monotonic());
         if (wait > 0 && !(await pause(wait, signal))) return;
