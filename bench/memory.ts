@@ -16,7 +16,6 @@ import {
 } from '../e2e/cluster/cluster.ts';
 import { installCrd, waitConversionWebhook } from '../e2e/cluster/crd.ts';
 import { startManager, type ManagerProcess } from '../e2e/lib/manager.ts';
-import { heapFlags } from '../src/cli/heap.ts';
 import { resources, type KubeClient } from '../src/k8s/client.ts';
 import { createKubeClient } from '../src/k8s/kubeconfig.ts';
 import { sleep } from '../src/testing/wait.ts';
@@ -24,8 +23,6 @@ import { cpuSeconds, peakRssMiB, rssMiB } from './lib/proc.ts';
 import { BENCH_NODE_HEARTBEAT_SECONDS, type DaemonSetObject } from './lib/kube.ts';
 import { say } from './lib/stats.ts';
 
-/** The chart's default memory limit (charts/advanced-daemonset/values.yaml): the launcher's heap flag for it. */
-const CHART_MEMORY_LIMIT = 512 * 1024 * 1024;
 const NAMESPACE = 'ads-memory';
 const NAME = 'node-agent';
 const IMAGE_V1 = 'registry.example/node-agent:1.0.0';
@@ -175,11 +172,9 @@ export async function runMemoryBench(o: MemoryBenchOptions): Promise<MemoryBench
   // The managers inherit the environment.
   if (o.untrimmed) process.env[UNTRIMMED_ENV] = '1';
   else delete process.env[UNTRIMMED_ENV];
-  // As the image runs under the chart's 512Mi limit: the launcher's heap flag (src/cli/heap.ts), then ours.
-  // Node flags last before the script: of two values of one flag, the later wins over the bundle's.
-  const [node, ...rest] = o.managerCommand as [string, ...string[]];
-  const script = rest.pop() as string;
-  const command = [node, ...heapFlags([], undefined, CHART_MEMORY_LIMIT), ...rest, ...o.nodeFlags, script];
+  // The manager's command has the launcher's heap flag for the chart's 512Mi limit (lib/programs.ts); ours go last
+  // before the script: of two values of one flag, the later wins.
+  const command = [...o.managerCommand.slice(0, -1), ...o.nodeFlags, ...o.managerCommand.slice(-1)];
   const client = createKubeClient({ kubeconfig: state.kubeconfig, qps: 0, userAgent: 'ads-bench-memory' });
   let seq = 0;
   const start = async (qps: number, burst: number): Promise<ManagerProcess> => {

@@ -79,7 +79,7 @@ function raceTable(
   return [
     `### 1. Rollout race: ${nodes} kwok nodes, median of ${rounds} round(s), one controller at a time`,
     '',
-    `Same pod template, \`maxUnavailable: 10%\`; native = apps/v1 DaemonSet in kube-controller-manager (client QPS 100), ours = apps.kruise.io DaemonSet with our manager (client QPS ${String(managerQps)}${managerArgs.length ? `, ${managerArgs.join(' ')}` : ', default flags otherwise'}). Requests and CPU are counted from the start of each step until ${SETTLE_MS / 1000} s after it was done (late status writes count).`,
+    `Same pod template, \`maxUnavailable: 10%\`; native = apps/v1 DaemonSet in kube-controller-manager (client QPS 100), ours = apps.kruise.io DaemonSet with our manager (client QPS ${String(managerQps)}${managerArgs.length ? `, ${managerArgs.join(' ')}` : ', default flags otherwise'}; the production bundle with the heap flag the launcher sets under the chart's 512Mi limit). Requests and CPU are counted from the start of each step until ${SETTLE_MS / 1000} s after it was done (late status writes count).`,
     '',
     row(['measure', 'native (KCM)', 'ours', 'ours / native', 'target']),
     row(['---', '---:', '---:', '---:', '---']),

@@ -14,7 +14,6 @@ import { join } from 'node:path';
 import { clusterDown, clusterUp, fakeNode, kubectl } from '../e2e/cluster/cluster.ts';
 import { installCrd, waitConversionWebhook } from '../e2e/cluster/crd.ts';
 import { startManager, type ManagerProcess } from '../e2e/lib/manager.ts';
-import { heapFlags } from '../src/cli/heap.ts';
 import { ApiError, isNotFound, resources, type KubeClient, type ResourceType } from '../src/k8s/client.ts';
 import { createKubeClient } from '../src/k8s/kubeconfig.ts';
 import { isPodReady } from '../src/k8s/pod.ts';
@@ -22,6 +21,7 @@ import { getTargetNodeName } from '../src/k8s/scheduling.ts';
 import type { Node, Pod, Taint, Toleration } from '../src/k8s/types.ts';
 import { sleep } from '../src/testing/wait.ts';
 import { peakRssMiB, rssMiB } from './lib/proc.ts';
+import { MANAGER_HEAP_FLAGS } from './lib/programs.ts';
 import { BENCH_NODE_HEARTBEAT_SECONDS, type DaemonSetObject, pool } from './lib/kube.ts';
 import { percentile, say } from './lib/stats.ts';
 import { Tracker } from './lib/tracker.ts';
@@ -105,8 +105,6 @@ export interface ScaleResult {
 const NAMESPACE = 'ads-scale';
 const IMAGE_V1 = 'registry.example/node-agent:1.0.0';
 const IMAGE_V2 = 'registry.example/node-agent:1.0.1';
-/** The chart's default memory limit (charts/advanced-daemonset/values.yaml): the launcher's heap flag for it. */
-const CHART_MEMORY_LIMIT = 512 * 1024 * 1024;
 const L = 'ads-bench/';
 
 // ------------------------------------------------------------------------------------------------
@@ -687,13 +685,11 @@ class Scale {
 
 export async function runScaleBench(o: ScaleOptions): Promise<ScaleResult> {
   const clusterDir = join(o.dir, 'scale-cluster');
-  const [node, ...rest] = o.managerCommand as [string, ...string[]];
-  const heap = heapFlags([], undefined, CHART_MEMORY_LIMIT);
   const result: ScaleResult = {
     nodes: o.nodes,
     newNodes: o.newNodes,
     daemonSets: o.daemonSets,
-    heapFlags: heap,
+    heapFlags: MANAGER_HEAP_FLAGS,
     managerQps: o.managerQps,
     managerBurst: o.managerBurst,
     managerArgs: o.managerArgs,
@@ -708,7 +704,7 @@ export async function runScaleBench(o: ScaleOptions): Promise<ScaleResult> {
     progress: (l) => say(l),
   });
   const kcm = state.processes.find((p) => p.name === 'kube-controller-manager');
-  const scale = new Scale(o, state.kubeconfig, kcm?.pid ?? 0, [node, ...heap, ...rest]);
+  const scale = new Scale(o, state.kubeconfig, kcm?.pid ?? 0, o.managerCommand);
   let saReady = false;
   try {
     await installCrd(state.kubeconfig);

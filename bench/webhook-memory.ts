@@ -11,14 +11,11 @@ import { installCrd } from '../e2e/cluster/crd.ts';
 import { startManager } from '../e2e/lib/manager.ts';
 import { MUTATE_PATH } from '../src/api/constants.ts';
 import { admissionReview } from '../src/api/testing/review-fixtures.ts';
-import { heapFlags } from '../src/cli/heap.ts';
 import { BODY_LIMIT } from '../webhook/limits.ts';
 import { rssMiB } from './lib/proc.ts';
+import { MANAGER_HEAP_FLAGS } from './lib/programs.ts';
 import { percentile, say } from './lib/stats.ts';
 import { sleep } from '../src/testing/wait.ts';
-
-/** The chart's default memory limit (charts/advanced-daemonset/values.yaml). */
-const CHART_MEMORY_LIMIT = 512 * 1024 * 1024;
 
 export interface WebhookMemoryOptions {
   dir: string;
@@ -110,14 +107,11 @@ export async function runWebhookMemoryBench(o: WebhookMemoryOptions): Promise<We
   const state = await clusterUp({ dir: clusterDir, nodes: o.nodes, progress: (l) => say(l) });
   try {
     await installCrd(state.kubeconfig);
-    // As in the chart (512Mi limit): the heap flag the image's launcher would add (src/cli/heap.ts); this machine
-    // has no such limit, and without it V8 lets garbage grow to gigabytes before collecting.
-    const heap = heapFlags([], undefined, CHART_MEMORY_LIMIT);
-    const [node, ...rest] = o.managerCommand as [string, ...string[]];
     const manager = await startManager({
       kubeconfig: state.kubeconfig,
       dir: join(o.dir, 'webhook-memory-manager'),
-      command: [node, ...heap, ...rest],
+      // With the launcher's heap flag for the chart's 512Mi limit (lib/programs.ts).
+      command: o.managerCommand,
       args: ['--log-level', 'info', '--webhook-drain', '0s'],
     });
     try {
@@ -188,7 +182,7 @@ export async function runWebhookMemoryBench(o: WebhookMemoryOptions): Promise<We
         nodes: o.nodes,
         concurrency: o.concurrency,
         durationSeconds: o.durationSeconds,
-        heapFlags: heap,
+        heapFlags: MANAGER_HEAP_FLAGS,
         bodyBytes: body.length,
         idleRssMiB,
         peakRssMiB,

@@ -3,11 +3,21 @@
 // repository, so that their imports of npm packages resolve to node_modules).
 import { join } from 'node:path';
 import { bundle, NODE_RUNTIME_ENV, NODE_RUNTIME_FLAGS, PRODUCT_ENTRY, repoRoot } from '../../hack/bundle.ts';
+import { heapFlags } from '../../src/cli/heap.ts';
 
 export const NODE = join(repoRoot, 'node_modules', '.bin', 'node');
 
+/** The chart's default memory limit (charts/advanced-daemonset/values.yaml). */
+const CHART_MEMORY_LIMIT = 512 * 1024 * 1024;
+/**
+ * The heap flag the image's launcher (src/cli/heap.ts) adds under that limit. Every part runs our manager with it:
+ * this machine has no such limit, and without it V8 sizes the old generation, and how far it lets garbage grow
+ * before collecting, from the machine's memory, so the manager's RSS would not be the one it has in the chart.
+ */
+export const MANAGER_HEAP_FLAGS = heapFlags([], undefined, CHART_MEMORY_LIMIT);
+
 export interface Programs {
-  /** Command line of our manager, without the `manager` command and its flags. */
+  /** Command line of our manager (with MANAGER_HEAP_FLAGS), without the `manager` command and its flags. */
   manager: string[];
   /** Command line of the webhook under load (bench/webhook-server.ts), without its arguments. */
   webhookServer: string[];
@@ -33,5 +43,9 @@ export async function buildPrograms(cpuProfileDir?: string): Promise<Programs> {
   await bundle('bench/webhook-server.ts', webhookServer);
   await bundle('bench/planning.ts', planning);
   const node = [NODE, ...NODE_RUNTIME_FLAGS, ...(cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfileDir] : [])];
-  return { manager: [...node, manager], webhookServer: [...node, webhookServer], planning: [...node, planning] };
+  return {
+    manager: [...node, ...MANAGER_HEAP_FLAGS, manager],
+    webhookServer: [...node, webhookServer],
+    planning: [...node, planning],
+  };
 }
