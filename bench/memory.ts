@@ -63,6 +63,8 @@ export interface MemoryBenchResult {
   trimmed: boolean;
   /** Node flags of the managers besides the bundle's (NODE_RUNTIME_FLAGS). */
   nodeFlags: string[];
+  /** The managers' flags besides the client's budget, logging and drain (--manager-args). */
+  managerArgs: string[];
   /** Nodes Ready when the pods were created, and pods Ready at the end of the creation (a loaded cluster lags). */
   creation: { seconds: number; peakRssMiB: number; readyNodes: number; readyPods: number };
   /** The fresh manager: its caches synced after `syncSeconds`, then `steadySeconds` of heartbeats. */
@@ -185,8 +187,8 @@ export async function runMemoryBench(o: MemoryBenchOptions): Promise<MemoryBench
       args: [
         ...['--kube-api-qps', String(qps), '--kube-api-burst', String(burst)],
         ...['--log-level', 'info', '--webhook-drain', '0s'],
-        // As the rollout race (bench/cluster.ts): no readiness gate, like native pods.
-        ...['--kruise-pod-ready-gate', 'when-needed'],
+        // Otherwise the product's defaults, as the rollout race's manager (bench/cluster.ts): the KruisePodReady gate
+        // on every pod (--kruise-pod-ready-gate always), one more pods/status write per pod created.
         ...o.managerArgs,
       ],
     });
@@ -305,6 +307,7 @@ export async function runMemoryBench(o: MemoryBenchOptions): Promise<MemoryBench
         pods: o.nodes,
         trimmed: !o.untrimmed,
         nodeFlags: o.nodeFlags,
+        managerArgs: o.managerArgs,
         creation,
         cached,
         rollout,

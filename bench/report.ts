@@ -344,11 +344,17 @@ function webhookMemoryTable(w: WebhookMemoryResult): string[] {
   ];
 }
 
+/** Which pods of ours carry the KruisePodReady gate, from our manager's extra flags. */
+function readinessGateMode(managerArgs: readonly string[]): string {
+  const mode = /--kruise-pod-ready-gate[= ](\S+)/.exec(managerArgs.join(' '))?.[1];
+  return mode ? `--kruise-pod-ready-gate ${mode}` : 'the `KruisePodReady` gate on every pod, the default';
+}
+
 function memoryTable(m: MemoryBenchResult): string[] {
   const goal = m.nodes >= 5000 ? '≤ 150 MiB at 5,000 nodes and pods' : '≤ 120 MiB at 1,000 nodes and pods';
   const c = m.cached;
   return [
-    `### 6. Memory: our manager with ${m.nodes.toLocaleString('en-US')} nodes and ${m.pods.toLocaleString('en-US')} pods cached (${m.trimmed ? 'trimmed caches' : 'whole objects cached'}${m.nodeFlags.length ? `, ${m.nodeFlags.join(' ')}` : ''})`,
+    `### 6. Memory: our manager with ${m.nodes.toLocaleString('en-US')} nodes and ${m.pods.toLocaleString('en-US')} pods cached (${m.trimmed ? 'trimmed caches' : 'whole objects cached'}${m.nodeFlags.length ? `, ${m.nodeFlags.join(' ')}` : ''}; ${readinessGateMode(m.managerArgs)})`,
     '',
     row(['part', 'seconds', 'CPU seconds', 'RSS at the end, MiB', 'peak RSS, MiB', 'heap used / total, MiB', 'target']),
     row(['---', '---:', '---:', '---:', '---:', '---:', '---']),
