@@ -14,6 +14,9 @@ export const versions = JSON.parse(readFileSync(join(here, 'versions.json'), 'ut
   kubernetes: string;
   kwok: string;
   helm: string;
+  containerd: string;
+  'cri-tools': string;
+  'go-containerregistry': string;
 };
 
 export function cacheDir(): string {
@@ -35,6 +38,21 @@ export function binaries() {
   };
 }
 
+/** What a real node runs and `cluster down` uses (e2e/hack/build-node.sh builds them; runc and CNI are Debian's). */
+export function nodeBinaries() {
+  const bin = join(cacheDir(), 'bin');
+  const containerd = join(bin, `containerd-${versions.containerd}`);
+  return {
+    kubelet: join(bin, `k8s-${versions.kubernetes}`, 'kubelet'),
+    pause: join(bin, `k8s-${versions.kubernetes}`, 'pause'),
+    containerd: join(containerd, 'containerd'),
+    containerdShim: join(containerd, 'containerd-shim-runc-v2'),
+    ctr: join(containerd, 'ctr'),
+    crictl: join(bin, `cri-tools-${versions['cri-tools']}`, 'crictl'),
+    crane: join(bin, `go-containerregistry-${versions['go-containerregistry']}`, 'crane'),
+  };
+}
+
 export function binariesPresent(): boolean {
   return Object.values(binaries()).every((p) => existsSync(p));
 }
@@ -45,7 +63,18 @@ export function binariesPresent(): boolean {
  */
 export async function ensureBinaries(out: NodeJS.WritableStream = process.stderr): Promise<void> {
   if (binariesPresent()) return;
-  const script = join(repoRoot, 'e2e', 'hack', 'build-control-plane.sh');
+  await runBuildScript('build-control-plane.sh', out);
+}
+
+/** Builds the real node's binaries (after the control plane's, whose Kubernetes module the kubelet reuses). */
+export async function ensureNodeBinaries(out: NodeJS.WritableStream = process.stderr): Promise<void> {
+  await ensureBinaries(out);
+  if (Object.values(nodeBinaries()).every((p) => existsSync(p))) return;
+  await runBuildScript('build-node.sh', out);
+}
+
+async function runBuildScript(name: string, out: NodeJS.WritableStream): Promise<void> {
+  const script = join(repoRoot, 'e2e', 'hack', name);
   const code = await new Promise<number>((resolve, reject) => {
     const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
     child.stdout.pipe(out, { end: false });
@@ -54,5 +83,5 @@ export async function ensureBinaries(out: NodeJS.WritableStream = process.stderr
     child.on('exit', (c) => resolve(c ?? 1));
   });
   if (code === 3) throw new UserError('Go is required to build the local control plane; install Go >= 1.26', 3);
-  if (code !== 0) throw new UserError(`building the control plane failed (exit ${code}); see the messages above`, 4);
+  if (code !== 0) throw new UserError(`${name} failed (exit ${code}); see the messages above`, 4);
 }
