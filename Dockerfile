@@ -10,6 +10,10 @@
 #
 #   docker build -t advanced-daemonset:0.1.0 .
 #   docker run --rm advanced-daemonset:0.1.0 --help
+#
+# Without Docker, `npm run image` (hack/image/manager.ts) builds the same image and pushes it to a registry: it
+# reads this file's final stage (ENV, USER, WORKDIR, EXPOSE, ENTRYPOINT, CMD; each COPY must be one it knows) and
+# remakes the distroless base from the same Debian 12 packages. test/image.test.ts holds the two together.
 
 ARG NODE_IMAGE=node:24-bookworm-slim
 ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot
