@@ -1,20 +1,32 @@
 // A local Kubernetes control plane made only of upstream components, run as processes on
-// 127.0.0.1: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (fake nodes).
+// 127.0.0.1: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (fake nodes), and on request
+// real nodes (a kubelet with containerd each: real-node.ts) with an image registry on 127.0.0.1 they pull from.
 // State (PKI, kubeconfig, pids, logs, etcd data) lives in one directory; `down` stops exactly the
-// pids it recorded and removes that directory.
+// pids it recorded, removes what the real nodes made, and removes that directory.
 import { spawn, execFile } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, closeSync } from 'node:fs';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify as toYaml } from 'yaml';
 import { UserError } from '../../src/cli/command.ts';
 import { resources, type KubeClient } from '../../src/k8s/client.ts';
 import { createKubeClient } from '../../src/k8s/kubeconfig.ts';
 import { createCA, createKeyPair, createLeaf, loadCA } from '../../src/pki/pki.ts';
-import { binaries, cacheDir, repoRoot, versions } from './binaries.ts';
+import { binaries, cacheDir, nodeBinaries, repoRoot, versions } from './binaries.ts';
+import {
+  cleanUpRealNode,
+  containerdReady,
+  FAKE_NODE_TAINT,
+  kubeletArgs,
+  leftovers,
+  prepareRealNode,
+  removePodSandboxes,
+  type RealNodeRecord,
+} from './real-node.ts';
+import { pushPauseImage } from '../../hack/image/pause.ts';
 import { sleep, until } from '../../src/testing/wait.ts';
 
 const run = promisify(execFile);
@@ -37,6 +49,9 @@ export interface ClusterState {
   processes: ProcessRecord[];
   nodes: number;
   startedAt: string;
+  /** With real nodes: the image registry they pull from, HOST:PORT on 127.0.0.1. */
+  registry?: string;
+  realNodes?: RealNodeRecord[];
 }
 
 export type Progress = (line: string) => void;
@@ -102,12 +117,18 @@ function tail(file: string, lines = 30): string {
   }
 }
 
-function startProcess(dir: string, name: string, binary: string, args: string[]): ProcessRecord {
+function startProcess(
+  dir: string,
+  name: string,
+  binary: string,
+  args: string[],
+  env?: NodeJS.ProcessEnv,
+): ProcessRecord {
   const log = join(dir, 'logs', `${name}.log`);
   const fd = openSync(log, 'a');
   // detached: own process group, so Ctrl-C in the terminal reaches only our CLI, which then stops
   // the components in order; unref: `up` can exit and leave the cluster running.
-  const child = spawn(binary, args, { detached: true, stdio: ['ignore', fd, fd] });
+  const child = spawn(binary, args, { detached: true, stdio: ['ignore', fd, fd], env: env ?? process.env });
   closeSync(fd);
   child.unref();
   if (child.pid === undefined) throw new UserError(`could not start ${name} (${binary})`);
@@ -193,7 +214,11 @@ export function nodeName(i: number, total: number): string {
 }
 
 /** A fake Node object as kwok manages it (labels as a kubelet would set them). */
-export function fakeNode(name: string, labels: Record<string, string> = {}) {
+export function fakeNode(
+  name: string,
+  labels: Record<string, string> = {},
+  taints: { key: string; value?: string; effect: string }[] = [],
+) {
   return {
     apiVersion: 'v1',
     kind: 'Node',
@@ -208,15 +233,19 @@ export function fakeNode(name: string, labels: Record<string, string> = {}) {
         ...labels,
       },
     },
-    spec: {},
+    spec: taints.length > 0 ? { taints } : {},
     status: {},
   };
 }
 
-export async function createNodes(kubeconfig: string, names: string[]): Promise<void> {
+export async function createNodes(
+  kubeconfig: string,
+  names: string[],
+  taints: { key: string; value?: string; effect: string }[] = [],
+): Promise<void> {
   // In chunks so a 1,000-node cluster does not become one huge request.
   for (let i = 0; i < names.length; i += 200) {
-    const items = names.slice(i, i + 200).map((n) => fakeNode(n));
+    const items = names.slice(i, i + 200).map((n) => fakeNode(n, {}, taints));
     await kubectl(kubeconfig, ['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
   }
 }
@@ -226,7 +255,7 @@ interface NodeItem {
   status?: { conditions?: { type: string; status: string }[] };
 }
 
-const readyAndUntainted = (n: NodeItem): boolean =>
+export const readyAndUntainted = (n: NodeItem): boolean =>
   !!n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') &&
   !(n.spec?.taints ?? []).some((t) => t.key.startsWith('node.kubernetes.io/'));
 
@@ -297,6 +326,12 @@ export interface UpOptions {
    * of 60 s, so that node tests see NotReady within a minute.
    */
   nodeHeartbeatSeconds?: number;
+  /**
+   * Real nodes to add beside the fake ones (real-node.ts; Linux and root only). With any, the fake nodes are tainted
+   * (FAKE_NODE_TAINT) so that what must really run lands on a real node, and the controllers a Deployment behind a
+   * Service needs are on.
+   */
+  realNodes?: number;
 }
 
 /** The heartbeat stage's delay in kwok-stages.yaml, replaced when UpOptions.nodeHeartbeatSeconds is given. */
@@ -323,6 +358,7 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
   const dir = opts.dir ?? defaultClusterDir();
   const progress = opts.progress ?? ((l: string) => process.stderr.write(`${l}\n`));
   const nodes = opts.nodes ?? 3;
+  const realNodes = opts.realNodes ?? 0;
   const existing = readState(dir);
   if (existing && existing.processes.every(processAlive)) {
     throw new UserError(
@@ -337,7 +373,14 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
   mkdirSync(join(dir, 'pki'), { recursive: true });
 
   // Each port is picked right before its component starts (onFreePorts below).
-  const ports = { etcdClient: 0, etcdPeer: 0, apiserver: 0, controllerManager: 0, scheduler: 0, kwok: 0 };
+  const ports: Record<string, number> = {
+    etcdClient: 0,
+    etcdPeer: 0,
+    apiserver: 0,
+    controllerManager: 0,
+    scheduler: 0,
+    kwok: 0,
+  };
 
   progress('generating PKI (CA, apiserver serving cert, admin client cert, service-account keys)');
   const pki = (f: string) => join(dir, 'pki', f);
@@ -368,6 +411,16 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
   writeFileSync(pki('admin.key'), admin.keyPem, { mode: 0o600 });
   writeFileSync(pki('sa.pub'), sa.publicPem);
   writeFileSync(pki('sa.key'), sa.privatePem, { mode: 0o600 });
+  if (realNodes > 0) {
+    // kube-apiserver's client certificate to kubelets (logs, exec, port-forward).
+    const kubeletClient = await createLeaf(ca, {
+      commonName: 'kube-apiserver-kubelet-client',
+      organizations: ['system:masters'],
+      usage: 'client',
+    });
+    writeFileSync(pki('apiserver-kubelet-client.crt'), kubeletClient.certPem);
+    writeFileSync(pki('apiserver-kubelet-client.key'), kubeletClient.keyPem, { mode: 0o600 });
+  }
   const kubeconfig = join(dir, 'kubeconfig');
 
   const state: ClusterState = {
@@ -387,7 +440,7 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
    * exits with "address already in use", and it is started again on other ports.
    */
   const onFreePorts = async (
-    keys: (keyof typeof ports)[],
+    keys: string[],
     name: string,
     binary: string,
     args: () => string[],
@@ -458,6 +511,16 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
         '--enable-priority-and-fairness=false',
         '--profiling=false',
         '--v=1',
+        ...(realNodes > 0
+          ? [
+              `--kubelet-client-certificate=${pki('apiserver-kubelet-client.crt')}`,
+              `--kubelet-client-key=${pki('apiserver-kubelet-client.key')}`,
+              // Webhook Services are reached at their endpoints' pod addresses: there is no kube-proxy.
+              '--enable-aggregator-routing=true',
+              // Node names are not in any DNS here.
+              '--kubelet-preferred-address-types=InternalIP',
+            ]
+          : []),
         ...(opts.apiserverArgs ?? []),
       ];
     };
@@ -468,11 +531,11 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
 
     progress('starting kube-controller-manager, kube-scheduler and kwok');
     const stages = kwokStages(dir, opts.nodeHeartbeatSeconds);
-    const healthz = (port: keyof typeof ports) => () => httpGetOk(`https://127.0.0.1:${ports[port]}/healthz`);
+    const healthz = (port: string) => () => httpGetOk(`https://127.0.0.1:${ports[port]}/healthz`);
     const kcmArgs = () => [
       `--kubeconfig=${kubeconfig}`,
       '--leader-elect=false',
-      '--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,node-lifecycle-controller,taint-eviction-controller,daemonset-controller,root-ca-certificate-publisher-controller,pod-garbage-collector-controller',
+      `--controllers=${[...KCM_CONTROLLERS, ...(realNodes > 0 ? KCM_CONTROLLERS_FOR_REAL_NODES : [])].join(',')}`,
       `--service-account-private-key-file=${pki('sa.key')}`,
       `--root-ca-file=${pki('ca.crt')}`,
       '--bind-address=127.0.0.1',
@@ -495,7 +558,9 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
     const kwokArgs = () => [
       `--kubeconfig=${kubeconfig}`,
       `--config=${stages.file}`,
-      '--manage-all-nodes=true',
+      // Only the fake nodes (fakeNode annotates them): a real node's kubelet reports its own status.
+      '--manage-all-nodes=false',
+      '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
       '--cidr=10.244.0.0/16',
       `--server-address=127.0.0.1:${ports.kwok}`,
       '--node-lease-duration-seconds=0',
@@ -519,19 +584,156 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
     });
 
     if (nodes > 0) {
-      progress(`creating ${nodes} fake nodes`);
+      progress(
+        `creating ${nodes} fake nodes${realNodes > 0 ? ` (tainted ${FAKE_NODE_TAINT.key}=${FAKE_NODE_TAINT.value}:${FAKE_NODE_TAINT.effect})` : ''}`,
+      );
       await createNodes(
         kubeconfig,
         Array.from({ length: nodes }, (_, i) => nodeName(i, nodes)),
+        realNodes > 0 ? [FAKE_NODE_TAINT] : [],
       );
       await waitForNodesReady(kubeconfig, nodes, progress);
     }
+    if (realNodes > 0) await startRealNodes(state, realNodes, { ca: pki('ca.crt'), save, progress, onFreePorts });
   } catch (err) {
     await clusterDown({ dir, progress: () => {}, keepDir: true });
     throw err;
   }
   progress(`cluster up in ${((Date.now() - t0) / 1000).toFixed(1)}s with ${nodes} nodes`);
   return state;
+}
+
+/** The controllers of kube-controller-manager every local cluster runs (no Deployments: nothing needs them). */
+const KCM_CONTROLLERS = [
+  'garbage-collector-controller',
+  'namespace-controller',
+  'serviceaccount-controller',
+  'serviceaccount-token-controller',
+  'node-lifecycle-controller',
+  'taint-eviction-controller',
+  'daemonset-controller',
+  'root-ca-certificate-publisher-controller',
+  'pod-garbage-collector-controller',
+];
+/** And with real nodes, what a Deployment behind a Service with a PodDisruptionBudget needs (the chart's manager). */
+const KCM_CONTROLLERS_FOR_REAL_NODES = [
+  'deployment-controller',
+  'replicaset-controller',
+  'endpoints-controller',
+  'endpointslice-controller',
+  'disruption-controller',
+];
+
+interface RealNodesContext {
+  ca: string;
+  save: () => void;
+  progress: Progress;
+  onFreePorts: (
+    keys: string[],
+    name: string,
+    binary: string,
+    args: () => string[],
+    ready: (p: ProcessRecord) => Promise<void>,
+  ) => Promise<ProcessRecord>;
+}
+
+async function nodeIsReady(kubeconfig: string, name: string): Promise<boolean> {
+  const { stdout } = await kubectl(kubeconfig, ['get', 'node', name, '-o', 'json']);
+  return readyAndUntainted(JSON.parse(stdout) as NodeItem);
+}
+
+/** The registry, then each real node: its network and files, containerd, and the kubelet until the node is Ready. */
+async function startRealNodes(state: ClusterState, count: number, ctx: RealNodesContext): Promise<void> {
+  const { dir, ports } = state;
+  const bin = nodeBinaries();
+  const registryDir = join(dir, 'registry');
+  mkdirSync(registryDir, { recursive: true });
+  const registryArgs = () => {
+    const config = join(registryDir, 'config.yml');
+    writeFileSync(
+      config,
+      toYaml({
+        version: 0.1,
+        log: { level: 'warn', accesslog: { disabled: true } },
+        storage: { filesystem: { rootdirectory: join(registryDir, 'data') }, delete: { enabled: true } },
+        http: { addr: `127.0.0.1:${ports.registry}` },
+      }),
+    );
+    ctx.progress(`starting the image registry on 127.0.0.1:${ports.registry}`);
+    return ['serve', config];
+  };
+  await ctx.onFreePorts(['registry'], 'registry', '/usr/bin/docker-registry', registryArgs, (p) =>
+    waitFor(p, 'serving', 30_000, () => httpGetOkPlain(`http://127.0.0.1:${ports.registry}/v2/`)),
+  );
+  state.registry = `127.0.0.1:${ports.registry}`;
+  ctx.progress(`pushing the sandbox (pause) image to ${state.registry}`);
+  const sandboxImage = await pushPauseImage(state.registry);
+  state.realNodes = [];
+  const taken = new Set<string>();
+  for (let i = 0; i < count; i++) {
+    const files = await prepareRealNode({
+      clusterDir: dir,
+      index: i,
+      pkiDir: join(dir, 'pki'),
+      server: state.server,
+      registry: state.registry,
+      sandboxImage,
+      taken,
+      kubeletPort: await freePort(),
+      kubeletHealthzPort: await freePort(),
+    });
+    const r = files.record;
+    state.realNodes.push(r);
+    ctx.save();
+    ctx.progress(`starting containerd ${versions.containerd} for ${r.name}`);
+    // containerd finds its shim on PATH.
+    const env = { ...process.env, PATH: `${dirname(bin.containerdShim)}:${process.env.PATH ?? ''}` };
+    const containerd = startProcess(
+      dir,
+      `containerd-${r.name}`,
+      bin.containerd,
+      ['--config', files.containerdConfig],
+      env,
+    );
+    state.processes.push(containerd);
+    ctx.save();
+    await waitFor(containerd, 'answering CRI', 60_000, () => containerdReady(r));
+    ctx.progress(`starting kubelet ${versions.kubernetes} as node ${r.name} (${r.ip}, pods in ${r.subnet})`);
+    const kubelet = startProcess(dir, `kubelet-${r.name}`, bin.kubelet, kubeletArgs(files));
+    state.processes.push(kubelet);
+    ctx.save();
+    await waitFor(kubelet, 'Ready', 120_000, () => nodeIsReady(state.kubeconfig, r.name));
+  }
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; waits until it is reaped. */
+async function stopProcess(p: ProcessRecord, graceMs = 10_000): Promise<void> {
+  if (!processAlive(p)) return;
+  try {
+    process.kill(p.pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + graceMs;
+  while (processAlive(p) && Date.now() < deadline) await sleep(100);
+  await killAndReap(p);
+}
+
+/**
+ * Stops a real node as a drained machine would go: the kubelet first (so it restarts nothing), then every pod
+ * sandbox through CRI (containers stopped, networks torn down by the CNI plugins), containerd, and last whatever is
+ * left by force (real-node.ts). Returns what could not be removed.
+ */
+async function stopRealNode(state: ClusterState, r: RealNodeRecord, progress: Progress): Promise<string[]> {
+  const proc = (name: string) => state.processes.find((p) => p.name === `${name}-${r.name}`);
+  progress(`stopping real node ${r.name}`);
+  const kubelet = proc('kubelet');
+  if (kubelet) await stopProcess(kubelet);
+  await removePodSandboxes(r, progress);
+  const containerd = proc('containerd');
+  if (containerd) await stopProcess(containerd);
+  await cleanUpRealNode(r, progress);
+  return leftovers(r);
 }
 
 function httpGetOkPlain(url: string): Promise<boolean> {
@@ -557,20 +759,18 @@ export async function clusterDown(opts: DownOptions = {}): Promise<boolean> {
     progress(`no cluster recorded in ${dir}`);
     return false;
   }
+  const left: string[] = [];
+  for (const r of [...(state.realNodes ?? [])].reverse()) left.push(...(await stopRealNode(state, r, progress)));
   for (const p of [...state.processes].reverse()) {
     if (!processAlive(p)) continue;
     progress(`stopping ${p.name} (pid ${p.pid})`);
-    try {
-      process.kill(p.pid, 'SIGTERM');
-    } catch {
-      continue;
-    }
-    const deadline = Date.now() + 10_000;
-    while (processAlive(p) && Date.now() < deadline) await sleep(100);
-    await killAndReap(p);
+    await stopProcess(p);
   }
   if (!opts.keepDir) rmSync(dir, { recursive: true, force: true });
   progress(opts.keepDir ? `cluster stopped; logs kept in ${join(dir, 'logs')}` : `cluster stopped and ${dir} removed`);
+  if (left.length > 0) {
+    throw new UserError(`the real nodes left these behind (remove them by hand):\n  ${left.join('\n  ')}`);
+  }
   return true;
 }
 
