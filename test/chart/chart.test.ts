@@ -123,6 +123,8 @@ describe('helm chart', { skip: helmMissing() }, () => {
         `ClusterRoleBinding/${fullname}`,
         'CustomResourceDefinition/daemonsets.apps.kruise.io',
         `Deployment/${fullname}`,
+        // Empty, taken by the managers' leader election, and removed by `helm uninstall` with the rest.
+        `Lease/${fullname}-controller`,
         `MutatingWebhookConfiguration/${fullname}-mutating`,
         `PodDisruptionBudget/${fullname}`,
         `Role/${fullname}`,
