@@ -29,6 +29,8 @@ export interface ContainerStateJson {
 export interface ContainerStatusJson {
   name: string;
   image: string;
+  imageID?: string;
+  containerID?: string;
   ready: boolean;
   restartCount: number;
   state?: ContainerStateJson;
@@ -221,6 +223,9 @@ export async function waitEvent(ns: string, name: string, reason: string, messag
 export interface AdsSample {
   at: number;
   generation?: number;
+  observedGeneration?: number;
+  updatedNumberScheduled?: number;
+  numberAvailable?: number;
   canary?: CanaryStatusJson;
   progressing?: { status: string; reason?: string; message?: string; lastTransitionTime?: string };
 }
@@ -263,6 +268,9 @@ export class AdsWatch {
     this.samples.push({
       at: Date.now(),
       generation: ds.metadata.generation,
+      observedGeneration: ds.status?.observedGeneration,
+      updatedNumberScheduled: ds.status?.updatedNumberScheduled,
+      numberAvailable: ds.status?.numberAvailable,
       ...(canary ? { canary } : {}),
       ...(p ? { progressing: p } : {}),
     });

@@ -119,6 +119,7 @@ export interface PodJson {
   };
   status?: {
     phase?: string;
+    podIP?: string;
     conditions?: { type: string; status: string; lastTransitionTime?: string }[];
     containerStatuses?: { name: string; image: string; imageID: string; restartCount: number; ready: boolean }[];
   };

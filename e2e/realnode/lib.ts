@@ -1,0 +1,128 @@
+// Helpers of the real-node e2e tests: a private cluster with one real node (a kubelet with containerd and runc) and
+// tainted kwok nodes, crictl on that node, and what a test needs to look inside it.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, afterEach, before, describe } from 'node:test';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { clusterDown, clusterUp, fakeNode, readState, type ClusterState } from '../cluster/cluster.ts';
+import { nodeBinaries } from '../cluster/binaries.ts';
+import { FAKE_NODE_TAINT, realNodeUnsupported, type RealNodeRecord } from '../cluster/real-node.ts';
+import { kubectl, waitNodesReady } from '../lib/kube.ts';
+
+const run = promisify(execFile);
+
+export interface RealNodeCluster {
+  /** A directory of this describe's own (the cluster's directory is `clusterDir`). */
+  dir: string;
+  clusterDir: string;
+  kubeconfig: string;
+  registry: string;
+  node: RealNodeRecord;
+  state: ClusterState;
+}
+
+/**
+ * Why the real-node tests do not run here, or undefined when they do. With CI=true they always run: a missing
+ * prerequisite is then the tests' failure (in `before`), never a skip, so CI cannot go green without them.
+ */
+export const realNodeSkip = (): string | undefined => {
+  const why = realNodeUnsupported();
+  return why && process.env.CI !== 'true' ? `${why}; CI=true runs them` : undefined;
+};
+
+/**
+ * `describe` on a private cluster with `realNodes` real nodes and no fake ones (tests add theirs with
+ * createTaintedFakeNodes); `cluster.dir` is kept only when a test failed. The body of `fn` registers the tests;
+ * the cluster comes up before them and goes down after them unless a test took it down (the cleanup test).
+ */
+export function describeOnRealNodeCluster(
+  name: string,
+  options: { timeout?: number },
+  fn: (cluster: RealNodeCluster) => void,
+): void {
+  const skip = realNodeSkip();
+  describe(name, { ...options, skip }, () => {
+    const top = mkdtempSync(join(tmpdir(), 'ads-e2e-real-'));
+    const clusterDir = join(top, 'cluster');
+    const c = { dir: top, clusterDir } as RealNodeCluster;
+    let failed = false;
+    before(async () => {
+      const why = realNodeUnsupported();
+      if (why) throw new Error(`CI=true, but real nodes cannot run here: ${why}`);
+      const started = Date.now();
+      c.state = await clusterUp({ dir: clusterDir, nodes: 0, realNodes: 1, progress: () => {} });
+      c.kubeconfig = c.state.kubeconfig;
+      c.registry = c.state.registry!;
+      c.node = c.state.realNodes![0]!;
+      process.env.KUBECONFIG = c.kubeconfig;
+      process.stderr.write(`${name}: cluster with real node ${c.node.name} up in ${(Date.now() - started) / 1000}s\n`);
+    });
+    afterEach((t) => {
+      if ('passed' in t && !t.passed) failed = true;
+    });
+    fn(c);
+    after(async () => {
+      if (readState(clusterDir)) await clusterDown({ dir: clusterDir, progress: () => {}, keepDir: failed });
+      if (failed) process.stderr.write(`${name}: failed; logs kept in ${top}\n`);
+      else rmSync(top, { recursive: true, force: true });
+    });
+  });
+}
+
+/** Fake nodes carrying the taint `cluster up --real-nodes` gives them, in group `group` (label e2e-group). */
+export async function createTaintedFakeNodes(group: string, count: number): Promise<string[]> {
+  const names = Array.from({ length: count }, (_, i) => `${group}-${i}`);
+  const items = names.map((n) => fakeNode(n, { 'e2e-group': group }, [FAKE_NODE_TAINT]));
+  await kubectl(['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
+  await waitNodesReady(names);
+  return names;
+}
+
+/** The toleration a pod needs to land on those fake nodes. */
+export const FAKE_NODE_TOLERATION = { key: FAKE_NODE_TAINT.key, operator: 'Exists', effect: FAKE_NODE_TAINT.effect };
+
+/** crictl on the real node's containerd, parsed from its JSON output. */
+export async function crictlJson<T>(node: RealNodeRecord, args: string[]): Promise<T> {
+  const { stdout } = await run(
+    nodeBinaries().crictl,
+    ['--runtime-endpoint', `unix://${node.containerdSocket}`, ...args, '-o', 'json'],
+    { maxBuffer: 64 * 1024 * 1024 },
+  );
+  return JSON.parse(stdout) as T;
+}
+
+export interface CriContainer {
+  id: string;
+  metadata: { name: string; attempt: number };
+  image: { image: string };
+  imageRef: string;
+  state: string;
+  labels: Record<string, string>;
+}
+
+/** The containers containerd runs (or ran) for the pod `namespace/name`. */
+export async function criContainers(node: RealNodeRecord, namespace: string, pod: string): Promise<CriContainer[]> {
+  const { containers } = await crictlJson<{ containers: CriContainer[] }>(node, [
+    'ps',
+    '-a',
+    '--label',
+    `io.kubernetes.pod.namespace=${namespace}`,
+    '--label',
+    `io.kubernetes.pod.name=${pod}`,
+  ]);
+  return containers;
+}
+
+/** The image ID (sha256:...) containerd's image store has for `ref` on the node. */
+export async function criImageId(node: RealNodeRecord, ref: string): Promise<string | undefined> {
+  const { images } = await crictlJson<{ images: { id: string; repoTags: string[] | null }[] }>(node, ['images']);
+  return images.find((i) => i.repoTags?.includes(ref))?.id;
+}
+
+/** Image references containerd's image store holds on the node (every tag of every image). */
+export async function criImages(node: RealNodeRecord): Promise<string[]> {
+  const { images } = await crictlJson<{ images: { repoTags: string[] | null }[] }>(node, ['images']);
+  return images.flatMap((i) => i.repoTags ?? []);
+}
