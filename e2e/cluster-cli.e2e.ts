@@ -29,8 +29,20 @@ describe('cluster CLI', () => {
       assert.match(status.stdout, /cluster: +running/);
       assert.match(status.stdout, /nodes: +2\/2 ready/);
       const kubectl = state.processes[0]!.binary.replace(/etcd$/, 'kubectl');
+      assert.match(status.stdout, new RegExp(`kubectl: +${kubectl}`), 'status names the kubectl up pointed at');
       const nodes = await run(kubectl, ['--kubeconfig', state.kubeconfig, 'get', 'nodes', '-o', 'name']);
       assert.equal(nodes.stdout.trim().split('\n').length, 2);
+      // `eval "$(cluster env)"` gives a shell this cluster's kubeconfig and the cluster's own kubectl and helm.
+      const env = await run(cli, ['cluster', 'env', '--dir', dir]);
+      const inShell = await run('bash', [
+        '-c',
+        `eval "$1" && kubectl get nodes -o name && command -v kubectl helm`,
+        '-',
+        env.stdout,
+      ]);
+      const lines = inShell.stdout.trim().split('\n');
+      assert.equal(lines.filter((l) => l.startsWith('node/')).length, 2, inShell.stdout);
+      assert.ok(lines.includes(kubectl), `kubectl on PATH is the cluster's: ${inShell.stdout}`);
       // Every listener of ours is on loopback.
       for (const port of Object.values(state.ports)) assert.ok(port > 0);
       const again = await run(cli, ['cluster', 'up', '--dir', dir]).then(
@@ -53,7 +65,7 @@ describe('cluster CLI', () => {
 
   test('every subcommand has --help, and bad input is a clear error without a stack trace', async () => {
     const help = await run(cli, ['cluster', '--help']);
-    assert.match(help.stdout, /Usage: advanced-daemonset cluster <up\|down\|status>/);
+    assert.match(help.stdout, /Usage: advanced-daemonset cluster <up\|down\|status\|env>/);
     const top = await run(cli, ['--help']);
     assert.match(top.stdout, /cluster +Local real control plane/);
     const bad = await run(cli, ['cluster', 'up', '--nodes', 'many']).then(

@@ -115,6 +115,11 @@ export async function criContainers(node: RealNodeRecord, namespace: string, pod
   return containers;
 }
 
+/** The host pid of a running container's first process (`crictl inspect`'s info.pid). */
+export async function criContainerPid(node: RealNodeRecord, id: string): Promise<number> {
+  return (await crictlJson<{ info: { pid: number } }>(node, ['inspect', id])).info.pid;
+}
+
 /** The image ID (sha256:...) containerd's image store has for `ref` on the node. */
 export async function criImageId(node: RealNodeRecord, ref: string): Promise<string | undefined> {
   const { images } = await crictlJson<{ images: { id: string; repoTags: string[] | null }[] }>(node, ['images']);

@@ -6,7 +6,7 @@
 // after which nothing of the node is left on this host.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { chartDir, helmOk } from '../../test/chart/helm.ts';
 import type { KubeClient } from '../../src/k8s/client.ts';
 import { resources } from '../../src/k8s/client.ts';
@@ -35,6 +35,7 @@ import { AdsWatch, canaryOf, conditionStatus, containerStatus } from '../canary/
 import {
   FAKE_NODE_TOLERATION,
   createTaintedFakeNodes,
+  criContainerPid,
   criContainers,
   criImageId,
   criImages,
@@ -177,6 +178,16 @@ describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_00
         ['manager'],
         `containerd runs the manager container of ${p.metadata.name}`,
       );
+      // The image's launcher sized the heap from the chart's 512Mi limit (60%) and became the manager (same pid),
+      // which runs as the image's non-root user.
+      const pid = await criContainerPid(c.node, running[0]!.id);
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      assert.ok(cmdline.includes('--max-old-space-size=307'), `heap flag from the limit: ${cmdline.join(' ')}`);
+      assert.ok(
+        cmdline.some((a) => a.endsWith('/app/dist/main.mjs')),
+        `the launcher became main.mjs: ${cmdline.join(' ')}`,
+      );
+      assert.match(readFileSync(`/proc/${pid}/status`, 'utf8'), /^Uid:\s+65532\s/m, 'runs as uid 65532');
     }
     process.stderr.write(
       `helm install --wait: both replicas Ready in ${((Date.now() - started) / 1000).toFixed(0)}s\n`,
@@ -288,6 +299,30 @@ describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_00
       [...metrics].filter(([, v]) => v === 1).map(([n]) => n),
       [holder],
       `leader_election_master_status by pod: ${JSON.stringify([...metrics])}`,
+    );
+  });
+
+  test('the PodDisruptionBudget lets one replica be evicted at a time', async () => {
+    const [a, b] = await managerPods();
+    assert.ok(a && b);
+    const evict = (pod: string) =>
+      kubectl(
+        ['create', '--raw', `/api/v1/namespaces/${NS}/pods/${pod}/eviction`, '-f', '-'],
+        JSON.stringify({ apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: pod, namespace: NS } }),
+      );
+    await eventually('the disruption controller allows one disruption', async () => {
+      const pdb = await kubectlJson<{ status?: { disruptionsAllowed?: number } }>(['get', 'pdb', FULLNAME, '-n', NS]);
+      return pdb.status?.disruptionsAllowed === 1;
+    });
+    await evict(a.metadata.name);
+    await assert.rejects(evict(b.metadata.name), /disruption budget/, 'the second eviction is refused');
+    await eventually(
+      'two Ready replicas again',
+      async () => {
+        const pods = await managerPods();
+        return pods.length === 2 && pods.every(podReady);
+      },
+      { timeoutMs: 120_000, intervalMs: 500 },
     );
   });
 
