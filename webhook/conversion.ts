@@ -10,7 +10,7 @@
 // `result.status: Failure` with a message that names the object by index (the apiserver then fails the request
 // that needed the conversion with that message). Nothing here throws: an unexpected error is a Failure too.
 import { API_VERSION, API_VERSION_V1BETA1, isServedVersion } from '../src/api/constants.ts';
-import { ConversionError, convertDaemonSet } from '../src/api/conversion.ts';
+import { ConversionError, convertDaemonSet, type StashWarning } from '../src/api/conversion.ts';
 import { isObject, type JsonObject } from '../src/api/defaults.ts';
 import { jsonTypeName, nestingError } from '../src/api/shape.ts';
 
@@ -43,6 +43,8 @@ export interface ConversionOutcome {
   counts: ConversionCount[];
   /** An unexpected error, for the log (an Error does not survive the trip between threads). */
   cause?: { name: string; message: string; stack?: string };
+  /** Stashed values left out because the target version cannot hold them (src/api/conversion.ts), for the log. */
+  stashWarnings?: (StashWarning & { object: string })[];
 }
 
 const cut = (s: string): string => (s.length > 100 ? `${s.slice(0, 100)}...` : s);
@@ -83,24 +85,32 @@ function objectName(o: unknown): string {
 function convertObjects(
   objects: readonly unknown[],
   to: string,
-): { converted: JsonObject[]; failure?: { index: number; message: string; cause?: unknown } } {
+): {
+  converted: JsonObject[];
+  warnings: (StashWarning & { object: string })[];
+  failure?: { index: number; message: string; cause?: unknown };
+} {
   const converted: JsonObject[] = [];
+  const warnings: (StashWarning & { object: string })[] = [];
   for (let i = 0; i < objects.length; i++) {
     const obj = objects[i];
     const name = objectName(obj);
     const where = `request.objects[${i}]${name ? ` (${name})` : ''}`;
     // The mapping only walks what it changes; the response's serialization walks everything, recursively.
     const deep = nestingError(obj);
-    if (deep) return { converted, failure: { index: i, message: `${where}: ${deep.field}: ${deep.detail}` } };
+    if (deep) return { converted, warnings, failure: { index: i, message: `${where}: ${deep.field}: ${deep.detail}` } };
     try {
-      converted.push(convertDaemonSet(obj, to));
+      const found: StashWarning[] = [];
+      converted.push(convertDaemonSet(obj, to, found));
+      for (const w of found) warnings.push({ object: name, ...w });
     } catch (err) {
       if (err instanceof ConversionError)
-        return { converted, failure: { index: i, message: `${where}: ${err.message}` } };
-      return { converted, failure: { index: i, message: `${where}: internal error while converting`, cause: err } };
+        return { converted, warnings, failure: { index: i, message: `${where}: ${err.message}` } };
+      const message = `${where}: internal error while converting`;
+      return { converted, warnings, failure: { index: i, message, cause: err } };
     }
   }
-  return { converted };
+  return { converted, warnings };
 }
 
 /** Handles one ConversionReview body (already JSON-parsed). */
@@ -147,7 +157,7 @@ export function handleConversionReview(body: unknown): ConversionOutcome {
   if (!Array.isArray(objects)) return failure(`request.objects must be an array, not ${jsonTypeName(objects)}`);
 
   const to = versionLabel(desired);
-  const { converted, failure: failed } = convertObjects(objects, desired);
+  const { converted, warnings, failure: failed } = convertObjects(objects, desired);
   if (failed) {
     const from = versionLabel(
       isObject(objects[failed.index]) ? (objects[failed.index] as JsonObject).apiVersion : undefined,
@@ -165,6 +175,7 @@ export function handleConversionReview(body: unknown): ConversionOutcome {
     text: answer({ uid, convertedObjects: converted, result: { metadata: {}, status: 'Success' } }),
     verdict: 'converted',
     counts: [...counts].map(([from, count]) => ({ from, to, result: 'success' as const, count })),
+    ...(warnings.length > 0 ? { stashWarnings: warnings } : {}),
   };
 }
 

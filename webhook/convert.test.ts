@@ -55,6 +55,28 @@ function alpha(name: string): JsonObject {
 }
 
 describe('conversion webhook', () => {
+  test('a forged stash: the review succeeds, the value is left out, and the outcome says so for the log', () => {
+    const forged: any = daemonSetManifest('forged');
+    forged.metadata.annotations = {
+      'conversion.advanced-daemonset.io/v1beta1': JSON.stringify({
+        fields: [{ path: ['spec', 'updateStrategy', 'rollingUpdate', 'rollingUpdateType'], value: 'Evil' }],
+      }),
+    };
+    forged.spec.updateStrategy = { type: 'RollingUpdate', rollingUpdate: {} };
+    const outcome = handleConversionText(JSON.stringify(conversionReview([forged])));
+    assert.equal(outcome.verdict, 'converted');
+    const [out] = JSON.parse(outcome.text).response.convertedObjects;
+    assert.equal(out.spec.updateStrategy.rollingUpdate.rollingUpdateType, undefined, 'not restored');
+    assert.deepEqual(outcome.stashWarnings, [
+      {
+        object: 'ns/forged',
+        annotation: 'conversion.advanced-daemonset.io/v1beta1',
+        field: 'spec.updateStrategy.rollingUpdate.rollingUpdateType',
+        message: 'must be one of Standard, InPlaceIfPossible, not "Evil"',
+      },
+    ]);
+  });
+
   test('v1alpha1 -> v1beta1: uid, apiVersion, objects in order, Success', async () => {
     const objects = [alpha('a'), alpha('b'), convertDaemonSet(alpha('c'), API_VERSION_V1BETA1)];
     const res = await post(conversionReview(objects));

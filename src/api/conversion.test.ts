@@ -15,8 +15,10 @@ import {
   STASH_ANNOTATIONS,
   statusToV1beta1,
   toInternal,
+  stashErrors,
   toV1beta1,
   type StashField,
+  type StashWarning,
 } from './conversion.ts';
 import type { JsonObject } from './defaults.ts';
 import type { DaemonSetStatus } from './types.ts';
@@ -106,6 +108,12 @@ interface Row {
   to: JsonObject;
   /** The expected fields of the stash annotation; absent: no annotation. */
   stash?: StashField[];
+  /**
+   * The round trip's result without a stash annotation, when it is not `from`: a stashed value that `from`'s version
+   * cannot hold is not restored (and reported in `warnings`).
+   */
+  back?: JsonObject;
+  warnings?: StashWarning[];
 }
 
 /** Each row is converted to `to`'s version, compared, and converted back to `from` exactly. */
@@ -119,7 +127,11 @@ function runRows(rows: Row[]): void {
       const { object, fields } = split(out, target === B ? STASH_A : STASH_B);
       assert.deepEqual(object, row.to);
       assert.deepEqual(fields, row.stash);
-      assert.deepEqual(convertDaemonSet(out, source), row.from, 'round trip');
+      const warnings: StashWarning[] = [];
+      const back = convertDaemonSet(out, source, warnings);
+      if (row.back) assert.deepEqual(split(back, source === B ? STASH_A : STASH_B).object, row.back, 'round trip');
+      else assert.deepEqual(back, row.from, 'round trip');
+      assert.deepEqual(warnings, row.warnings ?? [], 'stashed values not restored');
       assert.deepEqual(row.from, snapshot, 'the input is not modified');
     });
   }
@@ -259,10 +271,19 @@ describe('rollingUpdateType: Surging and the rollingUpdate.type alias (v1alpha1 
       stash: [f(RU_ALIAS, null, RU_TYPE, undefined)],
     },
     {
-      name: 'v1beta1 Surging (not a v1beta1 value) comes back as it was',
+      // Stored only past admission (it refuses Surging in v1beta1); a stash restores only what the version can hold.
+      name: 'v1beta1 Surging (not a v1beta1 value): stashed, not restored on the way back, and reported',
       from: ds(B, rolling({ rollingUpdateType: 'Surging' })),
       to: ds(A, rolling({ rollingUpdateType: 'Surging' })),
       stash: [f(RU_TYPE, 'Surging', RU_TYPE, 'Surging')],
+      back: ds(B, rolling({ rollingUpdateType: 'Standard' })),
+      warnings: [
+        {
+          annotation: STASH_B,
+          field: 'spec.updateStrategy.rollingUpdate.rollingUpdateType',
+          message: 'must be one of Standard, InPlaceIfPossible, not "Surging"',
+        },
+      ],
     },
   ]);
 });
@@ -346,15 +367,17 @@ describe('progressive-create annotation <-> scaleStrategy.partitionedScaling', (
     },
     {
       name: 'annotations: null and a stash to carry: null comes back',
-      from: withMeta(ds(B, rolling({ rollingUpdateType: 'Surging' })), { annotations: null }),
-      to: withMeta(ds(A, rolling({ rollingUpdateType: 'Surging' })), { annotations: null }),
-      stash: [f(RU_TYPE, 'Surging', RU_TYPE, 'Surging')],
+      from: withMeta(ds(A, rolling({ rollingUpdateType: 'Surging' })), { annotations: null }),
+      to: withMeta(ds(B, rolling({ rollingUpdateType: 'Standard' })), { annotations: null }),
+      stash: [f(RU_TYPE, 'Surging', RU_TYPE, 'Standard')],
     },
     {
-      name: 'annotation "true" with a v1alpha1 spec.scaleStrategy (not a v1alpha1 field): replaced',
+      name: 'annotation "true" with a v1alpha1 spec.scaleStrategy (not a v1alpha1 field): replaced, not restored',
       from: annotated('true', ds(A, { scaleStrategy: { partitionedScaling: false, x: 1 } })),
       to: ds(B, { scaleStrategy: { partitionedScaling: true } }),
       stash: [f(SCALE, { partitionedScaling: false, x: 1 }, SCALE, { partitionedScaling: true })],
+      back: annotated('true', ds(A)),
+      warnings: [{ annotation: STASH_A, field: 'spec.scaleStrategy', message: 'v1alpha1 has no spec.scaleStrategy' }],
     },
   ]);
 });
@@ -1017,7 +1040,10 @@ function meaning(o: any): { type: unknown; partitioned: boolean; hash: unknown }
   return { type: ru ? type : 'no rollingUpdate', partitioned, hash };
 }
 
-/** Random edits of the mapped fields of an object of `apiVersion`, as a client of that version makes them. */
+/**
+ * Random edits of the mapped fields of an object of `apiVersion`, as a client of that version makes them and
+ * admission lets them through (values of that version's enums: a stash restores no other).
+ */
 const edits = (apiVersion: string) => {
   const alpha = apiVersion === A;
   const edit = fc.oneof(
@@ -1027,7 +1053,7 @@ const edits = (apiVersion: string) => {
     }),
     fc.record({
       at: fc.constant(alpha ? 'alias' : 'rollingUpdateType'),
-      value: fc.constantFrom('Standard', 'Surging', 'InPlaceIfPossible', undefined),
+      value: fc.constantFrom('Standard', 'InPlaceIfPossible', undefined, ...(alpha ? ['Surging'] : [])),
     }),
     fc.record({ at: fc.constant('progressive'), value: fc.constantFrom('true', 'false', '', undefined) }),
     fc.record({ at: fc.constant('other annotation'), value: fc.constantFrom('v', undefined) }),
@@ -1083,4 +1109,63 @@ describe('property: an edit in the other version wins', () => {
       );
     });
   }
+});
+
+describe('a stash is never trusted', () => {
+  const forged = (version: string, fields: StashField[], spec: JsonObject = {}) =>
+    withMeta(ds(version, spec), {
+      annotations: { [version === A ? STASH_B : STASH_A]: JSON.stringify({ fields }) },
+    });
+  const rows: { name: string; obj: JsonObject; field: string; message: string }[] = [
+    {
+      name: 'a v1beta1 rollingUpdateType no enum has',
+      obj: forged(A, [{ path: RU_TYPE, value: 'Evil' }], rolling({})),
+      field: 'spec.updateStrategy.rollingUpdate.rollingUpdateType',
+      message: 'must be one of Standard, InPlaceIfPossible, not "Evil"',
+    },
+    {
+      name: 'Surging, which v1beta1 does not have',
+      obj: forged(A, [{ path: RU_TYPE, value: 'Surging' }], rolling({})),
+      field: 'spec.updateStrategy.rollingUpdate.rollingUpdateType',
+      message: 'must be one of Standard, InPlaceIfPossible, not "Surging"',
+    },
+    {
+      name: 'a v1alpha1 rollingUpdateType of the wrong type',
+      obj: forged(B, [{ path: RU_TYPE, value: 7 }], rolling({})),
+      field: 'spec.updateStrategy.rollingUpdate.rollingUpdateType',
+      message: 'must be one of Standard, Surging, InPlaceIfPossible, not 7',
+    },
+    {
+      name: 'a partitionedScaling that is not a boolean',
+      obj: forged(A, [{ path: SCALE, value: { partitionedScaling: 'yes' } }]),
+      field: 'spec.scaleStrategy',
+      message: 'must be an object whose partitionedScaling is a boolean, not {"partitionedScaling":"yes"}',
+    },
+    {
+      name: 'an updateRevision that is not a string',
+      obj: forged(A, [{ path: ['status', 'updateRevision'], value: { x: 1 } }]),
+      field: 'status.updateRevision',
+      message: 'must be a string, not {"x":1}',
+    },
+  ];
+  for (const row of rows) {
+    test(`${row.name}: not restored, reported, and refused by stashErrors`, () => {
+      const to = row.obj.apiVersion === A ? B : A;
+      const warnings: StashWarning[] = [];
+      const out = convertDaemonSet(row.obj, to, warnings);
+      const annotation = to === B ? STASH_B : STASH_A;
+      assert.deepEqual(warnings, [{ annotation, field: row.field, message: row.message }]);
+      const path = row.field.split('.');
+      let v: unknown = out;
+      for (const k of path) v = (v as Record<string, unknown> | undefined)?.[k];
+      assert.notDeepEqual(v, (JSON.parse((row.obj.metadata as any).annotations[annotation]) as any).fields[0].value);
+      assert.deepEqual(stashErrors(row.obj), warnings);
+    });
+  }
+  test('a stash the conversion made converts cleanly', () => {
+    const x = ds(A, rolling({ rollingUpdateType: 'Surging' }));
+    const out = convertDaemonSet(x, B);
+    assert.deepEqual(stashErrors(out), []);
+    assert.deepEqual(stashErrors(convertDaemonSet(out, A)), []);
+  });
 });

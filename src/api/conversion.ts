@@ -23,7 +23,11 @@
 //
 // Malformed input (not a DaemonSet of a served version, a field the mapping reads of the wrong JSON type) throws a
 // ConversionError naming the field. A stash that cannot be read (not JSON, not a Stash) is not applied; it is kept,
-// as an ordinary annotation, and comes back unchanged on the return trip.
+// as an ordinary annotation, and comes back unchanged on the return trip. A stash is never trusted: anyone who may
+// write a DaemonSet may write the annotation, so each value it would restore is checked as the target version
+// requires (stashedValueError: the enums and JSON types of the fields a stash may restore), and one that fails is
+// not restored but reported in `warnings` (the conversion webhook logs them; admission refuses an object whose stash
+// would not convert cleanly: stashErrors).
 import { cloneJson } from '../k8s/json.ts';
 import {
   API_GROUP,
@@ -35,6 +39,7 @@ import {
   VERSION,
 } from './constants.ts';
 import { isObject, type JsonObject } from './defaults.ts';
+import { ROLLING_UPDATE_TYPES, ROLLING_UPDATE_TYPES_V1BETA1 } from './schema.ts';
 import { jsonTypeName, MAX_NESTING_DEPTH, nestingError } from './shape.ts';
 import type { DaemonSet, DaemonSetStatus, DaemonSetStatusV1beta1, DaemonSetV1beta1 } from './types.ts';
 
@@ -104,13 +109,41 @@ const UPDATE_REVISION: Path = ['status', 'updateRevision'];
  * returned as it is (the same reference). The result shares every subtree the conversion does not change with
  * `obj`: treat both as immutable (or clone). Throws ConversionError for an unknown version or a malformed object.
  */
-export function convertDaemonSet(obj: unknown, toApiVersion: string): JsonObject {
+/** A stashed value that was not restored, because the target version could not hold it. */
+export interface StashWarning {
+  /** The stash annotation's key. */
+  annotation: string;
+  /** The field it would have restored, dotted. */
+  field: string;
+  message: string;
+}
+
+/**
+ * `obj` in `toApiVersion`. Stashed values the target version cannot hold are left out and, when `warnings` is
+ * given, reported there.
+ */
+export function convertDaemonSet(obj: unknown, toApiVersion: string, warnings?: StashWarning[]): JsonObject {
   const to = versionOf(toApiVersion);
   if (!to) throw unsupported('desired apiVersion', toApiVersion, [API_VERSION, API_VERSION_V1BETA1]);
   const x = checkDaemonSet(obj);
   const from = versionOf(x.apiVersion) as Version;
   if (from === to) return x;
-  return convertBetween(x, from, to);
+  return convertBetween(x, from, to, warnings ?? []);
+}
+
+/**
+ * What a stash annotation of `obj` (a DaemonSet of a served version) would restore that its version cannot hold, by
+ * annotation: empty when every stash converts cleanly. Admission refuses such an object (validation.ts).
+ */
+export function stashErrors(obj: JsonObject): StashWarning[] {
+  const from = versionOf(obj.apiVersion);
+  if (!from) return [];
+  const warnings: StashWarning[] = [];
+  for (const to of [VERSION, V1BETA1] as const) {
+    if (to === from || scalarAt(obj, [...ANNOTATIONS, STASH_ANNOTATIONS[to]], 'string') === undefined) continue;
+    convertBetween(obj, from, to, warnings);
+  }
+  return warnings;
 }
 
 /** A v1beta1 (or v1alpha1) DaemonSet as the controller's internal model, the v1alpha1 DaemonSet. */
@@ -486,6 +519,51 @@ function field(path: string[], value: unknown): StashField {
   return value === undefined ? { path } : { path, value };
 }
 
+const ROLLING_UPDATE_TYPES_OF: Record<Version, readonly string[]> = {
+  [VERSION]: ROLLING_UPDATE_TYPES,
+  [V1BETA1]: ROLLING_UPDATE_TYPES_V1BETA1,
+};
+
+/**
+ * Why `value`, stashed for `path`, cannot go into a DaemonSet of version `to`; undefined when it can. Restoring the
+ * absence of a field is always fine. The checks are those of the target's schema and webhook for the fields a stash
+ * may restore (restorable): enums and JSON types; a value the webhook would refuse for other reasons (a rule across
+ * fields) is what admission checks on the converted object anyway.
+ */
+export function stashedValueError(path: readonly string[], value: unknown, to: Version): string | undefined {
+  // Absent, or null, which a Kubernetes object reads as absent.
+  if (value === undefined || value === null) return undefined;
+  const want = (ok: boolean, what: string) => (ok ? undefined : `must be ${what}, not ${JSON.stringify(value)}`);
+  const [k0, k1, k2, k3] = path;
+  if (k0 === 'metadata') {
+    if (path.length === 2)
+      return want(
+        value === null || (isObject(value) && Object.values(value).every((v) => typeof v === 'string')),
+        'a map of strings',
+      );
+    return want(typeof value === 'string', 'a string');
+  }
+  if (k0 === 'status') return want(typeof value === 'string', 'a string');
+  if (k1 === 'scaleStrategy') {
+    if (to !== V1BETA1) return `${VERSION} has no spec.scaleStrategy`;
+    if (path.length === 2)
+      return want(
+        isObject(value) && (value.partitionedScaling === undefined || typeof value.partitionedScaling === 'boolean'),
+        'an object whose partitionedScaling is a boolean',
+      );
+    return path.length === 3 && k2 === 'partitionedScaling'
+      ? want(typeof value === 'boolean', 'a boolean')
+      : `${V1BETA1} has no ${dotted(path)}`;
+  }
+  if (k2 === 'rollingUpdate' && (k3 === 'rollingUpdateType' || k3 === 'type')) {
+    if (k3 === 'type' && to !== VERSION) return `${V1BETA1} has no ${dotted(path)}`;
+    const types = ROLLING_UPDATE_TYPES_OF[to];
+    // "" is unset, as validation.ts reads it.
+    return want(typeof value === 'string' && (value === '' || types.includes(value)), `one of ${types.join(', ')}`);
+  }
+  return `a stash may not restore ${dotted(path)}`;
+}
+
 /** Restores one stashed field into `d`: its value, or its absence. */
 function restore(d: Draft, f: StashField): void {
   const value = valueOf(f);
@@ -506,7 +584,7 @@ const isReservedPath = (path: Path): boolean =>
  * 3. the mapping back is run on the result: wherever it would not give x's value, that value goes into the new
  *    stash for `from`, guarded by the value of the field it was mapped to.
  */
-function convertBetween(x: JsonObject, from: Version, to: Version): JsonObject {
+function convertBetween(x: JsonObject, from: Version, to: Version, warnings: StashWarning[]): JsonObject {
   const inKey = STASH_ANNOTATIONS[to];
   const outKey = STASH_ANNOTATIONS[from];
   const annotations = objectAt(x, ANNOTATIONS);
@@ -538,6 +616,11 @@ function convertBetween(x: JsonObject, from: Version, to: Version): JsonObject {
   const restoredLater: StashField[] = [];
   for (const f of incoming?.fields ?? []) {
     if (f.mapped && !jsonEqual(get(plain, f.mapped.path), valueOf(f.mapped))) continue;
+    const refused = stashedValueError(f.path, valueOf(f), to);
+    if (refused) {
+      warnings.push({ annotation: inKey, field: dotted(f.path), message: refused });
+      continue;
+    }
     if (isReservedPath(f.path)) restoredLater.push(f);
     else restore(out, f);
   }

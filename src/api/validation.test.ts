@@ -572,6 +572,24 @@ describe('validateDaemonSet: metadata and structure', () => {
     const ds = defaulted((d) => delete d.spec.template);
     assert.ok(messages(ds).includes('spec.template: Required value'), messages(ds).join('\n'));
   });
+  test('a conversion stash that would not convert cleanly is refused, naming what it would set', () => {
+    const key = 'conversion.advanced-daemonset.io/v1beta1';
+    const forged = JSON.stringify({
+      fields: [{ path: ['spec', 'updateStrategy', 'rollingUpdate', 'rollingUpdateType'], value: 'Evil' }],
+    });
+    const ds = defaulted((d) => (d.metadata.annotations = { [key]: forged }));
+    assert.deepEqual(messages(ds), [
+      `metadata.annotations[${key}]: Invalid value: "(stash)": would set spec.updateStrategy.rollingUpdate.rollingUpdateType, which must be one of Standard, InPlaceIfPossible, not "Evil"`,
+    ]);
+    // One the conversion itself made (Surging, kept for the way back to v1alpha1) is fine in v1beta1.
+    const made = JSON.stringify({
+      fields: [{ path: ['spec', 'updateStrategy', 'rollingUpdate', 'rollingUpdateType'], value: 'Surging' }],
+    });
+    const beta = fixtures('v1beta1').defaulted(
+      (d) => (d.metadata.annotations = { 'conversion.advanced-daemonset.io/v1alpha1': made }),
+    );
+    assert.deepEqual(messages(beta, 'v1beta1'), []);
+  });
 });
 
 describe('invalidStatus: the apiserver rejection format', () => {

@@ -22,6 +22,7 @@ import {
   VERSION,
   type ServedVersion,
 } from './constants.ts';
+import { stashErrors } from './conversion.ts';
 import { parseDuration } from './duration.ts';
 import { openAPIV3Schema } from './crd.ts';
 import { isObject, setDefaultsPodTemplate, type JsonObject } from './defaults.ts';
@@ -706,8 +707,25 @@ export function validateDaemonSet(obj: JsonObject, version: ServedVersion = VERS
     ...schemaErrors(obj, version),
     ...validateObjectMeta(objectAt(obj, 'metadata')),
     ...validateSpec(objectAt(obj, 'spec'), rules),
+    ...validateStash(obj),
   ];
   return dedupe(errs);
+}
+
+/**
+ * A conversion stash annotation (src/api/conversion.ts) whose values the other version could not hold: written by
+ * hand, it would otherwise be restored into the stored object, which every later update would then fail on. The
+ * conversion leaves such values out anyway; refusing the write says so where the user can see it.
+ */
+function validateStash(obj: JsonObject): FieldError[] {
+  try {
+    return stashErrors(obj).map((w) =>
+      invalid(path('metadata', 'annotations').key(w.annotation), '(stash)', `would set ${w.field}, which ${w.message}`),
+    );
+  } catch {
+    // A field the conversion cannot read at all: reported by the schema checks.
+    return [];
+  }
 }
 
 /** Semantic equality: null, absent, empty maps and empty lists are the same (apimachinery Semantic.DeepEqual). */
