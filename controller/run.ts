@@ -97,6 +97,7 @@ export function startController(opts: ControllerRunOptions, signal: AbortSignal)
       client: client.withScope({ signal: leaderSignal, beforeWrite: writeFence }),
       logger: log,
       signal: leaderSignal,
+      recorder,
     }).catch((err: unknown) => {
       if (!leaderSignal.aborted) log.error({ err }, 'storage migration stopped');
     });

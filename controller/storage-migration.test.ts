@@ -10,6 +10,8 @@ import { until } from '../src/testing/wait.ts';
 import type { KubeClient } from '../src/k8s/client.ts';
 import type { KubeObject } from '../src/k8s/types.ts';
 import { FakeApiServer, startForSuite } from '../src/k8s/testing/fake-apiserver.ts';
+import type { EventRecorder } from './runtime/events.ts';
+import { storageMigrationSkipped } from './runtime/metrics.ts';
 import { migrateStorage, planStorageMigration, runStorageMigration, type CrdVersions } from './storage-migration.ts';
 
 const logger = pino({ level: process.env.DEBUG_LOG ?? 'silent' });
@@ -71,6 +73,57 @@ describe('the storage migration against the fake apiserver', () => {
   const puts = (from: number) =>
     server.requests.slice(from).filter((r) => r.method === 'PUT' && r.path.includes('/daemonsets/'));
   const run = () => migrateStorage({ client, logger, signal: new AbortController().signal, retryDelayMs: () => 10 });
+
+  test('an object the apiserver refuses is skipped with an event, a metric and a log; the rest are rewritten; storedVersions stays', async () => {
+    server.upsert(CRDS, crd('v1beta1', ['v1alpha1', 'v1beta1']));
+    for (const n of ['f', 'g', 'h']) server.upsert(V1BETA1, ds(n));
+    server.hook = (r, res) => {
+      if (r.method !== 'PUT' || !r.path.endsWith('/daemonsets/g')) return false;
+      res.writeHead(422, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          reason: 'Invalid',
+          code: 422,
+          message:
+            'DaemonSet.apps.kruise.io "g" is invalid: spec.updateStrategy.rollingUpdate.rollingUpdateType: Unsupported value: "Evil"',
+        }),
+      );
+      return true;
+    };
+    const events: { key: string; type: string; reason: string; message: string }[] = [];
+    const recorder = {
+      event: (o: KubeObject, type: string, reason: string, message: string) =>
+        events.push({ key: `${o.metadata.namespace}/${o.metadata.name}`, type, reason, message }),
+    } as unknown as EventRecorder;
+    const skippedBefore = (await storageMigrationSkipped.get()).values[0]?.value ?? 0;
+    const from = server.requests.length;
+    const result = await migrateStorage({ client, logger, signal: new AbortController().signal, recorder });
+    server.hook = undefined;
+    assert.deepEqual(result, { action: 'incomplete', storageVersion: 'v1beta1', rewritten: 2, skipped: ['ns/g'] });
+    assert.deepEqual(
+      puts(from).map((r) => r.path.split('/').pop()),
+      ['f', 'g', 'h'],
+      'each tried once; h after the refused g (the first test: the server holds only these)',
+    );
+    assert.equal(events.length, 1);
+    assert.deepEqual(
+      { ...events[0], message: undefined },
+      {
+        key: 'ns/g',
+        type: 'Warning',
+        reason: 'StorageMigrationFailed',
+        message: undefined,
+      },
+    );
+    assert.match(events[0]!.message, /^cannot be rewritten in v1beta1: .*Unsupported value: "Evil"/);
+    assert.equal((await storageMigrationSkipped.get()).values[0]?.value, skippedBefore + 1);
+    const stored = server.get(CRDS, undefined, NAME) as unknown as CrdVersions;
+    assert.deepEqual(stored.status?.storedVersions, ['v1alpha1', 'v1beta1'], 'not every object is in v1beta1 yet');
+    for (const n of ['f', 'g', 'h']) server.remove(V1BETA1, 'ns', n);
+  });
 
   test('rewrites each object once, rereads one a writer changed meanwhile, skips one deleted, then sets storedVersions', async () => {
     server.upsert(CRDS, crd('v1beta1', ['v1alpha1', 'v1beta1']));

@@ -13,6 +13,12 @@
 // So the migration is idempotent: a run cut short (leadership lost, a crash) is simply run again. A Conflict means
 // someone wrote the object meanwhile, which stored it in the storage version too; it is read again and rewritten
 // anyway (cheap, and exact). When storedVersions is already [storage version], nothing is listed at all.
+//
+// An object the apiserver refuses to rewrite (a 4xx other than Conflict and Too Many Requests: admission refuses
+// what it holds, say) is skipped, with a Warning event on it, a metric and a Warning log, and the rest go on; the
+// CRD's storedVersions is then left as it is (not every object is in the storage version) and the run is tried
+// again at the next look (recheckIntervalMs). Anything else (the apiserver or the conversion webhook unreachable)
+// fails the whole run, which is retried with backoff.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { API_GROUP, KIND, PLURAL, RESOURCE } from '../src/api/constants.ts';
 import {
@@ -23,7 +29,10 @@ import {
   type KubeClient,
   type ResourceType,
 } from '../src/k8s/client.ts';
+import { ApiError } from '../src/k8s/client.ts';
 import { objectKey, type KubeObject } from '../src/k8s/types.ts';
+import type { EventRecorder } from './runtime/events.ts';
+import { storageMigrationSkipped } from './runtime/metrics.ts';
 import { errorMessage } from './runtime/errors.ts';
 import { monotonic } from './runtime/clock.ts';
 import type { Logger } from './runtime/log.ts';
@@ -84,11 +93,15 @@ export interface StorageMigrationOptions {
   progressIntervalMs?: number;
   /** runStorageMigration: how often the CRD is looked at again once a run is done or not needed (default 60 s). */
   recheckIntervalMs?: number;
+  /** Warning events on the objects that cannot be rewritten. */
+  recorder?: EventRecorder;
 }
 
 export type StorageMigrationResult =
   | { action: 'skip'; storageVersion: string }
-  | { action: 'migrated'; storageVersion: string; rewritten: number; from: string[] };
+  | { action: 'migrated'; storageVersion: string; rewritten: number; from: string[] }
+  /** Some objects could not be rewritten (skipped, by key); storedVersions is left as it was. */
+  | { action: 'incomplete'; storageVersion: string; rewritten: number; skipped: string[] };
 
 /**
  * For the leader, until `signal` aborts (then it rejects with the signal's reason): migrateStorage, then a look at the
@@ -165,14 +178,38 @@ async function migrateOnce(
     'storage migration started',
   );
   let rewritten = 0;
+  const skipped: string[] = [];
   let lastProgress = monotonic();
   for (const item of list.items) {
-    await rewrite(client, type, item, signal);
-    rewritten++;
+    try {
+      await rewrite(client, type, item, signal);
+      rewritten++;
+    } catch (err) {
+      const cause = err instanceof Error ? err.cause : undefined;
+      if (!refused(cause)) throw err;
+      const key = objectKey(item);
+      skipped.push(key);
+      storageMigrationSkipped.inc();
+      const reason = errorMessage(cause);
+      log.warn({ key, storageVersion: plan.storageVersion, err: reason }, 'storage migration skipped an object');
+      opts.recorder?.event(
+        { ...item, apiVersion: `${type.group}/${type.version}`, kind: type.kind },
+        'Warning',
+        'StorageMigrationFailed',
+        `cannot be rewritten in ${plan.storageVersion}: ${reason}`,
+      );
+    }
     if (monotonic() - lastProgress >= (opts.progressIntervalMs ?? 5_000)) {
       lastProgress = monotonic();
       log.info({ rewritten, total }, 'storage migration progress');
     }
+  }
+  if (skipped.length > 0) {
+    log.warn(
+      { crd: crdName, storageVersion: plan.storageVersion, rewritten, total, skipped },
+      'storage migration incomplete: storedVersions left as it is; the skipped objects are tried again later',
+    );
+    return { action: 'incomplete', storageVersion: plan.storageVersion, rewritten, skipped };
   }
   // Only now, and only over the CRD as read at the start: had the storage version changed meanwhile, objects written
   // since would be in another version, and the precondition fails (Conflict: the next attempt starts over).
@@ -195,6 +232,11 @@ async function migrateOnce(
     'storage migration done',
   );
   return { action: 'migrated', storageVersion: plan.storageVersion, rewritten, from: plan.storedVersions };
+}
+
+/** An answer that says this object cannot be written as it is: a 4xx other than Conflict and 429. */
+function refused(err: unknown): boolean {
+  return err instanceof ApiError && err.code >= 400 && err.code < 500 && err.code !== 409 && err.code !== 429;
 }
 
 /** PUTs `obj` back unchanged; on a Conflict reads it again (up to 5 times); a deleted object needs nothing. */

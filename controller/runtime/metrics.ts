@@ -123,6 +123,13 @@ export const maxConcurrentReconciles = new Gauge({
   registers: [registry],
 });
 
+/** Objects the storage migration (controller/storage-migration.ts) could not rewrite, by the last run's count. */
+export const storageMigrationSkipped = new Counter({
+  name: 'advanced_daemonset_storage_migration_skipped_total',
+  help: 'DaemonSets the storage migration could not rewrite in the storage version (each attempt counted)',
+  registers: [registry],
+});
+
 export const leaderElectionMasterStatus = new Gauge({
   name: 'leader_election_master_status',
   help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.',
