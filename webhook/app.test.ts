@@ -4,14 +4,21 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fastJsonPatch from 'fast-json-patch';
 import { pino } from 'pino';
-import { MUTATE_PATH, VALIDATE_PATH } from '../src/api/constants.ts';
+import { CONVERT_PATH, MUTATE_PATH, VALIDATE_PATH } from '../src/api/constants.ts';
 import { defaultDaemonSet } from '../src/api/defaults.ts';
 import { PassThrough } from 'node:stream';
-import { BODY_LIMIT, buildWebhookApp, KEEP_ALIVE_TIMEOUT_MS, RETRY_AFTER_SECONDS } from './app.ts';
+import {
+  ADMISSION_ON_MAIN_THREAD_MAX_BYTES,
+  BODY_LIMIT,
+  buildWebhookApp,
+  KEEP_ALIVE_TIMEOUT_MS,
+  RETRY_AFTER_SECONDS,
+} from './app.ts';
+import type { AdmissionPool } from './pool.ts';
 import { MAX_PATCH_BYTES } from './limits.ts';
 import { webhookMetrics } from './metrics.ts';
-import { admissionReview, daemonSetManifest } from '../src/api/testing/review-fixtures.ts';
-import { sleep } from '../src/testing/wait.ts';
+import { admissionReview, daemonSetManifest, reviewOfSize } from '../src/api/testing/review-fixtures.ts';
+import { sleep, until } from '../src/testing/wait.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -193,19 +200,36 @@ describe('webhook app', () => {
     assert.deepEqual(fastJsonPatch.applyPatch(structuredClone(ds), JSON.parse(patch.toString())).newDocument, defaultDaemonSet(ds));
   }); // prettier-ignore
 
-  test('beyond maxInFlight admission requests: 429 with Retry-After at once, as a Status; freed slots are reused', async () => {
+  test('beyond maxInFlight requests being handled: 429 with Retry-After at once, as a Status; bodies still arriving hold no slot; conversions have their own', async () => {
     const fresh = webhookMetrics();
-    const own = buildWebhookApp({ logger: pino({ level: 'silent' }), metrics: fresh, limits: { maxInFlight: 2 } });
+    // A pool whose reviews are answered only when the test says so: they are being handled until then.
+    const waiting: (() => void)[] = [];
+    const holding: AdmissionPool = {
+      settings: { threads: 1, heapMiB: 64 },
+      review: () =>
+        new Promise((resolve) =>
+          waiting.push(() => resolve({ httpStatus: 200, body: { message: 'held' }, verdict: 'allowed', text: '{"held":true}' })),
+        ),
+      convert: async () => 'full',
+      threads: () => 0,
+      close: async () => {},
+    };
+    const own = buildWebhookApp({ logger: pino({ level: 'silent' }), metrics: fresh, limits: { maxInFlight: 2 }, admissionPool: holding });
     try {
-      const body = JSON.stringify(admissionReview(daemonSetManifest(), { uid: 'slow' }));
-      // Two requests whose bodies are still arriving hold both slots.
-      const streams = [new PassThrough(), new PassThrough()];
-      const held = streams.map((payload) =>
-        own.inject({ method: 'POST', url: MUTATE_PATH, headers: { 'content-type': 'application/json' }, payload }),
-      );
-      for (const s of streams) s.write(body.slice(0, 10));
+      const body = JSON.stringify(admissionReview(daemonSetManifest(), { uid: 'small' }));
+      const send = (url: string, payload: string | PassThrough = body) =>
+        own.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload });
+      // Eight requests whose bodies are still arriving: no slot is taken, a review is served beside them.
+      const streams = Array.from({ length: 8 }, () => new PassThrough());
+      const slow = streams.map((p) => send(MUTATE_PATH, p));
+      for (const st of streams) st.write(body.slice(0, 10));
       await sleep(50);
-      const refused = await own.inject({ method: 'POST', url: VALIDATE_PATH, headers: { 'content-type': 'application/json' }, payload: body });
+      assert.equal((await send(VALIDATE_PATH)).statusCode, 200, 'served while eight bodies are still arriving');
+      // Two large reviews being handled (in the pool) hold both slots.
+      const big = reviewOfSize(ADMISSION_ON_MAIN_THREAD_MAX_BYTES, 'big');
+      const held = [send(MUTATE_PATH, big), send(VALIDATE_PATH, big)];
+      await until('both reviews in the pool', () => waiting.length === 2, 5_000);
+      const refused = await send(VALIDATE_PATH);
       assert.equal(refused.statusCode, 429);
       assert.equal(refused.headers['retry-after'], String(RETRY_AFTER_SECONDS));
       const status = refused.json();
@@ -213,14 +237,24 @@ describe('webhook app', () => {
       assert.equal(status.reason, 'TooManyRequests');
       assert.deepEqual(status.details, { retryAfterSeconds: RETRY_AFTER_SECONDS });
       assert.match(status.message, /too many requests: 2 admission requests are in progress/);
+      // Conversions have a cap of their own: a small one is served while admission is full.
+      const review = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'ConversionReview', request: { uid: 'c', desiredAPIVersion: 'apps.kruise.io/v1beta1', objects: [] } };
+      assert.equal((await send(CONVERT_PATH, JSON.stringify(review))).statusCode, 200, 'conversion served');
       // Health of other paths is not counted: a 404 is still a 404.
       assert.equal((await own.inject({ method: 'GET', url: '/nope' })).statusCode, 404);
-      for (const s of streams) s.end(body.slice(10));
-      for (const r of await Promise.all(held)) assert.equal(r.json().response.uid, 'slow');
-      const again = await own.inject({ method: 'POST', url: VALIDATE_PATH, headers: { 'content-type': 'application/json' }, payload: body });
-      assert.equal(again.statusCode, 200, 'slots freed once the responses closed');
+      for (const release of waiting.splice(0)) release();
+      for (const r of await Promise.all(held)) assert.equal(r.body, '{"held":true}');
+      assert.equal((await send(VALIDATE_PATH)).statusCode, 200, 'slots freed once the responses closed');
+      // Their bodies complete one after another: each is served (at once, they would be 8 requests in progress).
+      for (const [i, st] of streams.entries()) {
+        st.end(body.slice(10));
+        const r = await slow[i]!;
+        assert.equal(r.json().response?.uid, 'small', r.body);
+      }
       const text = await fresh.registry.metrics();
       assert.match(text, /controller_runtime_webhook_requests_total\{webhook="validate-apps-kruise-io-daemonset",code="429",verdict="errored"\} 1/);
+      assert.match(text, /controller_runtime_webhook_requests_in_flight\{webhook="validate-apps-kruise-io-daemonset"\} 0/);
+      assert.match(text, /controller_runtime_webhook_requests_in_flight\{webhook="mutate-apps-kruise-io-daemonset"\} 0/);
     } finally {
       await own.close();
     }

@@ -1,12 +1,13 @@
 // The Fastify app of the admission webhook, built without listening so tests can use `app.inject`.
 // Pitfalls handled here: any content type is parsed as JSON (the apiserver always sends JSON; a 415 would only
 // confuse), `?timeout=` ignored, no stack trace ever sent.
-// Limits (limits.ts): bodies beyond BODY_LIMIT get 413; beyond maxInFlight admission requests at once, 429
-// with Retry-After before the body is read; the connection timeouts; TLS_POLICY (tls.ts) on HTTPS.
+// Limits (limits.ts): bodies beyond BODY_LIMIT get 413; beyond maxInFlight requests handled at once, 429 with
+// Retry-After, counted from the moment a whole body has arrived (a slow sender holds a connection, never a slot),
+// separately for admission and conversion; the connection timeouts; TLS_POLICY (tls.ts) on HTTPS.
 // The admission work itself (parse, checks, defaulting, validation, patch) runs on this thread for a small review
 // (admitOnMainThread), and in the worker pool (pool.ts) for a larger one: then this thread only
 // reads the body, hands it over, and sends the serialized answer back. The CRD conversion webhook (CONVERT_PATH,
-// conversion.ts) shares the limits and the in-flight cap; see CONVERT_ON_MAIN_THREAD_MAX_BYTES.
+// conversion.ts) has the same limits and a cap of its own; see CONVERT_ON_MAIN_THREAD_MAX_BYTES.
 import type { ServerOptions as HttpsServerOptions } from 'node:https';
 import { fastify, LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -118,8 +119,9 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
             ...TLS_POLICY,
             handshakeTimeout: limits.handshakeTimeoutMs,
             headersTimeout: limits.headersTimeoutMs,
-            // How often Node checks the header and request timeouts (default 30 s): at most one timeout late.
-            connectionsCheckingInterval: Math.min(30_000, limits.headersTimeoutMs),
+            // How often Node checks the header and request timeouts (default 30 s): a slow body is cut off at most
+            // a second late.
+            connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
           },
         }
       : {}),
@@ -144,16 +146,24 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     done(null, body);
   });
 
-  // Admission requests from their headers until their response is closed (sent, or the client went away).
-  let inFlight = 0;
+  /**
+   * Requests being handled, by kind: from the moment their whole body has arrived until their response is closed
+   * (sent, or the client went away). Not from their headers: a body sent slowly would hold a slot until the request
+   * timeout, and a few slow senders would starve everyone (kube-apiserver's --max-requests-inflight, too, counts
+   * requests being served, not bodies being received). A body still arriving is bounded by requestTimeoutMs and by
+   * the connection limits instead. Conversions have a cap of their own, so a flood of admission reviews cannot
+   * block reads in the version an object is not stored in.
+   */
+  const handling = { admission: 0, conversion: 0 };
   let refused = 0;
   let lastRefusalLog = -Infinity;
   /**
-   * 429 with Retry-After: beyond maxInFlight admission requests, or (a backstop) a full pool queue. The
+   * 429 with Retry-After: beyond maxInFlight requests of one kind, or (a backstop) a full pool queue. The
    * apiserver's client (client-go) retries a 429 that has a Retry-After, within the webhook's timeoutSeconds.
    */
   const tooMany = (req: FastifyRequest, reply: FastifyReply, webhook: string) => {
-    const message = `too many requests: ${limits.maxInFlight} admission requests are in progress; retry later`;
+    const kind = webhook === CONVERT_WEBHOOK ? 'conversion' : 'admission';
+    const message = `too many requests: ${limits.maxInFlight} ${kind} requests are in progress; retry later`;
     // One line per 10 s at most: an overload must not also flood the log (the metric counts each 429).
     refused++;
     if (Date.now() - lastRefusalLog >= 10_000) {
@@ -172,15 +182,18 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     timings.set(req, { start: process.hrtime.bigint(), ...(webhook ? { webhook } : {}) });
     if (!webhook) return;
     metrics.inFlight.inc({ webhook });
-    if (inFlight >= limits.maxInFlight) {
-      // Refused before the body is read: an overload costs no buffering. Node reads and drops an unread body to
-      // keep the connection; one larger than the limit (or of unknown length) is not worth reading: the
-      // connection is closed instead.
-      if (!(Number(req.headers['content-length']) <= bodyLimit)) void reply.header('connection', 'close');
-      return tooMany(req, reply, webhook);
-    }
-    inFlight++;
-    reply.raw.once('close', () => inFlight--);
+    // 'close' ends every request: its response sent, the client gone, a timeout, an error.
+    reply.raw.once('close', () => metrics.inFlight.dec({ webhook }));
+  });
+
+  // After the body has arrived (the content-type parser ran), before the handler.
+  app.addHook('preHandler', async (req, reply) => {
+    const webhook = timings.get(req)?.webhook;
+    if (!webhook) return;
+    const kind = webhook === CONVERT_WEBHOOK ? 'conversion' : 'admission';
+    if (handling[kind] >= limits.maxInFlight) return tooMany(req, reply, webhook);
+    handling[kind]++;
+    reply.raw.once('close', () => handling[kind]--);
   });
 
   app.addHook('onResponse', async (req, reply) => {
@@ -188,7 +201,6 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     if (!t?.webhook) return;
     const verdict = t.verdict ?? 'errored';
     const seconds = Number(process.hrtime.bigint() - t.start) / 1e9;
-    metrics.inFlight.dec({ webhook: t.webhook });
     metrics.requests.inc({ webhook: t.webhook, code: String(reply.statusCode), verdict });
     metrics.latency.observe({ webhook: t.webhook, verdict }, seconds);
   });
@@ -264,6 +276,9 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
       verdict: outcome.verdict,
       ...(outcome.message ? { message: outcome.message } : {}),
     };
+    // A stash written by hand (or stored past admission) with values the target version cannot hold: left out.
+    for (const w of outcome.stashWarnings ?? [])
+      req.log.warn({ ...fields, ...w }, 'conversion left out a stashed value the target version cannot hold');
     if (outcome.cause) {
       metrics.conversionPanics.inc();
       req.log.error({ ...fields, err: outcome.cause }, 'conversion failed unexpectedly');

@@ -65,8 +65,9 @@ export interface WebhookLimits {
   /** Largest request body, bytes (413 beyond). */
   bodyLimit: number;
   /**
-   * Admission requests being read or handled at once; more are refused at once with 429 and Retry-After. Also
-   * the admission pool's queue bound (its maxQueue).
+   * Requests handled at once, counted from the moment their whole body has arrived, for admission and for
+   * conversion each; more are refused at once with 429 and Retry-After. Also the admission pool's queue bound
+   * (its maxQueue).
    */
   maxInFlight: number;
   /** Open connections at most; more are closed as they arrive (Node's server.maxConnections). */
@@ -77,7 +78,10 @@ export interface WebhookLimits {
   handshakeTimeoutMs: number;
   /** All request headers must arrive within this. */
   headersTimeoutMs: number;
-  /** The whole request must arrive within this. */
+  /**
+   * The whole request, body included, must arrive within this (408 and the connection closed, by Node's HTTP
+   * server). The apiserver sends a review at once: even the largest body is on the wire in well under a second.
+   */
   requestTimeoutMs: number;
   /** Idle time between two requests of a kept-alive connection before it is closed. */
   keepAliveTimeoutMs: number;
@@ -98,7 +102,7 @@ export function defaultWebhookLimits(cores = availableParallelism()): WebhookLim
     connectionTimeoutMs: 125_000,
     handshakeTimeoutMs: 10_000,
     headersTimeoutMs: 10_000,
-    requestTimeoutMs: 60_000,
+    requestTimeoutMs: 10_000,
     keepAliveTimeoutMs: 120_000,
   };
 }

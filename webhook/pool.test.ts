@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { pino } from 'pino';
 import { MUTATE_PATH, VALIDATE_PATH } from '../src/api/constants.ts';
-import { admissionReview, daemonSetManifest } from '../src/api/testing/review-fixtures.ts';
+import { admissionReview, daemonSetManifest, reviewOfSize } from '../src/api/testing/review-fixtures.ts';
 import {
   handleAdmissionText,
   mutateDaemonSet,
@@ -75,17 +75,6 @@ describe('admissionPoolSettings: threads from cores, heap from the memory limit'
       assert.deepEqual(admissionPoolSettings(r.cores, r.limit), { threads: r.threads, heapMiB: r.heapMiB });
     });
 });
-
-/** A review of exactly `bytes` bytes: a real DaemonSet padded with an annotation. */
-function reviewOfSize(bytes: number, uid: string): string {
-  const ds: any = daemonSetManifest('sized');
-  ds.metadata.annotations = { padding: '' };
-  const base = JSON.stringify(admissionReview(ds, { uid })).length;
-  ds.metadata.annotations.padding = 'x'.repeat(bytes - base);
-  const text = JSON.stringify(admissionReview(ds, { uid }));
-  assert.equal(Buffer.byteLength(text), bytes);
-  return text;
-}
 
 /** A review holding exactly `objects` JSON objects: a real DaemonSet with empty containers added. */
 function reviewOfObjects(objects: number, uid: string): string {

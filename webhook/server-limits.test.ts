@@ -302,6 +302,72 @@ describe('connections: idle ones closed, open ones capped', () => {
     assert.match(answer, /"uid":"in-flight"/);
   }); // prettier-ignore
 
+  for (const slowClients of [8, 64])
+    test(`${slowClients} clients trickling their bodies take no slot: a review is served beside them; a body not in by the request timeout gets 408`, async () => {
+      const server = await startWebhookServer({
+        certDir: dir, port: 0, host: '127.0.0.1', logger, drainDelayMs: 0,
+        limits: { requestTimeoutMs: 2_000 },
+      }); // prettier-ignore
+      try {
+        const slow = await Promise.all(Array.from({ length: slowClients }, () => idleTls(server.port)));
+        const answers = slow.map(() => '');
+        slow.forEach((s, i) => {
+          s.setEncoding('utf8');
+          s.on('data', (c: string) => (answers[i] += c));
+          s.write(`POST ${MUTATE_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`);
+        });
+        const trickle = setInterval(() => slow.forEach((s) => !s.destroyed && s.write(' ')), 500);
+        try {
+          await sleep(300);
+          const began = performance.now();
+          assert.equal(await review(server.port, { ca }, 'beside-slow'), 'beside-slow');
+          const ms = performance.now() - began;
+          process.stderr.write(`a review beside ${slowClients} slow senders: ${ms.toFixed(1)} ms\n`);
+          await until('every slow sender cut off', () => slow.every((s) => closedAt.has(s)), 10_000);
+        } finally {
+          clearInterval(trickle);
+        }
+        for (const a of answers) assert.match(a, /^HTTP\/1.1 408 Request Timeout/);
+      } finally {
+        await server.stop();
+      }
+    }); // prettier-ignore
+
+  test('the in-flight gauge goes back to 0 however a request ends: aborted before, during and after its body, 413, 408, answered', async () => {
+    const server = await startWebhookServer({
+      certDir: dir, port: 0, host: '127.0.0.1', logger, drainDelayMs: 0,
+      limits: { requestTimeoutMs: 1_000, bodyLimit: 64 * 1024 },
+    }); // prettier-ignore
+    const gauge = async () => {
+      const text = await server.registry.metrics();
+      return [...text.matchAll(/^controller_runtime_webhook_requests_in_flight\{[^}]*\} (\d+)/gm)].map((m) => Number(m[1]));
+    };
+    try {
+      const body = JSON.stringify(admissionReview(daemonSetManifest(), { uid: 'g' }));
+      const head = (length: number) =>
+        `POST ${MUTATE_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+      const stages: [string, (s: TLSSocket) => Promise<void>][] = [
+        ['aborted after its headers', async (s) => void s.write(head(body.length))],
+        ['aborted in the middle of its body', async (s) => void s.write(head(body.length) + body.slice(0, 50))],
+        ['aborted once its body is sent, before the answer', async (s) => void s.write(head(body.length) + body)],
+        ['refused as too large (413)', async (s) => void s.write(head(100_000) + 'x'.repeat(70_000))],
+        ['cut off by the request timeout (408)', async (s) => void s.write(head(body.length) + body.slice(0, 5))],
+        ['answered', async (s) => void s.write(head(body.length) + body)],
+      ];
+      for (const [name, act] of stages) {
+        const s = await idleTls(server.port);
+        s.on('error', () => {});
+        await act(s);
+        await sleep(name.includes('408') ? 2_500 : 100);
+        s.destroy();
+        await until(`${name}: the gauge back to 0`, async () => (await gauge()).every((v) => v === 0), 5_000);
+      }
+      assert.ok((await gauge()).length > 0, 'the gauge exists');
+    } finally {
+      await server.stop();
+    }
+  }); // prettier-ignore
+
   test('beyond maxConnections new connections are closed at once; one freed is usable again', async () => {
     const server = await startWebhookServer({
       certDir: dir, port: 0, host: '127.0.0.1', logger, drainDelayMs: 0,

@@ -67,3 +67,15 @@ export function admissionReview(object: unknown, o: ReviewOptions = {}): JsonObj
     },
   };
 }
+
+/** A review of exactly `bytes` bytes: a real DaemonSet padded with an annotation. */
+export function reviewOfSize(bytes: number, uid: string): string {
+  const ds = daemonSetManifest('sized') as { metadata: { annotations?: Record<string, string> } };
+  ds.metadata.annotations = { padding: '' };
+  const base = JSON.stringify(admissionReview(ds, { uid })).length;
+  ds.metadata.annotations.padding = 'x'.repeat(bytes - base);
+  const text = JSON.stringify(admissionReview(ds, { uid }));
+  if (Buffer.byteLength(text) !== bytes)
+    throw new Error(`reviewOfSize: ${Buffer.byteLength(text)} bytes, not ${bytes}`);
+  return text;
+}
