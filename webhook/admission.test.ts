@@ -30,6 +30,11 @@ describe('handleAdmissionReview: bodies that are not a usable AdmissionReview', 
       body: { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'u', operation: 'CREATE' } },
       message: 'AdmissionReview request has no kind or operation',
     },
+    {
+      name: 'an operation the apiserver never sends',
+      body: { ...admissionReview(daemonSetManifest()), request: { ...(admissionReview(daemonSetManifest()).request as object), operation: 'EXPLODE' } },
+      message: 'unknown request.operation "EXPLODE": expected one of CREATE, UPDATE, DELETE, CONNECT',
+    },
   ]; // prettier-ignore
   for (const c of cases)
     test(`${c.name} → 400`, () => {

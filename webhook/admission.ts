@@ -142,6 +142,9 @@ function checkRequest(req: AdmissionRequest): { error: Response } | { version: S
   return { version };
 }
 
+/** admission/v1 Operation: https://github.com/kubernetes/api/blob/master/admission/v1/types.go */
+const OPERATIONS: readonly string[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'];
+
 /** Only CREATE and UPDATE of the main resource are checked; everything else is let through. */
 const admitsAsIs = (req: AdmissionRequest) =>
   (req.operation !== 'CREATE' && req.operation !== 'UPDATE') || Boolean(req.subResource);
@@ -233,6 +236,10 @@ export function handleAdmissionReview(
     return badRequest('AdmissionReview has no request or no request.uid');
   if (!isObject(req.kind) || typeof req.operation !== 'string')
     return badRequest('AdmissionReview request has no kind or operation');
+  // The apiserver sends only these (admission/v1 Operation); anything else is not a review of it: refused rather
+  // than let through as an operation the webhook does not check.
+  if (!OPERATIONS.includes(req.operation))
+    return badRequest(`unknown request.operation ${shown(req.operation)}: expected one of ${OPERATIONS.join(', ')}`);
   const request = req as unknown as AdmissionRequest;
   const key = objectKey(request);
   onRequest?.({
