@@ -79,11 +79,9 @@ export interface RealNodeRecord {
 
 export const clusterId = (dir: string) => createHash('sha256').update(dir).digest('hex').slice(0, 6);
 
-async function sh(cmd: string, args: string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<string> {
-  const child = run(cmd, args, { maxBuffer: 64 * 1024 * 1024, timeout: opts.timeoutMs ?? 60_000 });
-  if (opts.input !== undefined) child.child.stdin?.end(opts.input);
+async function sh(cmd: string, args: string[], opts: { timeoutMs?: number } = {}): Promise<string> {
   try {
-    return (await child).stdout;
+    return (await run(cmd, args, { maxBuffer: 64 * 1024 * 1024, timeout: opts.timeoutMs ?? 60_000 })).stdout;
   } catch (err) {
     const e = err as { stderr?: string; message: string };
     throw new UserError(`${cmd} ${args.join(' ')} failed: ${(e.stderr || e.message).trim()}`);

@@ -50,13 +50,17 @@ export function run(cmd: string, args: string[], opts: RunOptions = {}): Promise
     const child = spawn(cmd, args, {
       cwd: opts.cwd,
       env: opts.env ?? process.env,
-      stdio: 'pipe',
+      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
     let out = '';
     let err = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-    child.stdin.end(opts.input ?? '');
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+    if (child.stdin) {
+      // A command that exits without reading all of it fails the write (EPIPE): its exit code tells what happened.
+      child.stdin.on('error', () => {});
+      child.stdin.end(opts.input);
+    }
     const shown = () => [basename(cmd), ...args].join(' ').slice(0, 300);
     child.on('error', (e) => reject(new UserError(`${shown()}: ${e.message}`)));
     child.on('close', (code, signal) => {
