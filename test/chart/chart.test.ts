@@ -238,6 +238,10 @@ describe('helm chart', { skip: helmMissing() }, () => {
       assert.deepEqual(pdb.spec.selector.matchLabels, podLabels);
     });
 
+    test('the manager runs at system-cluster-critical priority', () => {
+      assert.equal(find(objects, 'Deployment').spec.template.spec.priorityClassName, 'system-cluster-critical');
+    });
+
     test('webhook configurations equal certs/webhook-config.ts (scope, failurePolicy Fail, sideEffects None) with a Service reference', () => {
       const expected = webhookConfigurations({
         name: fullname,
@@ -253,7 +257,10 @@ describe('helm chart', { skip: helmMissing() }, () => {
         delete wantHook.clientConfig!.caBundle;
         const { namespaceSelector, ...hook } = rendered.webhooks[0];
         assert.deepEqual(hook, wantHook);
-        assert.deepEqual(namespaceSelector, {});
+        // The control plane's namespace and the manager's own are never behind the webhook.
+        assert.deepEqual(namespaceSelector, {
+          matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', ns] }],
+        });
         assert.equal(rendered.webhooks.length, 1);
       }
       for (const w of webhooks(objects)) {
@@ -414,10 +421,10 @@ describe('helm chart', { skip: helmMissing() }, () => {
         { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
       ]);
       assert.deepEqual(Object.keys(spec.affinity), ['nodeAffinity']);
-      assert.equal(spec.priorityClassName, 'system-cluster-critical');
+      assert.equal(spec.priorityClassName, 'node-agents-critical');
     });
 
-    test('webhook port, timeout, namespaceSelector and drain reach the pod and the configurations', () => {
+    test('webhook port, timeout, namespaceSelector, excluded namespaces and drain reach the pod and the configurations', () => {
       const c = container(objects);
       assert.equal(c.ports.find((p: { name: string }) => p.name === 'webhook').containerPort, 10250);
       assert.equal(flag(objects, 'webhook-port'), '10250');
@@ -426,7 +433,10 @@ describe('helm chart', { skip: helmMissing() }, () => {
       for (const w of webhooks(objects)) {
         assert.equal(w.timeoutSeconds, 5);
         assert.deepEqual(w.namespaceSelector, {
-          matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system'] }],
+          matchExpressions: [
+            { key: 'team', operator: 'In', values: ['agents'] },
+            { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-public', ns] },
+          ],
         });
       }
     });
