@@ -4,7 +4,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { until } from '../../src/testing/wait.ts';
-import { createDashboardServer } from './server.ts';
+import { createDashboardServer, SECURITY_HEADERS } from './server.ts';
 import { loadAssets } from './assets.ts';
 import { throttle } from './source.ts';
 import { StaticSource } from './testing.ts';
@@ -68,6 +68,22 @@ describe('dashboard server', () => {
     const missing = await app.inject({ url: '/api/daemonsets/default/nope', headers: { host: '127.0.0.1:8765' } });
     assert.equal(missing.statusCode, 404);
     assert.equal(missing.json().found, false);
+  });
+
+  test('every response carries the security headers: CSP, no framing, no sniffing, no referrer', async (t) => {
+    const app = await createDashboardServer(new StaticSource(), assets);
+    t.after(() => app.close());
+    for (const [url, host] of [
+      ['/', '127.0.0.1:8765'],
+      ['/app.js', 'localhost:8765'],
+      ['/api/daemonsets', '127.0.0.1:8765'],
+      ['/nope', '127.0.0.1:8765'],
+      ['/', 'evil.example'],
+    ]) {
+      const res = await app.inject({ url: url!, headers: { host: host! } });
+      for (const [k, v] of Object.entries(SECURITY_HEADERS)) assert.equal(res.headers[k], v, `${url} (${host}): ${k}`);
+    }
+    assert.match(SECURITY_HEADERS['content-security-policy']!, /default-src 'none'.*frame-ancestors 'none'/);
   });
 
   test('refuses requests under any other host name (DNS rebinding)', async (t) => {
