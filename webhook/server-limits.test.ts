@@ -134,6 +134,25 @@ for (const keyType of ['ecdsa', 'rsa'] as const) {
       }
     });
 
+    test('a TLS 1.2 client that asks to renegotiate is cut off', async () => {
+      const socket = await new Promise<TLSSocket>((resolve, reject) => {
+        const s = tlsConnect({ host: '127.0.0.1', port: server.port, ca, maxVersion: 'TLSv1.2' }, () => resolve(s));
+        s.on('error', reject);
+      });
+      let answer = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (d: string) => (answer += d));
+      socket.on('error', () => {});
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      assert.ok(
+        socket.renegotiate({ rejectUnauthorized: true }, () => {}),
+        'the client may ask',
+      );
+      await closed;
+      // Node's HTTP server answers the socket's error (ERR_TLS_RENEGOTIATION_DISABLED) with a 400 and closes.
+      assert.match(answer, /^HTTP\/1.1 400 Bad Request/);
+    });
+
     test(`TLS 1.2 with ECDHE and AEAD (${TLS12_AEAD[keyType]}) is served`, async () => {
       const r = await handshake(server.port, { ca, ciphers: TLS12_AEAD[keyType], maxVersion: 'TLSv1.2' });
       assert.ok(!(r instanceof Error), String(r));
