@@ -21,6 +21,7 @@ import { startAdmissionPool, type AdmissionPool, type PoolAnswer } from './pool.
 import type { Verdict } from './response.ts';
 import { TLS_POLICY } from './tls.ts';
 import { leaveUnusedConnectionsIdle } from './unused-connections.ts';
+import { limitConnections } from '../src/net/connection-limits.ts';
 
 export { BODY_LIMIT };
 /** Longer than the apiserver's idle-connection timeout (90 s), so the server never closes a connection the
@@ -127,8 +128,9 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
         }
       : {}),
   }) as unknown as FastifyInstance;
-  // Beyond this many open connections Node closes new ones at once: idle connections cannot pile up memory.
-  app.server.maxConnections = limits.maxConnections;
+  // Beyond this many open connections, in all or from one client address, new ones are closed at once: idle
+  // connections cannot pile up memory, and one client cannot lock the others out.
+  limitConnections(app.server, limits);
   // TLS 1.2 renegotiation started by the client: each one is a full handshake the server pays for (Node allows 3
   // per 10 minutes by default); no client of a webhook needs it (TLS 1.3 has none), so it ends the connection.
   app.server.on('secureConnection', (socket: TLSSocket) => socket.disableRenegotiation());

@@ -1,7 +1,7 @@
 // What one admission server accepts, so that hostile or absurd input costs bounded memory and time (the
 // webhook shares its process, and the chart's memory limit, with the controller). README "Admission webhook"
 // states each limit and what the apiserver, hence kubectl, sees when it is hit.
-import { availableParallelism } from 'node:os';
+import { readUsableCores } from '../src/cli/cpu.ts';
 
 const MiB = 1024 * 1024;
 
@@ -72,9 +72,11 @@ export interface WebhookLimits {
   maxInFlight: number;
   /** Open connections at most; more are closed as they arrive (Node's server.maxConnections). */
   maxConnections: number;
+  /** Open connections from one client address at most; more from it are closed as they arrive. */
+  maxConnectionsPerClient: number;
   /** A connection with no traffic for this long is closed, whether or not it ever sent a request. */
   connectionTimeoutMs: number;
-  /** The TLS handshake must finish within this (Node's default is 120 s). */
+  /** The TLS handshake must finish within this, from the connection (Node's default is 120 s). */
   handshakeTimeoutMs: number;
   /** All request headers must arrive within this. */
   headersTimeoutMs: number;
@@ -88,19 +90,22 @@ export interface WebhookLimits {
 }
 
 /**
- * The defaults. Handling a review is synchronous JavaScript on a few admission threads, so more concurrency than
+ * The defaults, by the cores the container may use (src/cli/cpu.ts: its CPU limit, else its request, not the
+ * node's). Handling a review is synchronous JavaScript on a few admission threads, so more concurrency than
  * a few requests per core only buffers bodies: 4 per core (at least 4) is enough for every apiserver replica's
  * bursts. Keep-alive is longer than the apiserver client's 90 s idle timeout (net/http's DefaultTransport
  * IdleConnTimeout, applied by SetTransportDefaults in k8s.io/apimachinery/pkg/util/net/http.go), so we never close a connection it is about to reuse; the
  * connection timeout is longer still, as it also covers a connection between requests.
  */
-export function defaultWebhookLimits(cores = availableParallelism()): WebhookLimits {
+export function defaultWebhookLimits(cores = readUsableCores()): WebhookLimits {
   return {
     bodyLimit: BODY_LIMIT,
     maxInFlight: Math.max(4, 4 * cores),
     maxConnections: 512,
+    // An apiserver replica opens a connection per concurrent call; beyond a few per slot they only wait for 429s.
+    maxConnectionsPerClient: 128,
     connectionTimeoutMs: 125_000,
-    handshakeTimeoutMs: 10_000,
+    handshakeTimeoutMs: 5_000,
     headersTimeoutMs: 10_000,
     requestTimeoutMs: 10_000,
     keepAliveTimeoutMs: 120_000,

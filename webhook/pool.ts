@@ -4,11 +4,11 @@
 // (limits.ts, admissionPoolSettings); a thread that dies (out of memory, a crash) fails only its own request, which
 // is refused with a message naming the limit, and piscina starts another in its place.
 import { existsSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
+import { readUsableCores } from '../src/cli/cpu.ts';
 import { readMemoryLimit } from '../src/cli/heap.ts';
 import type { AdmissionWebhook, ReviewIdentity, SerializedOutcome } from './admission.ts';
 import type { AdmissionTask, ReviewStarted } from './admission-worker.ts';
@@ -77,7 +77,7 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
   // queued for it would then wait until the apiserver's timeout.
   if (!existsSync(ADMISSION_WORKER_FILE))
     throw new Error(`the admission worker ${ADMISSION_WORKER_FILE} is missing (the build puts it beside the bundle)`);
-  const settings = { ...admissionPoolSettings(availableParallelism(), readMemoryLimit()), ...opts.settings };
+  const settings = { ...admissionPoolSettings(readUsableCores(), readMemoryLimit()), ...opts.settings };
   // Whom each running task is for, as its thread reported (ReviewStarted) before the handler ran.
   const started = new Map<number, ReviewIdentity | undefined>();
   const idleCloseMs = opts.idleCloseMs ?? POOL_IDLE_CLOSE_MS;

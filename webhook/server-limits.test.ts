@@ -218,7 +218,7 @@ describe('connections: idle ones closed, open ones capped', () => {
   test('200 handshaken, silent TLS connections, 50 silent TCP ones and 50 with half a request line are all closed after the connection timeout', async () => {
     const server = await startWebhookServer({
       certDir: dir, port: 0, host: '127.0.0.1', logger, drainDelayMs: 0,
-      limits: { connectionTimeoutMs: 5_000 },
+      limits: { connectionTimeoutMs: 5_000, maxConnectionsPerClient: 512 },
     }); // prettier-ignore
     // The server's count, sampled all along while they open (the earliest may time out before the last opens).
     let peak = 0;
@@ -382,6 +382,34 @@ describe('connections: idle ones closed, open ones capped', () => {
         await until(`${name}: the gauge back to 0`, async () => (await gauge()).every((v) => v === 0), 5_000);
       }
       assert.ok((await gauge()).length > 0, 'the gauge exists');
+    } finally {
+      await server.stop();
+    }
+  }); // prettier-ignore
+
+  test('one client address cannot take every connection: the webhook port and the health port keep serving others', async () => {
+    const server = await startWebhookServer({
+      certDir: dir, port: 0, host: '127.0.0.1', logger, drainDelayMs: 0, healthPort: 0,
+      limits: { maxConnectionsPerClient: 5 },
+    }); // prettier-ignore
+    const flood = (port: number, n: number) =>
+      Promise.all(
+        Array.from({ length: n }, () => {
+          // Another loopback address: another client to the server.
+          const s = netConnect({ port, host: '127.0.0.1', localAddress: '127.0.0.2' });
+          s.on('error', () => {});
+          opened.push(s);
+          return new Promise<Socket>((resolve) => s.once('connect', () => resolve(track(s))));
+        }),
+      );
+    try {
+      const webhookFlood = await flood(server.port, 40);
+      await until('the connections beyond 5 from 127.0.0.2 closed', () => webhookFlood.filter((s) => !closedAt.has(s)).length === 5, 10_000);
+      assert.equal(await review(server.port, { ca }, 'other-client'), 'other-client');
+      const healthFlood = await flood(server.healthPort!, 200);
+      await until('the health port keeps 8 of them', () => healthFlood.filter((s) => !closedAt.has(s)).length === 8, 10_000);
+      const res = await fetch(`http://127.0.0.1:${server.healthPort}/healthz`, { signal: AbortSignal.timeout(5_000) });
+      assert.equal(res.status, 200, '/healthz answers beside the flood');
     } finally {
       await server.stop();
     }

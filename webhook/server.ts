@@ -1,14 +1,15 @@
 // The running webhook: HTTPS admission server, plain-HTTP health and metrics servers, certificate reload and
 // graceful shutdown. On stop() readiness goes false at once, the server keeps answering for the drain delay
 // (the apiserver keeps using open connections to a terminating pod, kubernetes#127335), then closes.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Server as HttpsServer } from 'node:https';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { WEBHOOK_PORT } from '../src/cli/common-flags.ts';
 import { buildWebhookApp } from './app.ts';
-import { webhookLimits, type WebhookLimits } from './limits.ts';
+import type { WebhookLimits } from './limits.ts';
+import { createProbeHttpServer } from '../src/net/probe-server.ts';
 import { webhookMetrics } from './metrics.ts';
 import { loadKeyPair, secureContextOptions, watchKeyPair } from './tls.ts';
 
@@ -78,19 +79,9 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   const ready = () => !draining;
 
   const extra: Server[] = [];
-  const listenPlain = async (p: number, handler: Parameters<typeof createServer>[1]): Promise<number> => {
-    // The same idle and size bounds as the HTTPS server: probes and scrapes are small and quick.
-    const limits = webhookLimits(opts.limits);
-    const server = createServer(
-      {
-        headersTimeout: limits.headersTimeoutMs,
-        requestTimeout: limits.requestTimeoutMs,
-        keepAliveTimeout: limits.keepAliveTimeoutMs,
-      },
-      handler,
-    );
-    server.timeout = limits.connectionTimeoutMs;
-    server.maxConnections = limits.maxConnections;
+  const listenPlain = async (p: number, handler: RequestListener): Promise<number> => {
+    // Limits of their own, not the HTTPS port's: a flood there must not take the probes' connections.
+    const server = createProbeHttpServer(handler);
     extra.push(server);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -144,7 +135,14 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
       // hold it until its idle timeout. Those go now; one still answering goes once its response is sent.
       connections.closeWhenIdle();
       await closed;
-      await Promise.all(extra.map((s) => new Promise((r) => s.close(r))));
+      // Probes and scrapes keep nothing worth finishing: their connections go at once.
+      await Promise.all(
+        extra.map((s) => {
+          const done = new Promise((r) => s.close(r));
+          s.closeAllConnections();
+          return done;
+        }),
+      );
       log.info('webhook server stopped');
     })();
     return stopping;

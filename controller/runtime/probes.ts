@@ -1,9 +1,11 @@
 // Plain-HTTP health and metrics endpoints, as controller-runtime's manager serves them
 // (health probe address :8081, metrics :8080). Port 0 picks a free port; the bound port is
-// returned so out-of-cluster runs and tests can find it.
-import http from 'node:http';
+// returned so out-of-cluster runs and tests can find it. Connection limits and timeouts of their own
+// (src/net/probe-server.ts): a probe always finds a connection.
+import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { createProbeHttpServer } from '../../src/net/probe-server.ts';
 
 export interface ProbeServerOptions {
   host?: string;
@@ -44,7 +46,7 @@ async function serveMetrics(registry: Registry, res: http.ServerResponse): Promi
 }
 
 export function startProbeServer(opts: ProbeServerOptions): Promise<RunningServer> {
-  const server = http.createServer((req, res) => {
+  const server = createProbeHttpServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const check =
       path === '/healthz' || path === '/livez' ? opts.healthz : path === '/readyz' ? opts.readyz : undefined;
@@ -61,7 +63,7 @@ export function startProbeServer(opts: ProbeServerOptions): Promise<RunningServe
 }
 
 export function startMetricsServer(registry: Registry, port: number, host = '0.0.0.0'): Promise<RunningServer> {
-  const server = http.createServer((req, res) => {
+  const server = createProbeHttpServer((req, res) => {
     if ((req.url ?? '/').split('?')[0] === '/metrics') void serveMetrics(registry, res);
     else res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
   });

@@ -14,6 +14,7 @@ import { crdObject } from '../../src/api/crd.ts';
 import { assertDaemonSetWebhookPolicy } from '../../certs/testing/webhook-policy.ts';
 import { managerCommand, managerFlags } from '../../controller/command.ts';
 import { parseFlags } from '../../src/cli/command.ts';
+import { CPU_REQUEST_ENV } from '../../src/cli/cpu.ts';
 import { chartDir, ciValues, find, helm, helmMissing, helmOk, render, templateArgs, type Rendered } from './helm.ts';
 import { metricNames, renderedDashboards, ruleQueries, shippedQueries } from './promql.ts';
 
@@ -171,6 +172,11 @@ describe('helm chart', { skip: helmMissing() }, () => {
       assert.equal(flag(objects, 'webhook-host'), undefined, 'in cluster the Service is used, never a host URL');
       const env = container(objects).env as { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
       assert.equal(env.find((e) => e.name === 'POD_NAMESPACE')?.valueFrom?.fieldRef?.fieldPath, 'metadata.namespace');
+      // The webhook sizes its concurrency by the container's CPU request (src/cli/cpu.ts), not the node's cores.
+      assert.deepEqual(
+        (env.find((e) => e.name === CPU_REQUEST_ENV) as { valueFrom?: unknown } | undefined)?.valueFrom,
+        { resourceFieldRef: { containerName: 'manager', resource: 'requests.cpu', divisor: '1m' } },
+      );
       assert.equal(d.spec.template.spec.serviceAccountName, find(objects, 'ServiceAccount').metadata.name);
       assert.equal(d.spec.template.spec.containers[0].image, 'advanced-daemonset:0.1.0', 'tag defaults to appVersion');
     });
