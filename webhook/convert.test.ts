@@ -14,10 +14,11 @@ import {
 import { convertDaemonSet } from '../src/api/conversion.ts';
 import type { JsonObject } from '../src/api/defaults.ts';
 import { daemonSetManifest } from '../src/api/testing/review-fixtures.ts';
-import { sleep } from '../src/testing/wait.ts';
+import { sleep, until } from '../src/testing/wait.ts';
 import { BODY_LIMIT, buildWebhookApp, CONVERT_ON_MAIN_THREAD_MAX_BYTES, RETRY_AFTER_SECONDS } from './app.ts';
 import { handleConversionText } from './conversion.ts';
 import { webhookMetrics } from './metrics.ts';
+import type { AdmissionPool } from './pool.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -236,19 +237,39 @@ describe('conversion webhook', () => {
     assert.equal(over.json().reason, 'RequestEntityTooLarge');
   });
 
-  test('counts against the in-flight cap: 429 with Retry-After beyond it', async () => {
-    const own = buildWebhookApp({ logger: pino({ level: 'silent' }), metrics: webhookMetrics(), limits: { maxInFlight: 1 } });
+  test('counts against its own in-flight cap, once its body is in: 429 with Retry-After beyond it', async () => {
+    // A pool whose conversions are answered only when the test says so: they are being handled until then.
+    const waiting: (() => void)[] = [];
+    const holding: AdmissionPool = {
+      settings: { threads: 1, heapMiB: 64 },
+      review: async () => 'full',
+      convert: (raw) => new Promise((resolve) => waiting.push(() => resolve(handleConversionText(raw.toString('utf8'))))),
+      threads: () => 0,
+      close: async () => {},
+    };
+    const own = buildWebhookApp({ logger: pino({ level: 'silent' }), metrics: webhookMetrics(), limits: { maxInFlight: 1 }, admissionPool: holding });
     try {
-      const body = JSON.stringify(conversionReview([alpha('a')]));
+      const big: any = alpha('big');
+      big.metadata.annotations.pad = 'p'.repeat(CONVERT_ON_MAIN_THREAD_MAX_BYTES);
+      const send = (payload: string | PassThrough) => own.inject({ method: 'POST', url: CONVERT_PATH, headers: { 'content-type': 'application/json' }, payload });
+      const small = JSON.stringify(conversionReview([alpha('a')]));
+      // A body still arriving holds no slot.
       const stream = new PassThrough();
-      const held = own.inject({ method: 'POST', url: CONVERT_PATH, headers: { 'content-type': 'application/json' }, payload: stream });
-      stream.write(body.slice(0, 10));
+      const arriving = send(stream);
+      stream.write(small.slice(0, 10));
       await sleep(50);
-      const refused = await own.inject({ method: 'POST', url: CONVERT_PATH, headers: { 'content-type': 'application/json' }, payload: body });
+      assert.equal((await send(small)).statusCode, 200, 'served beside a body still arriving');
+      // One being converted (in the pool) holds the only slot.
+      const held = send(JSON.stringify(conversionReview([big])));
+      await until('the conversion in the pool', () => waiting.length === 1, 5_000);
+      const refused = await send(small);
       assert.equal(refused.statusCode, 429);
       assert.equal(refused.headers['retry-after'], String(RETRY_AFTER_SECONDS));
-      stream.end(body.slice(10));
+      assert.match(refused.json().message, /too many requests: 1 conversion requests are in progress/);
+      waiting.shift()!();
       assert.equal((await held).json().response.result.status, 'Success');
+      stream.end(small.slice(10));
+      assert.equal((await arriving).json().response.result.status, 'Success');
     } finally {
       await own.close();
     }

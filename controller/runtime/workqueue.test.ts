@@ -11,7 +11,7 @@ import {
   type RateLimiter,
 } from './workqueue.ts';
 import { registry } from './metrics.ts';
-import { sleep } from '../../src/testing/wait.ts';
+import { sleep, until } from '../../src/testing/wait.ts';
 
 const silent = pino({ level: 'silent' });
 
@@ -215,12 +215,14 @@ describe('runWorkers', () => {
   test('abort lets the in-flight reconcile finish, then resolves', async () => {
     const q = new WorkQueue({ rateLimiter: immediate });
     const ac = new AbortController();
+    let started = false;
     let finished = false;
     let sawAbort = false;
     const done = runWorkers(
       q,
       1,
       async (_k, signal) => {
+        started = true;
         await sleep(20);
         sawAbort = signal.aborted;
         finished = true;
@@ -229,7 +231,8 @@ describe('runWorkers', () => {
     );
     q.add('a');
     q.add('b');
-    await sleep(5);
+    // Aborted while a reconcile runs (a fixed 5 ms sleep here missed it on a loaded machine).
+    await until('a reconcile in progress', () => started, 5_000);
     ac.abort();
     await done;
     assert.equal(finished, true);

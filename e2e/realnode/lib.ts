@@ -87,7 +87,8 @@ export const FAKE_NODE_TOLERATION = { key: FAKE_NODE_TAINT.key, operator: 'Exist
 export async function crictlJson<T>(node: RealNodeRecord, args: string[]): Promise<T> {
   const { stdout } = await run(
     nodeBinaries().crictl,
-    ['--runtime-endpoint', `unix://${node.containerdSocket}`, ...args, '-o', 'json'],
+    // The output flag right after the subcommand: crictl takes what follows its positional arguments as more of them.
+    ['--runtime-endpoint', `unix://${node.containerdSocket}`, args[0]!, '-o', 'json', ...args.slice(1)],
     { maxBuffer: 64 * 1024 * 1024 },
   );
   return JSON.parse(stdout) as T;
