@@ -1,43 +1,19 @@
 #!/usr/bin/env bash
 # Builds the upstream control-plane binaries used by the local cluster from the Go module proxy
 # and caches them outside the repo, keyed by version. Rebuilds only what is missing.
-#   ADS_CACHE_DIR   cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/advanced-daemonset)
+#   ADS_CACHE_DIR   cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/advanced-daemonset; lib.sh)
 # Prints "building <component>" lines; a cold build takes many minutes on 2 cores.
 set -euo pipefail
 
 # Versions live in e2e/cluster/versions.json, read by this script and by the cluster runner.
-versions="$(cd "$(dirname "${BASH_SOURCE[0]}")/../cluster" && pwd)/versions.json"
-version_of() { sed -n "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" "$versions"; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 K8S_VERSION="${K8S_VERSION:-$(version_of kubernetes)}"
 ETCD_VERSION="${ETCD_VERSION:-}" # default: the etcd client version Kubernetes resolves
 KWOK_VERSION="${KWOK_VERSION:-$(version_of kwok)}"
 HELM_VERSION="${HELM_VERSION:-$(version_of helm)}"
-
-CACHE="${ADS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/advanced-daemonset}"
 BIN="$CACHE/bin/k8s-$K8S_VERSION"
-WORK="$CACHE/work"
-LOGS="$CACHE/logs"
-mkdir -p "$BIN" "$WORK" "$LOGS"
-
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
-
-if ! command -v go >/dev/null 2>&1; then
-  echo "error: Go is not installed (needed to build kube-apiserver, etcd, kwok, helm from the Go module proxy)." >&2
-  echo "       Install Go >= 1.26 and re-run." >&2
-  exit 3
-fi
-
-# run STEP LOG CMD...: runs a command with its output in a log file; on failure shows the
-# command and the tail of the log so the user sees why without digging.
-run() {
-  local step=$1 log=$2; shift 2
-  if ! "$@" >>"$log" 2>&1; then
-    echo "error: building $step failed: $*" >&2
-    echo "------ last 40 lines of $log ------" >&2
-    tail -n 40 "$log" >&2
-    exit 4
-  fi
-}
+mkdir -p "$BIN"
+require_go "kube-apiserver, etcd, kwok and helm"
 
 have() { for b in "$@"; do [ -x "$BIN/$b" ] || return 1; done; }
 

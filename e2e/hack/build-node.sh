@@ -14,39 +14,17 @@
 # e2e/hack/install-node-packages.sh. Run build-control-plane.sh first (the kubelet reuses its module).
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-versions="$here/../cluster/versions.json"
-version_of() { sed -n "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" "$versions"; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 K8S_VERSION="$(version_of kubernetes)"
 CONTAINERD_VERSION="$(version_of containerd)"
 CRI_TOOLS_VERSION="$(version_of cri-tools)"
 GGCR_VERSION="$(version_of go-containerregistry)"
-
-CACHE="${ADS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/advanced-daemonset}"
 K8S_BIN="$CACHE/bin/k8s-$K8S_VERSION"
 CTRD_BIN="$CACHE/bin/containerd-$CONTAINERD_VERSION"
 CRI_BIN="$CACHE/bin/cri-tools-$CRI_TOOLS_VERSION"
 GGCR_BIN="$CACHE/bin/go-containerregistry-$GGCR_VERSION"
-WORK="$CACHE/work"
-LOGS="$CACHE/logs"
-mkdir -p "$K8S_BIN" "$CTRD_BIN" "$CRI_BIN" "$GGCR_BIN" "$WORK" "$LOGS"
-
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
-
-if ! command -v go >/dev/null 2>&1; then
-  echo "error: Go is not installed (needed to build the kubelet, containerd, crictl and crane)." >&2
-  exit 3
-fi
-
-run() {
-  local step=$1 log=$2; shift 2
-  if ! "$@" >>"$log" 2>&1; then
-    echo "error: building $step failed: $*" >&2
-    echo "------ last 40 lines of $log ------" >&2
-    tail -n 40 "$log" >&2
-    exit 4
-  fi
-}
+mkdir -p "$K8S_BIN" "$CTRD_BIN" "$CRI_BIN" "$GGCR_BIN"
+require_go "the kubelet, containerd, crictl and crane"
 
 built=0
 # --- kubelet and pause, from the control plane's k8s.io/kubernetes module ---------------------
