@@ -419,7 +419,8 @@ export async function containerdReady(r: RealNodeRecord): Promise<boolean> {
  */
 export async function removePodSandboxes(r: RealNodeRecord, progress: (l: string) => void): Promise<void> {
   if (!(await containerdReady(r))) return;
-  await crictl(r, ['stopp', ...(await podIds(r))]).catch((e: Error) => progress(`  ${e.message}`));
+  const ids = await podIds(r).catch(() => []);
+  if (ids.length > 0) await crictl(r, ['stopp', ...ids]).catch((e: Error) => progress(`  ${e.message}`));
   await crictl(r, ['rmp', '--force', '--all']).catch((e: Error) => progress(`  ${e.message}`));
 }
 
