@@ -355,7 +355,12 @@ describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_00
         const ds = await kubectlJson<AdsJson>(['get', ADS_V1BETA1, name, '-n', TEST_NS]);
         return (ds.status?.updatedNumberScheduled ?? 0) >= 1;
       });
-      const lease = await kubectlJson<LeaseJson>(['get', 'lease', LEASE, '-n', NS]);
+      // A replica evicted just before may have released the Lease, not yet taken again: wait for a holder.
+      const lease = await eventually('a Lease holder among the manager pods', async () => {
+        const l = await kubectlJson<LeaseJson>(['get', 'lease', LEASE, '-n', NS]);
+        const pods = (await managerPods()).map((p) => p.metadata.name);
+        return pods.includes(holderPod(l.spec?.holderIdentity ?? '')) && l;
+      });
       const leader = holderPod(lease.spec?.holderIdentity ?? '');
       const deleted = Date.now();
       await kubectl(['delete', 'pod', leader, '-n', NS, '--wait=false']);
