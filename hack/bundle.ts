@@ -219,6 +219,21 @@ export async function bundleKubectlAds(outdir: string): Promise<string[]> {
   return out;
 }
 
+/**
+ * The product as the image runs it, into `outdir`: main.mjs (with the admission worker beside it) and launch.mjs.
+ * Refuses a bundle that reaches development code (`npm run build` and `npm run image` both build with this).
+ */
+export async function bundleProduct(outdir: string): Promise<string[]> {
+  const outfile = join(outdir, 'main.mjs');
+  const { inputs } = await bundle(PRODUCT_ENTRY, outfile);
+  // What the image must never carry: the development cluster, the demo, the benchmarks.
+  const dev = Object.keys(inputs).filter((f) => /^(e2e|bench|hack|test)\//.test(f));
+  if (dev.length > 0) throw new Error(`the product bundle includes development code: ${dev.join(', ')}`);
+  const launcher = join(outdir, 'launch.mjs');
+  await bundle(LAUNCHER_ENTRY, launcher);
+  return [outfile, launcher];
+}
+
 // Run as a script (not when this module is imported, or bundled into something else).
 if (
   import.meta.url.endsWith('/hack/bundle.ts') &&
@@ -228,12 +243,6 @@ if (
   const built = await bundleKubectlAds(resolve(process.argv[3] ?? join(repoRoot, 'dist')));
   process.stdout.write(`built ${built.join(', ')}\n`);
 } else if (import.meta.url.endsWith('/hack/bundle.ts') && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const outfile = join(repoRoot, 'dist', 'main.mjs');
-  const { inputs } = await bundle(PRODUCT_ENTRY, outfile);
-  // What the image must never carry: the development cluster, the demo, the benchmarks.
-  const dev = Object.keys(inputs).filter((f) => /^(e2e|bench|hack|test)\//.test(f));
-  if (dev.length > 0) throw new Error(`the product bundle includes development code: ${dev.join(', ')}`);
-  const launcher = join(repoRoot, 'dist', 'launch.mjs');
-  await bundle(LAUNCHER_ENTRY, launcher);
-  process.stdout.write(`built ${outfile} and ${launcher}\n`);
+  const built = await bundleProduct(join(repoRoot, 'dist'));
+  process.stdout.write(`built ${built.join(' and ')}\n`);
 }

