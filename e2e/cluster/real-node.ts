@@ -357,7 +357,8 @@ function kubeletConfiguration(r: RealNodeRecord, p: RealNodePlan, dir: string) {
     containerRuntimeEndpoint: `unix://${r.containerdSocket}`,
     cgroupDriver: 'cgroupfs',
     cgroupRoot: r.cgroupRoot,
-    // Kubernetes 1.35+ refuses cgroup v1 unless told (KEP-5573); this machine mounts v1.
+    // Kubernetes 1.35+ refuses cgroup v1 unless told (https://github.com/kubernetes/enhancements/issues/5573); this
+    // machine mounts v1.
     failCgroupV1: false,
     failSwapOn: false,
     podLogsDir: join(dir, 'pod-logs'),
