@@ -308,12 +308,13 @@ function webhookMemoryTable(w: WebhookMemoryResult): string[] {
     .map(([code, n]) => `${n} × ${code}`)
     .join(', ');
   return [
-    `### 4b. Webhook under hostile load: our manager's memory with the caches of ${w.nodes} nodes, ${w.concurrency} clients sending maximum-size reviews for ${w.durationSeconds} s (${w.heapFlags.join(' ') || 'no heap flag'}, as under the chart's 512Mi limit)`,
+    `### 4b. Webhook under hostile load: our manager's memory with the caches of ${w.nodes} nodes, ${w.concurrency} clients sending maximum-size reviews for ${w.durationSeconds} s (${'unsupported' in w.limits ? `${w.heapFlags.join(' ') || 'no heap flag'}, as under the chart's 512Mi limit; no cgroup: ${w.limits.unsupported}` : `in a cgroup of ${fmt(w.limits.memoryBytes / 1048576)} MiB and ${w.limits.cpus} CPUs, the chart's limit`})`,
     '',
     row([
       'review, MiB',
       'RSS idle, MiB',
       'peak RSS, MiB',
+      'cgroup peak, MiB',
       'answers',
       'errors',
       'p50, ms',
@@ -321,11 +322,12 @@ function webhookMemoryTable(w: WebhookMemoryResult): string[] {
       '/healthz max, ms',
       'target',
     ]),
-    row(['---:', '---:', '---:', '---', '---:', '---:', '---:', '---:', '---']),
+    row(['---:', '---:', '---:', '---:', '---', '---:', '---:', '---:', '---:', '---']),
     row([
       fmt(w.bodyBytes / 1048576),
       fmt(w.idleRssMiB),
       fmt(w.peakRssMiB),
+      w.cgroupPeakMiB === undefined ? '-' : `${fmt(w.cgroupPeakMiB)} (limit hit ${w.cgroupLimitHits ?? 0} times)`,
       answers,
       w.errors,
       fmt(w.p50Ms),
@@ -340,7 +342,7 @@ function webhookMemoryTable(w: WebhookMemoryResult): string[] {
         ]
       : []),
     '',
-    "Each review is a DaemonSet of as many minimal containers as fit under the body limit: the most defaulting work per byte. 200 answers carry a refusal: of its oversized patch, or (defaulting it needs about 110 MiB of heap) of the admission thread's memory limit, the thread being replaced; 429 answers are the concurrency limit.",
+    "Each review is a DaemonSet of as many minimal containers as fit under the body limit: the most defaulting work per byte. 200 answers carry a refusal: of its oversized patch, or (defaulting it needs about 110 MiB of heap) of the admission thread's memory limit, the thread being replaced; 429 answers are the concurrency or request-bytes limit (README, Admission webhook). The cgroup's peak counts page cache too.",
   ];
 }
 

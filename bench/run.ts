@@ -32,6 +32,7 @@ const HELP = `npm run bench -- [flags]
   --webhook-connections N connections of the max-throughput run (default 50)
   --webhook-memory-nodes N fake nodes of the webhook-memory part (default 1000)
   --webhook-memory-seconds N  duration of its load (default 30)
+  --webhook-memory-clients N  clients sending maximum-size reviews at once (default 64)
   --memory-untrimmed      memory part: the manager caches whole objects (the figures before trimming)
   --memory-node-flags="FLAGS"  memory part: Node/V8 flags added to the manager's, space-separated (default none)
   --memory-steady-seconds N    memory part: how long the fresh manager stays before its rollout (default 30)
@@ -85,6 +86,7 @@ async function main(): Promise<number> {
       'webhook-connections': { type: 'string' },
       'webhook-memory-nodes': { type: 'string' },
       'webhook-memory-seconds': { type: 'string' },
+      'webhook-memory-clients': { type: 'string' },
       'memory-untrimmed': { type: 'boolean' },
       'memory-node-flags': { type: 'string' },
       'memory-steady-seconds': { type: 'string' },
@@ -129,6 +131,7 @@ async function main(): Promise<number> {
     webhookConnections: int('webhook-connections', v['webhook-connections'], 50),
     webhookMemoryNodes: int('webhook-memory-nodes', v['webhook-memory-nodes'], 1000),
     webhookMemorySeconds: int('webhook-memory-seconds', v['webhook-memory-seconds'], 30),
+    webhookMemoryClients: int('webhook-memory-clients', v['webhook-memory-clients'], 64),
     memoryUntrimmed: v['memory-untrimmed'] === true,
     memoryNodeFlags: (v['memory-node-flags'] ?? '').split(/\s+/).filter(Boolean),
     memorySteadySeconds: int('memory-steady-seconds', v['memory-steady-seconds'], 30),
@@ -180,9 +183,11 @@ async function main(): Promise<number> {
         results.webhookMemory = await runWebhookMemoryBench({
           dir: work,
           nodes: params.webhookMemoryNodes,
-          concurrency: 8,
+          concurrency: params.webhookMemoryClients,
           durationSeconds: params.webhookMemorySeconds,
           managerCommand: programs.manager,
+          // The chart's memory limit, and 2 CPUs (the chart sets none: a node's 2 cores).
+          limits: { memoryBytes: 512 * 1024 * 1024, cpus: 2 },
         });
       });
     if (only.includes('cluster') || only.includes('race'))

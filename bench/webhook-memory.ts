@@ -2,7 +2,9 @@
 // hold them all), our manager (the production bundle), then `concurrency` clients each sending maximum-size
 // reviews back to back for `durationSeconds` straight to its webhook port. Each review is just under the body
 // limit and made of trivial containers, the shape that costs the defaulting the most. The manager's RSS is
-// sampled from /proc every 50 ms. Reported, never asserted (goal in bench/README.md).
+// sampled from /proc every 50 ms. Where the machine allows (root, cgroup v1), the manager runs under the chart's
+// limits as in its pod (512Mi, and 2 CPUs: lib/container.ts), so that it derives its own limits from them and the
+// kernel enforces them. Reported, never asserted (goal in bench/README.md).
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { join } from 'node:path';
@@ -12,6 +14,7 @@ import { startManager } from '../e2e/lib/manager.ts';
 import { MUTATE_PATH } from '../src/api/constants.ts';
 import { admissionReview } from '../src/api/testing/review-fixtures.ts';
 import { BODY_LIMIT } from '../webhook/limits.ts';
+import { containerLimitsUnsupported, withContainerLimits, type ContainerLimits } from './lib/container.ts';
 import { rssMiB } from './lib/proc.ts';
 import { MANAGER_HEAP_FLAGS } from './lib/programs.ts';
 import { percentile, say } from './lib/stats.ts';
@@ -24,6 +27,8 @@ export interface WebhookMemoryOptions {
   durationSeconds: number;
   /** Command line of our manager (lib/programs.ts). */
   managerCommand: string[];
+  /** The container's limits the manager runs under, where the machine allows. */
+  limits: ContainerLimits;
 }
 
 export interface WebhookMemoryResult {
@@ -32,6 +37,12 @@ export interface WebhookMemoryResult {
   durationSeconds: number;
   /** Heap flags the manager ran with. */
   heapFlags: string[];
+  /** The container's limits it ran under, or why it ran without. */
+  limits: ContainerLimits | { unsupported: string };
+  /** Highest memory use of its cgroup (RSS and page cache), when it ran under limits. */
+  cgroupPeakMiB?: number;
+  /** Times the cgroup hit its memory limit. */
+  cgroupLimitHits?: number;
   bodyBytes: number;
   /** RSS once the caches are loaded, before the load. */
   idleRssMiB: number;
@@ -107,12 +118,20 @@ export async function runWebhookMemoryBench(o: WebhookMemoryOptions): Promise<We
   const state = await clusterUp({ dir: clusterDir, nodes: o.nodes, progress: (l) => say(l) });
   try {
     await installCrd(state.kubeconfig);
+    const unsupported = containerLimitsUnsupported();
+    const limited = unsupported
+      ? undefined
+      : withContainerLimits(`ads-bench-${process.pid}`, o.limits, o.managerCommand);
+    if (unsupported) say(`webhook memory: the manager runs without a container's limits (${unsupported})`);
     const manager = await startManager({
       kubeconfig: state.kubeconfig,
       dir: join(o.dir, 'webhook-memory-manager'),
       // With the launcher's heap flag for the chart's 512Mi limit (lib/programs.ts).
-      command: o.managerCommand,
+      command: limited?.command ?? o.managerCommand,
       args: ['--log-level', 'info', '--webhook-drain', '0s'],
+    }).catch((err: unknown) => {
+      limited?.remove();
+      throw err;
     });
     try {
       const pid = manager.child.pid ?? 0;
@@ -183,6 +202,8 @@ export async function runWebhookMemoryBench(o: WebhookMemoryOptions): Promise<We
         concurrency: o.concurrency,
         durationSeconds: o.durationSeconds,
         heapFlags: MANAGER_HEAP_FLAGS,
+        limits: unsupported ? { unsupported } : o.limits,
+        ...(limited ? { cgroupPeakMiB: limited.peakBytes() / 1048576, cgroupLimitHits: limited.failures() } : {}),
         bodyBytes: body.length,
         idleRssMiB,
         peakRssMiB,
@@ -201,6 +222,7 @@ export async function runWebhookMemoryBench(o: WebhookMemoryOptions): Promise<We
       return result;
     } finally {
       await manager.stop();
+      limited?.remove();
     }
   } finally {
     await clusterDown({ dir: clusterDir, progress: (l) => say(l) });

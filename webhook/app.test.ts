@@ -7,6 +7,8 @@ import { pino } from 'pino';
 import { CONVERT_PATH, MUTATE_PATH, VALIDATE_PATH } from '../src/api/constants.ts';
 import { defaultDaemonSet } from '../src/api/defaults.ts';
 import { PassThrough } from 'node:stream';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   ADMISSION_ON_MAIN_THREAD_MAX_BYTES,
   BODY_LIMIT,
@@ -259,6 +261,74 @@ describe('webhook app', () => {
       await own.close();
     }
   }); // prettier-ignore
+
+  test('beyond maxBytesInFlight request bytes held, in all or from one client: 429 before the body is read', async () => {
+    const KiB = 1024;
+    const fresh = webhookMetrics();
+    const own = buildWebhookApp({ logger: pino({ level: 'silent' }), metrics: fresh, limits: { maxBytesInFlight: 1536 * KiB, maxBytesInFlightPerClient: 1024 * KiB } }); // prettier-ignore
+    try {
+      const small = JSON.stringify(admissionReview(daemonSetManifest(), { uid: 'small' }));
+      // A review padded to 600 KiB with spaces, declared by its Content-Length, sent in two parts.
+      const large = small + ' '.repeat(600 * KiB - small.length);
+      // Over real connections, from distinct loopback addresses: an injected request is dispatched only once its
+      // whole payload is there.
+      await own.listen({ host: '127.0.0.1', port: 0 });
+      const port = (own.server.address() as AddressInfo).port;
+      const started = (from: string, text = large) => {
+        const req = httpRequest({ host: '127.0.0.1', port, localAddress: from, method: 'POST', path: VALIDATE_PATH, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } }); // prettier-ignore
+        const reply = new Promise<{ statusCode: number; headers: IncomingHttpHeaders; body: string }>(
+          (resolve, reject) => {
+            req.on('response', (res) => {
+              let body = '';
+              res.setEncoding('utf8').on('data', (c: string) => (body += c));
+              res.on('end', () => resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body }));
+            });
+            req.on('error', reject);
+          },
+        );
+        req.write(text.slice(0, 10));
+        return { reply, end: () => req.end(text.slice(10)) };
+      };
+      const send = async (from: string, text = large) => {
+        const r = started(from, text);
+        r.end();
+        return r.reply;
+      };
+      const a1 = started('127.0.0.11');
+      const b1 = started('127.0.0.12');
+      await sleep(100);
+      // 127.0.0.11 holds 600 KiB of its 1 MiB: a second such request from it is refused, from 127.0.0.13 too (the
+      // total would pass 1.5 MiB), but a small one from 127.0.0.13 fits.
+      for (const [from, why] of [
+        ['127.0.0.11', 'per client'],
+        ['127.0.0.13', 'in all'],
+      ] as const) {
+        const refused = await send(from);
+        assert.equal(refused.statusCode, 429, why);
+        assert.equal(refused.headers['retry-after'], String(RETRY_AFTER_SECONDS));
+        assert.match(JSON.parse(refused.body).message, /too many request bytes: 600 KiB more would exceed the 1.5 MiB the webhook holds at once \(1 MiB per client\)/); // prettier-ignore
+      }
+      assert.equal((await send('127.0.0.13', small)).statusCode, 200, 'a small review fits');
+      a1.end();
+      b1.end();
+      for (const r of await Promise.all([a1.reply, b1.reply]))
+        assert.equal(JSON.parse(r.body).response?.uid, 'small', r.body);
+      // Released once the responses closed.
+      const later = await send('127.0.0.13');
+      assert.equal(JSON.parse(later.body).response?.uid, 'small', 'served once the bytes were released');
+      const text = await fresh.registry.metrics();
+      assert.match(
+        text,
+        /controller_runtime_webhook_requests_total\{webhook="validate-apps-kruise-io-daemonset",code="429",verdict="errored"\} 2/,
+      );
+      assert.match(
+        text,
+        /controller_runtime_webhook_requests_in_flight\{webhook="validate-apps-kruise-io-daemonset"\} 0/,
+      );
+    } finally {
+      await own.close();
+    }
+  });
 
   test('unknown path → 404; GET on a webhook path → 404', async () => {
     assert.equal((await post('/mutate-something-else', admissionReview({}))).statusCode, 404);

@@ -3,7 +3,8 @@
 // confuse), `?timeout=` ignored, no stack trace ever sent.
 // Limits (limits.ts): bodies beyond BODY_LIMIT get 413; beyond maxInFlight requests handled at once, 429 with
 // Retry-After, counted from the moment a whole body has arrived (a slow sender holds a connection, never a slot),
-// separately for admission and conversion; the connection timeouts; TLS_POLICY (tls.ts) on HTTPS.
+// separately for admission and conversion; beyond maxBytesInFlight request bytes held (in all, and per client),
+// 429 before the body is read; the connection timeouts; TLS_POLICY (tls.ts) on HTTPS.
 // The admission work itself (parse, checks, defaulting, validation, patch) runs on this thread for a small review
 // (admitOnMainThread), and in the worker pool (pool.ts) for a larger one: then this thread only
 // reads the body, hands it over, and sends the serialized answer back. The CRD conversion webhook (CONVERT_PATH,
@@ -167,21 +168,39 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
    * 429 with Retry-After: beyond maxInFlight requests of one kind, or (a backstop) a full pool queue. The
    * apiserver's client (client-go) retries a 429 that has a Retry-After, within the webhook's timeoutSeconds.
    */
-  const tooMany = (req: FastifyRequest, reply: FastifyReply, webhook: string) => {
+  const tooMany = (req: FastifyRequest, reply: FastifyReply, webhook: string, bytes?: number) => {
     const kind = webhook === CONVERT_WEBHOOK ? 'conversion' : 'admission';
-    const message = `too many requests: ${limits.maxInFlight} ${kind} requests are in progress; retry later`;
+    const message =
+      bytes === undefined
+        ? `too many requests: ${limits.maxInFlight} ${kind} requests are in progress; retry later`
+        : `too many request bytes: ${formatBytes(bytes)} more would exceed the ${formatBytes(limits.maxBytesInFlight)} the webhook holds at once (${formatBytes(limits.maxBytesInFlightPerClient)} per client); retry later`;
     // One line per 10 s at most: an overload must not also flood the log (the metric counts each 429).
     refused++;
     if (Date.now() - lastRefusalLog >= 10_000) {
-      req.log.warn({ webhook, refused, maxInFlight: limits.maxInFlight }, 'admission requests refused: too many');
+      req.log.warn(
+        { webhook, refused, maxInFlight: limits.maxInFlight, maxBytesInFlight: limits.maxBytesInFlight },
+        'admission requests refused: too many',
+      );
       lastRefusalLog = Date.now();
       refused = 0;
     }
+    // Refused before its body was read: the connection is closed after the answer rather than the body read and
+    // thrown away (decrypting 3.5 MiB per refusal kept both cores busy under 64 clients sending maximum-size
+    // reviews; bench/README.md 4b).
+    if (bytes !== undefined) reply.header('connection', 'close');
     return reply
       .code(429)
       .header('retry-after', String(RETRY_AFTER_SECONDS))
       .send(failureStatus(429, 'TooManyRequests', message, { retryAfterSeconds: RETRY_AFTER_SECONDS }));
   };
+  /**
+   * Request bytes held, in all and by client address: reserved from the headers (Content-Length, else the body
+   * limit) until the response is closed, so that the bodies held at once, arriving or handled, fit the container's
+   * memory (limits.ts, requestBytesBudget). Per client a quarter of it: slow senders from one address cannot hold
+   * every byte, as they cannot hold a slot of maxInFlight.
+   */
+  let bytesHeld = 0;
+  const bytesHeldBy = new Map<string, number>();
   app.addHook('onRequest', async (req, reply) => {
     const path = req.url.split('?')[0] ?? '';
     const webhook = path === CONVERT_PATH ? CONVERT_WEBHOOK : WEBHOOKS[path]?.name;
@@ -190,6 +209,21 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     metrics.inFlight.inc({ webhook });
     // 'close' ends every request: its response sent, the client gone, a timeout, an error.
     reply.raw.once('close', () => metrics.inFlight.dec({ webhook }));
+    const declared = Number(req.headers['content-length']);
+    // Beyond the body limit Fastify answers 413 without reading the body: it holds nothing.
+    const bytes = Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, bodyLimit) : bodyLimit;
+    const client = req.socket.remoteAddress ?? '';
+    const fromClient = bytesHeldBy.get(client) ?? 0;
+    if (bytesHeld + bytes > limits.maxBytesInFlight || fromClient + bytes > limits.maxBytesInFlightPerClient)
+      return tooMany(req, reply, webhook, bytes);
+    bytesHeld += bytes;
+    bytesHeldBy.set(client, fromClient + bytes);
+    reply.raw.once('close', () => {
+      bytesHeld -= bytes;
+      const left = (bytesHeldBy.get(client) ?? bytes) - bytes;
+      if (left > 0) bytesHeldBy.set(client, left);
+      else bytesHeldBy.delete(client);
+    });
   });
 
   // After the body has arrived (the content-type parser ran), before the handler.

@@ -1,7 +1,9 @@
 // What one admission server accepts, so that hostile or absurd input costs bounded memory and time (the
 // webhook shares its process, and the chart's memory limit, with the controller). README "Admission webhook"
 // states each limit and what the apiserver, hence kubectl, sees when it is hit.
+import { totalmem } from 'node:os';
 import { readUsableCores } from '../src/cli/cpu.ts';
+import { readMemoryLimit } from '../src/cli/heap.ts';
 
 const MiB = 1024 * 1024;
 
@@ -61,6 +63,23 @@ export function admissionPoolSettings(cores: number, memoryLimitBytes: number | 
   return { threads, heapMiB: Math.min(MAX_WORKER_HEAP_MIB, Math.max(MIN_WORKER_HEAP_MIB, share)) };
 }
 
+/**
+ * Share of the container's memory limit that request bodies may hold at once (maxBytesInFlight). Each held byte
+ * costs about two on the main thread (the received buffer, then the text sent to an admission thread or parsed
+ * here), and the main thread's heap (HEAP_FRACTION, 0.6) and the admission threads' (WORKER_HEAP_FRACTION) come out
+ * of the same limit. Under the chart's 512Mi: 64 MiB, 18 maximum-size reviews at once.
+ */
+export const REQUEST_BYTES_FRACTION = 0.125;
+
+/** maxBytesInFlight with no memory limit known: an eighth of the machine's memory, at most this. */
+export const MAX_REQUEST_BYTES_BUDGET = 256 * MiB;
+
+/** maxBytesInFlight for a memory limit in bytes (undefined: none known); room for 4 maximum-size reviews at least. */
+export function requestBytesBudget(memoryLimitBytes: number | undefined, machineBytes = totalmem()): number {
+  const base = memoryLimitBytes ?? Math.min(machineBytes, MAX_REQUEST_BYTES_BUDGET / REQUEST_BYTES_FRACTION);
+  return Math.max(4 * BODY_LIMIT, Math.floor(base * REQUEST_BYTES_FRACTION));
+}
+
 export interface WebhookLimits {
   /** Largest request body, bytes (413 beyond). */
   bodyLimit: number;
@@ -70,6 +89,14 @@ export interface WebhookLimits {
    * (its maxQueue).
    */
   maxInFlight: number;
+  /**
+   * Request bytes held at once (declared by Content-Length, the body limit when undeclared), from the headers until
+   * the response: bodies arriving, waiting and being handled. A request beyond it gets 429 before its body is read.
+   * From the container's memory limit (requestBytesBudget), not from its cores.
+   */
+  maxBytesInFlight: number;
+  /** The same, from one client address: a quarter of maxBytesInFlight, so one client cannot hold all of it. */
+  maxBytesInFlightPerClient: number;
   /** Open connections at most; more are closed as they arrive (Node's server.maxConnections). */
   maxConnections: number;
   /** Open connections from one client address at most; more from it are closed as they arrive. */
@@ -97,10 +124,16 @@ export interface WebhookLimits {
  * IdleConnTimeout, applied by SetTransportDefaults in k8s.io/apimachinery/pkg/util/net/http.go), so we never close a connection it is about to reuse; the
  * connection timeout is longer still, as it also covers a connection between requests.
  */
-export function defaultWebhookLimits(cores = readUsableCores()): WebhookLimits {
+export function defaultWebhookLimits(
+  cores = readUsableCores(),
+  memoryLimitBytes: number | undefined = readMemoryLimit(),
+): WebhookLimits {
+  const bytes = requestBytesBudget(memoryLimitBytes);
   return {
     bodyLimit: BODY_LIMIT,
     maxInFlight: Math.max(4, 4 * cores),
+    maxBytesInFlight: bytes,
+    maxBytesInFlightPerClient: Math.max(BODY_LIMIT, Math.floor(bytes / 4)),
     maxConnections: 512,
     // An apiserver replica opens a connection per concurrent call; beyond a few per slot they only wait for 429s.
     maxConnectionsPerClient: 128,
@@ -124,6 +157,9 @@ export function webhookLimits(overrides: Partial<WebhookLimits> = {}): WebhookLi
     if (overrides.headersTimeoutMs === undefined) d.headersTimeoutMs = Math.min(d.headersTimeoutMs, c);
     if (overrides.keepAliveTimeoutMs === undefined) d.keepAliveTimeoutMs = Math.min(d.keepAliveTimeoutMs, c);
   }
+  if (overrides.maxBytesInFlight !== undefined && overrides.maxBytesInFlightPerClient === undefined)
+    d.maxBytesInFlightPerClient = Math.max(BODY_LIMIT, Math.floor(d.maxBytesInFlight / 4));
+  d.maxBytesInFlightPerClient = Math.min(d.maxBytesInFlightPerClient, d.maxBytesInFlight);
   // Node refuses a headers timeout longer than the request timeout.
   if (d.requestTimeoutMs > 0) d.headersTimeoutMs = Math.min(d.headersTimeoutMs, d.requestTimeoutMs);
   return d;
