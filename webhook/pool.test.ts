@@ -4,6 +4,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { MUTATE_PATH, VALIDATE_PATH } from '../src/api/constants.ts';
 import { admissionReview, daemonSetManifest, reviewOfSize } from '../src/api/testing/review-fixtures.ts';
@@ -17,12 +18,15 @@ import { ADMISSION_ON_MAIN_THREAD_MAX_BYTES, ADMISSION_ON_MAIN_THREAD_MAX_OBJECT
 import {
   admissionPoolSettings,
   BODY_LIMIT,
+  defaultWebhookLimits,
+  MAX_REQUEST_BYTES_BUDGET,
+  requestBytesBudget,
   MAX_ADMISSION_THREADS,
   MAX_WORKER_HEAP_MIB,
   MIN_WORKER_HEAP_MIB,
 } from './limits.ts';
 import { webhookMetrics } from './metrics.ts';
-import { startAdmissionPool, type AdmissionPool } from './pool.ts';
+import { startAdmissionPool, type AdmissionPool, type PoolAnswer } from './pool.ts';
 import { until } from '../src/testing/wait.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -73,6 +77,22 @@ describe('admissionPoolSettings: threads from cores, heap from the memory limit'
   for (const r of rows)
     test(r.name, () => {
       assert.deepEqual(admissionPoolSettings(r.cores, r.limit), { threads: r.threads, heapMiB: r.heapMiB });
+    });
+});
+
+describe('requestBytesBudget: request bytes held at once, from the memory limit', () => {
+  const rows: { name: string; limit?: number; machine: number; budget: number }[] = [
+    { name: 'the chart limit (512Mi): an eighth', limit: 512 * MiB, machine: 16384 * MiB, budget: 64 * MiB },
+    { name: 'a small limit: room for 4 maximum-size reviews', limit: 64 * MiB, machine: 16384 * MiB, budget: 4 * BODY_LIMIT },
+    { name: 'no limit known: an eighth of the machine', limit: undefined, machine: 1024 * MiB, budget: 128 * MiB },
+    { name: 'no limit known, a large machine: the cap', limit: undefined, machine: 65536 * MiB, budget: MAX_REQUEST_BYTES_BUDGET },
+  ]; // prettier-ignore
+  for (const r of rows)
+    test(r.name, () => {
+      assert.equal(requestBytesBudget(r.limit, r.machine), r.budget);
+      const d = defaultWebhookLimits(2, r.limit);
+      if (r.limit !== undefined)
+        assert.equal(d.maxBytesInFlightPerClient, Math.max(BODY_LIMIT, d.maxBytesInFlight / 4));
     });
 });
 
@@ -189,6 +209,30 @@ describe('admission pool', () => {
     assert.match(text, /requests_total\{webhook="mutate-apps-kruise-io-daemonset",code="200",verdict="errored"\} 1/);
     assert.match(text, /requests_total\{webhook="mutate-apps-kruise-io-daemonset",code="200",verdict="patched"\} 2/);
   }); // prettier-ignore
+
+  test('a review whose thread earlier tasks filled is not blamed: it runs again on a fresh thread', async () => {
+    const logged: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(line) });
+    const pool = startAdmissionPool({
+      logger,
+      maxQueue: 4,
+      settings: { threads: 1, heapMiB: 48 },
+      workerFile: fileURLToPath(new URL('./testing/heap-filling-worker.ts', import.meta.url)),
+    });
+    after(() => pool.close());
+    const served = (answer: PoolAnswer) => (answer === 'full' ? 'full' : answer.text);
+    // A fresh thread serves the small task; the same task after "fill" finds a full heap.
+    assert.equal(served(await pool.review('mutate', Buffer.from('small'))), '{"served":400000}');
+    assert.match(served(await pool.review('mutate', Buffer.from('fill'))), /^\{"kept":\d+\}$/);
+    assert.equal(served(await pool.review('mutate', Buffer.from('small'))), '{"served":400000}');
+    assert.equal(
+      logged.filter((l) => l.includes('running the review again on a fresh thread')).length,
+      1,
+      logged.join(''),
+    );
+    // And the fresh thread serves the next one at once.
+    assert.equal(served(await pool.review('validate', Buffer.from('small'))), '{"served":400000}');
+  });
 
   test('a thread that dies before the review is read: an HTTP 413 whose Status names the limit', async () => {
     // 8 MiB does not even hold the parsed body.

@@ -2,7 +2,9 @@
 // so that parsing, defaulting and validating a review, up to 0.9 s of CPU for a maximum-size one, never blocks the
 // event loop that renews the controller's lease and answers /healthz. Each thread has a bounded heap
 // (limits.ts, admissionPoolSettings); a thread that dies (out of memory, a crash) fails only its own request, which
-// is refused with a message naming the limit, and piscina starts another in its place.
+// is refused with a message naming the limit, and piscina starts another in its place. A thread that runs out of
+// heap in a review after it ran others may have been filled by them rather than by this one: that review runs
+// again, once, on a fresh thread, and is refused only if it exceeds the heap there too.
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,14 +13,14 @@ import type { Logger } from 'pino';
 import { readUsableCores } from '../src/cli/cpu.ts';
 import { readMemoryLimit } from '../src/cli/heap.ts';
 import type { AdmissionWebhook, ReviewIdentity, SerializedOutcome } from './admission.ts';
-import type { AdmissionTask, ReviewStarted } from './admission-worker.ts';
+import type { AdmissionTask, TaskReport } from './admission-worker.ts';
 import type { ConversionOutcome } from './conversion.ts';
 import { admissionPoolSettings, WORKER_YOUNG_GENERATION_MIB, type AdmissionPoolSettings } from './limits.ts';
 import { complete, errored } from './response.ts';
 
 /**
  * The worker's entry beside this module: webhook/admission-worker.ts when run from source (tsx, which worker
- * threads inherit through execArgv), dist/admission-worker.mjs beside the bundle (e2e/hack/bundle.ts builds it
+ * threads inherit through execArgv), dist/admission-worker.mjs beside the bundle (hack/bundle.ts builds it
  * next to every bundle).
  */
 const here = fileURLToPath(import.meta.url);
@@ -27,8 +29,12 @@ export const ADMISSION_WORKER_FILE = join(
   here.endsWith('.ts') ? 'admission-worker.ts' : 'admission-worker.mjs',
 );
 
-/** Bodies from this size on are transferred to the thread rather than copied. */
-const TRANSFER_MIN_BYTES = 64 * 1024;
+/**
+ * Bodies from this size on are transferred to the thread rather than copied, and so cannot run again on a fresh
+ * thread (run() below). Far above any real DaemonSet's review: a legitimate review is never the one that cannot be
+ * retried.
+ */
+const TRANSFER_MIN_BYTES = 1024 * 1024;
 
 /** The pool's answer: an outcome to send, or "full" (the caller answers 429 as for too many in flight). */
 export type PoolAnswer = SerializedOutcome | 'full';
@@ -61,6 +67,8 @@ export interface AdmissionPoolOptions {
   settings?: Partial<AdmissionPoolSettings>;
   /** POOL_IDLE_CLOSE_MS unless set (tests). */
   idleCloseMs?: number;
+  /** ADMISSION_WORKER_FILE unless set (tests: a worker that leaves its heap full). */
+  workerFile?: string;
 }
 
 /**
@@ -75,11 +83,12 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
   const log = opts.logger;
   // Checked here, at start: piscina stops starting threads after one fails to load its file, and the requests
   // queued for it would then wait until the apiserver's timeout.
-  if (!existsSync(ADMISSION_WORKER_FILE))
-    throw new Error(`the admission worker ${ADMISSION_WORKER_FILE} is missing (the build puts it beside the bundle)`);
+  const workerFile = opts.workerFile ?? ADMISSION_WORKER_FILE;
+  if (!existsSync(workerFile))
+    throw new Error(`the admission worker ${workerFile} is missing (the build puts it beside the bundle)`);
   const settings = { ...admissionPoolSettings(readUsableCores(), readMemoryLimit()), ...opts.settings };
-  // Whom each running task is for, as its thread reported (ReviewStarted) before the handler ran.
-  const started = new Map<number, ReviewIdentity | undefined>();
+  // What each running task's thread reported (TaskReport): its earlier tasks, and whom the review is for.
+  const started = new Map<number, { earlierTasks?: number; who?: ReviewIdentity }>();
   const idleCloseMs = opts.idleCloseMs ?? POOL_IDLE_CLOSE_MS;
   let pool: Piscina<AdmissionTask, SerializedOutcome | ConversionOutcome> | undefined;
   let running = 0;
@@ -94,7 +103,7 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
     idleTimer = undefined;
     if (pool) return pool;
     const p = new Piscina<AdmissionTask, SerializedOutcome | ConversionOutcome>({
-      filename: ADMISSION_WORKER_FILE,
+      filename: workerFile,
       // All threads at once, as the pool opens, not one by one as tasks come: piscina starts a thread on demand
       // (minThreads below maxThreads) and a thread that then dies before it is ready leaves the queued task waiting
       // for good.
@@ -112,10 +121,11 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
     // A thread's error with no task of its own would otherwise be an unhandled 'error' event: the process would exit.
     p.on('error', (err: unknown) => log.error({ err }, 'admission worker failed'));
     p.on('message', (m: unknown) => {
-      const s = m as Partial<ReviewStarted>;
-      if (typeof s.admissionTask !== 'number' || !started.has(s.admissionTask)) return;
-      const { admissionTask, ...who } = s as ReviewStarted;
-      started.set(admissionTask, who);
+      const r = m as Partial<TaskReport>;
+      const known = typeof r.admissionTask === 'number' ? started.get(r.admissionTask) : undefined;
+      if (!known) return;
+      if (r.earlierTasks !== undefined) known.earlierTasks = r.earlierTasks;
+      if (r.who) known.who = r.who;
     });
     log.debug({ threads: settings.threads, heapMiB: settings.heapMiB }, 'admission threads started');
     pool = p;
@@ -137,20 +147,41 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
   const run = async (webhook: AdmissionTask['webhook'], raw: Buffer) => {
     // A large body is moved, not copied: its memory is transferred to the thread, so this thread neither serializes
     // nor keeps it (measured: 20-30 MiB less peak RSS than passing the text, under 8 maximum-size reviews at once).
-    // A small one goes as text, which is cheaper per request than a transfer (and may share Node's buffer pool).
+    // A smaller one goes as text, which is cheaper per request than a transfer (and may share Node's buffer pool),
+    // and which a retry can send again.
     const moved =
       raw.byteLength >= TRANSFER_MIN_BYTES && raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength;
     const body = moved ? raw : raw.toString('utf8');
-    const id = nextId++;
-    started.set(id, undefined);
     running++;
     try {
-      return await open().run({ id, webhook, body }, moved ? { transferList: [raw.buffer as ArrayBuffer] } : {});
-    } catch (err) {
-      if (err instanceof Error && err.message === 'Task queue is at limit') return 'full';
-      return failed(err, started.get(id));
+      for (let attempt = 1; ; attempt++) {
+        const id = nextId++;
+        const report: { earlierTasks?: number; who?: ReviewIdentity } = {};
+        started.set(id, report);
+        try {
+          return await open().run({ id, webhook, body }, moved ? { transferList: [raw.buffer as ArrayBuffer] } : {});
+        } catch (err) {
+          if (err instanceof Error && err.message === 'Task queue is at limit') return 'full';
+          // Out of memory on a thread that had run other tasks: they may have filled its heap, so this review is not
+          // yet known to exceed it. It runs again on a fresh thread (piscina replaces the one that died).
+          if (attempt === 1 && !moved && isOutOfMemory(err) && (report.earlierTasks ?? 0) > 0) {
+            log.info(
+              {
+                uid: report.who?.uid,
+                key: report.who?.key,
+                earlierTasks: report.earlierTasks,
+                heapMiB: settings.heapMiB,
+              },
+              'admission thread ran out of memory after earlier tasks; running the review again on a fresh thread',
+            );
+            continue;
+          }
+          return failed(err, report.who);
+        } finally {
+          started.delete(id);
+        }
+      }
     } finally {
-      started.delete(id);
       done();
     }
   };
@@ -158,7 +189,7 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
   /** The answer for a request whose thread died or was stopped: never a 5xx without a message. */
   const failed = (err: unknown, who: ReviewIdentity | undefined): SerializedOutcome => {
     const code = (err as { code?: string } | undefined)?.code;
-    const outOfMemory = code === 'ERR_WORKER_OUT_OF_MEMORY';
+    const outOfMemory = isOutOfMemory(err);
     // Terminated: the pool is being closed (the server is stopping).
     const terminated = err instanceof Error && err.message === 'Terminating worker thread';
     const status = outOfMemory ? 413 : terminated ? 503 : 500;
@@ -208,4 +239,8 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
       pool = undefined;
     },
   };
+}
+
+function isOutOfMemory(err: unknown): boolean {
+  return (err as { code?: string } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
 }
