@@ -18,10 +18,12 @@ import {
 import { healthPortFlag, logLevelFlag, metricsPortFlag } from '../src/cli/common-flags.ts';
 import { parseFeatureGates, type FeatureGates } from '../src/cli/feature-gates.ts';
 import { CERT_MODES } from '../certs/modes.ts';
+import { newServingCertificate } from '../certs/webhook-config.ts';
 import { currentNamespace, loadKubeConfig } from '../src/k8s/kubeconfig.ts';
 import { startController, type ControllerRunOptions } from './run.ts';
 import { enableProcessMetrics, registry } from './runtime/metrics.ts';
 import { startMetricsServer, startProbeServer, type RunningServer } from './runtime/probes.ts';
+import { delegatingAuthorizer } from './runtime/metrics-auth.ts';
 import { startManagedWebhook, type ManagedWebhook } from './webhook-host.ts';
 import { limitFlags, prefixed, webhookLimitsOf, webhookPortFlag } from '../webhook/command.ts';
 
@@ -45,6 +47,10 @@ export const controllerFlags = {
   'metrics-bind-address': stringFlag(
     'HOST:PORT for /metrics instead of --metrics-port on all addresses, e.g. 127.0.0.1:8080 to keep metrics off the pod network',
     { arg: 'ADDR' },
+  ),
+  'metrics-secure': boolFlag(
+    "serve /metrics over HTTPS (a self-signed certificate) and only to clients whose bearer token may get the path /metrics (TokenReview and SubjectAccessReview, as controller-runtime's secure metrics); on in the chart",
+    false,
   ),
   'log-level': logLevelFlag,
   'feature-gates': {
@@ -240,7 +246,18 @@ async function runProcess(
       readyz: () => !draining && (webhook ? webhook.ready() : controller!.synced()),
     });
     servers.push(health);
-    servers.push(await startMetricsServer(registry, metricsAddress.port, metricsAddress.host));
+    const secureMetrics = v['metrics-secure']
+      ? {
+          // Self-signed, as controller-runtime's when no certificate directory is given: scrapers skip verification
+          // (the chart's ServiceMonitor does) and authenticate with their token; what matters is the token's privacy.
+          tls: await newServingCertificate([hostname(), 'localhost', '127.0.0.1']).then(({ leaf }) => ({
+            cert: leaf.certPem,
+            key: leaf.keyPem,
+          })),
+          authorizer: delegatingAuthorizer(controller.client, log),
+        }
+      : undefined;
+    servers.push(await startMetricsServer(registry, metricsAddress.port, metricsAddress.host, secureMetrics));
     log.info(
       { healthPort: health.port, metricsPort: servers[1]!.port, webhookPort: webhook?.port },
       withWebhook ? 'manager started' : 'controller started',

@@ -1,11 +1,13 @@
 // Plain-HTTP health and metrics endpoints, as controller-runtime's manager serves them
 // (health probe address :8081, metrics :8080). Port 0 picks a free port; the bound port is
 // returned so out-of-cluster runs and tests can find it. Connection limits and timeouts of their own
-// (src/net/probe-server.ts): a probe always finds a connection.
+// (src/net/probe-server.ts): a probe always finds a connection. Metrics optionally over HTTPS, to authenticated and
+// authorized clients only (metrics-auth.ts), as controller-runtime's secure metrics server.
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { createProbeHttpServer } from '../../src/net/probe-server.ts';
+import type { RequestAuthorizer } from './metrics-auth.ts';
 
 export interface ProbeServerOptions {
   host?: string;
@@ -62,10 +64,26 @@ export function startProbeServer(opts: ProbeServerOptions): Promise<RunningServe
   return listen(server, opts.host ?? '0.0.0.0', opts.port);
 }
 
-export function startMetricsServer(registry: Registry, port: number, host = '0.0.0.0'): Promise<RunningServer> {
+/** HTTPS, and who may read: --metrics-secure (metrics-auth.ts). */
+export interface SecureMetrics {
+  tls: { cert: string; key: string };
+  authorizer: RequestAuthorizer;
+}
+
+export function startMetricsServer(
+  registry: Registry,
+  port: number,
+  host = '0.0.0.0',
+  secure?: SecureMetrics,
+): Promise<RunningServer> {
   const server = createProbeHttpServer((req, res) => {
-    if ((req.url ?? '/').split('?')[0] === '/metrics') void serveMetrics(registry, res);
-    else res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
-  });
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (path !== '/metrics') return void res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+    if (!secure) return void serveMetrics(registry, res);
+    void secure.authorizer.authorize(req.headers.authorization, path, req.method ?? 'GET').then((d) => {
+      if (d.allowed) void serveMetrics(registry, res);
+      else res.writeHead(d.code, { 'content-type': 'text/plain' }).end(`${d.message}\n`);
+    });
+  }, secure?.tls);
   return listen(server, host, port);
 }

@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { chartDir, helmOk } from '../../test/chart/helm.ts';
 import type { KubeClient } from '../../src/k8s/client.ts';
 import { resources } from '../../src/k8s/client.ts';
@@ -70,17 +71,36 @@ async function leaseHolder(): Promise<string> {
 /** The pod a holder identity names (`<hostname>_<uuid>`, the hostname being the pod's name). */
 const holderPod = (identity: string) => identity.split('_')[0] ?? '';
 
-/** `leader_election_master_status` as each manager pod's /metrics reports it, scraped at its pod IP. */
-async function leaderMetrics(pods: PodJson[]): Promise<Map<string, number>> {
+/**
+ * `leader_election_master_status` as each manager pod's /metrics reports it, scraped at its pod IP over HTTPS (the
+ * chart's metrics.secure) with the token of a ServiceAccount bound to the chart's metrics-reader ClusterRole.
+ */
+async function leaderMetrics(pods: PodJson[], token: string): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const p of pods) {
-    const text = await fetch(`http://${p.status!.podIP}:8080/metrics`, { signal: AbortSignal.timeout(5000) }).then(
-      (r) => r.text(),
-    );
-    const m = /^leader_election_master_status\{[^}]*\} (\d+)/m.exec(text);
+    const { status, body } = await httpsGet(p.status!.podIP!, 8080, '/metrics', token);
+    if (status !== 200) throw new Error(`/metrics of ${p.metadata.name}: ${status} ${body}`);
+    const m = /^leader_election_master_status\{[^}]*\} (\d+)/m.exec(body);
     out.set(p.metadata.name, m ? Number(m[1]) : -1);
   }
   return out;
+}
+
+/** GET over HTTPS, the certificate not verified (self-signed, as the chart's ServiceMonitor accepts it). */
+function httpsGet(host: string, port: number, path: string, token?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      { host, port, path, rejectUnauthorized: false, timeout: 5000, headers: token ? { authorization: `Bearer ${token}` } : {} }, // prettier-ignore
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`GET https://${host}:${port}${path}: timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 /** The test daemon's images (hack/image/daemon.ts), pushed to the cluster registry. */
@@ -291,8 +311,14 @@ describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_00
       pods.some((p) => p.metadata.name === holder),
       `the holder ${holder} is one of ${pods.map((p) => p.metadata.name).join(', ')}`,
     );
+    // /metrics needs a token whose user may get it (metrics.secure): none is refused, a bound ServiceAccount's read.
+    const anonymous = await httpsGet(pods[0]!.status!.podIP!, 8080, '/metrics');
+    assert.equal(anonymous.status, 401, anonymous.body);
+    await kubectl(['create', 'serviceaccount', 'scraper', '-n', NS]);
+    await kubectl(['create', 'clusterrolebinding', 'e2e-metrics-scraper', `--clusterrole=${FULLNAME}-metrics-reader`, `--serviceaccount=${NS}:scraper`]); // prettier-ignore
+    const token = (await kubectl(['create', 'token', 'scraper', '-n', NS])).trim();
     const metrics = await eventually('both replicas report leader_election_master_status', async () => {
-      const m = await leaderMetrics(pods);
+      const m = await leaderMetrics(pods, token);
       return [...m.values()].every((v) => v >= 0) && m;
     });
     assert.deepEqual(

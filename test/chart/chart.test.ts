@@ -65,6 +65,9 @@ const expectedClusterRules = [
     resourceNames: ['daemonsets.apps.kruise.io'],
     verbs: ['patch'],
   },
+  // metrics.secure: who may read /metrics.
+  { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+  { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
 ];
 
 /** The conversion webhook of the rendered CRD: the chart's Service at /convert. */
@@ -121,6 +124,8 @@ describe('helm chart', { skip: helmMissing() }, () => {
     test('renders exactly the expected objects, all in the release namespace', () => {
       assert.deepEqual(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort(), [
         `ClusterRole/${fullname}`,
+        // Bind a scraper to it to read /metrics (metrics.secure).
+        `ClusterRole/${fullname}-metrics-reader`,
         `ClusterRoleBinding/${fullname}`,
         'CustomResourceDefinition/daemonsets.apps.kruise.io',
         `Deployment/${fullname}`,
@@ -276,7 +281,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
     });
 
     test('RBAC: the ClusterRole holds exactly the rules the manager uses; the Role only its Lease and Secret', () => {
-      assert.deepEqual(find(objects, 'ClusterRole').rules, expectedClusterRules);
+      assert.deepEqual(find(objects, 'ClusterRole', fullname).rules, expectedClusterRules);
       assert.deepEqual(find(objects, 'Role').rules, [...leaseRules, ...secretRules]);
       const sa = { kind: 'ServiceAccount', name: fullname, namespace: ns };
       assert.deepEqual(find(objects, 'ClusterRoleBinding').subjects, [sa]);
@@ -286,7 +291,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
         kind: 'ClusterRole',
         name: fullname,
       });
-      for (const r of find(objects, 'ClusterRole').rules as { resources: string[]; verbs: string[] }[]) {
+      for (const r of find(objects, 'ClusterRole', fullname).rules as { resources: string[]; verbs: string[] }[]) {
         assert.ok(!r.verbs.includes('*') && !r.resources.includes('*'), 'no wildcards');
         assert.ok(!r.resources.includes('secrets'), 'no cluster-wide Secret access');
       }
@@ -409,7 +414,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
         'PreDownloadImageForDaemonSetUpdate=true,KruisePodReadinessGate=false',
       );
       assert.equal(flag(objects, 'image-predownload'), 'imagepulljob');
-      const imagePullJobRules = find(objects, 'ClusterRole').rules.filter((r: { resources: string[] }) =>
+      const imagePullJobRules = find(objects, 'ClusterRole', fullname).rules.filter((r: { resources: string[] }) =>
         r.resources.includes('imagepulljobs'),
       );
       assert.deepEqual(
@@ -458,9 +463,19 @@ describe('helm chart', { skip: helmMissing() }, () => {
     const svc = find(objects, 'Service');
     for (const [k, v] of Object.entries(podLabels)) assert.equal(svc.metadata.labels?.[k], v);
     // honorLabels: the kruise_daemonset_* series keep their own namespace label (the DaemonSet's).
+    // metrics.secure (the default): HTTPS with the scraper's token; the manager's certificate is self-signed.
     assert.deepEqual(sm.spec.endpoints, [
+      { port: 'metrics', path: '/metrics', scheme: 'https', tlsConfig: { insecureSkipVerify: true }, bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token', honorLabels: true, interval: '15s', scrapeTimeout: '10s' }, // prettier-ignore
+    ]);
+    const plain = find(
+      await render({ valuesFiles: [ciValues('servicemonitor')], set: ['metrics.secure=false'] }),
+      'ServiceMonitor',
+    );
+    assert.deepEqual(plain.spec.endpoints, [
       { port: 'metrics', path: '/metrics', scheme: 'http', honorLabels: true, interval: '15s', scrapeTimeout: '10s' },
     ]);
+    const reader = find(objects, 'ClusterRole', `${fullname}-metrics-reader`);
+    assert.deepEqual(reader.rules, [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
     assert.deepEqual(sm.spec.namespaceSelector, { matchNames: [ns] });
   });
 
@@ -603,6 +618,8 @@ describe('helm chart', { skip: helmMissing() }, () => {
     const defaults = await render();
     assert.equal(flag(defaults, 'metrics-port'), '8080');
     assert.equal(flag(defaults, 'metrics-bind-address'), undefined);
+    assert.equal(flag(defaults, 'metrics-secure'), 'true');
+    assert.equal(flag(await render({ set: ['metrics.secure=false'] }), 'metrics-secure'), undefined);
   });
 
   test('a single replica without leader election gets no PodDisruptionBudget', async () => {
