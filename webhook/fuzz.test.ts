@@ -8,6 +8,7 @@
 //   WEBHOOK_FUZZ_SEED=1234 node --import tsx --test webhook/fuzz.test.ts    # replays one run
 //   WEBHOOK_FUZZ_REVIEWS=100000 ...                                          # a longer run
 import { after, test } from 'node:test';
+import { connect as netConnect, type AddressInfo } from 'node:net';
 import assert from 'node:assert/strict';
 import fastJsonPatch from 'fast-json-patch';
 import { pino } from 'pino';
@@ -34,6 +35,7 @@ import { MAX_NESTING_DEPTH, nestingError } from '../src/api/shape.ts';
 import { validateDaemonSet, validateDaemonSetUpdate } from '../src/api/validation.ts';
 import { newDaemonSet } from '../src/daemonset/test-fixtures.ts';
 import { buildWebhookApp } from './app.ts';
+import { webhookMetrics } from './metrics.ts';
 import { admissionReview, daemonSetManifest } from '../src/api/testing/review-fixtures.ts';
 import { seededRandom } from '../src/testing/random.ts';
 
@@ -526,3 +528,108 @@ test(`${CONVERSIONS} mutated ConversionReviews: the uid, no 5xx, lossless Succes
   t.diagnostic(`${CONVERSIONS} conversion reviews; ${summary}`);
   for (const kind of ['Success', 'Failure', 'http 400']) assert.ok(results.has(kind), summary);
 });
+
+/** Transport behaviours of a client, drawn at random: whole, slow, cut off, stalled, lying about its length. */
+const TRANSPORTS = ['whole', 'slow', 'abort-in-headers', 'abort-in-body', 'stall-in-body', 'short-length', 'pipelined'] as const; // prettier-ignore
+type Transport = (typeof TRANSPORTS)[number];
+const TRANSPORT_CLIENTS = Number(process.env.WEBHOOK_FUZZ_TRANSPORTS ?? 96);
+
+test(`${TRANSPORT_CLIENTS} clients with random slow, cut-off and lying transports: answers or closes, never a 5xx, nothing held after (seed ${SEED})`, async (t) => {
+  const r = seededRandom(SEED ^ 0x7a7a);
+  const base = bases();
+  const metrics = webhookMetrics();
+  // Short timeouts, so that stalled clients end within the test; a small byte budget, so that a reservation left
+  // behind would show in the last step.
+  const limits = { requestTimeoutMs: 1_500, headersTimeoutMs: 1_000, maxInFlight: 4, maxBytesInFlight: 4 * 1024 * 1024, maxBytesInFlightPerClient: 4 * 1024 * 1024 }; // prettier-ignore
+  const own = buildWebhookApp({ logger: pino({ level: 'silent' }), metrics, limits });
+  await own.listen({ host: '127.0.0.1', port: 0 });
+  const port = (own.server.address() as AddressInfo).port;
+  const request = (url: string, body: string, length = Buffer.byteLength(body)) =>
+    `POST ${url} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n${body}`;
+  /** Plays one client; resolves with the status codes of the answers it read before the connection ended. */
+  const play = (how: Transport, url: string, body: string) =>
+    new Promise<number[]>((resolve) => {
+      const wait = (ms: number) => new Promise((w) => setTimeout(w, ms));
+      const s = netConnect(port, '127.0.0.1');
+      let received = '';
+      s.setEncoding('latin1').on('data', (d: string) => (received += d));
+      const codes = () => [...received.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));
+      s.on('error', () => {});
+      s.on('close', () => resolve(codes()));
+      const text = request(url, body);
+      const cut = 1 + Math.floor(r() * (text.length - 2));
+      const headerEnd = text.indexOf('\r\n\r\n');
+      // As an HTTP client does: the connection is closed once the answers came (or after 3 s), not half-closed
+      // right after the request (Node's server may then drop an answer still being made).
+      const end = async (answers = 1) => {
+        for (let waited = 0; codes().length < answers && waited < 3_000; waited += 20) await wait(20);
+        s.end();
+      };
+      void (async () => {
+        await new Promise((c) => s.once('connect', c));
+        switch (how) {
+          case 'whole':
+            s.write(text);
+            return end();
+          case 'slow': // in 2-5 parts, 20-200 ms apart: within the request timeout
+            for (let at = 0, parts = 2 + Math.floor(r() * 4); at < text.length; ) {
+              const next = Math.min(text.length, at + Math.ceil(text.length / parts));
+              s.write(text.slice(at, next));
+              at = next;
+              await wait(20 + r() * 180);
+            }
+            return end();
+          case 'abort-in-headers':
+            s.write(text.slice(0, Math.max(1, Math.floor(r() * headerEnd))));
+            await wait(r() * 50);
+            return void s.destroy();
+          case 'abort-in-body':
+            s.write(text.slice(0, Math.max(headerEnd + 4, cut)));
+            await wait(r() * 50);
+            return void s.destroy();
+          case 'stall-in-body': // stalls past the request timeout, then goes (on plain HTTP Node checks it every 30 s)
+            s.write(text.slice(0, Math.max(headerEnd + 4, cut)));
+            await wait(limits.requestTimeoutMs + 500);
+            return void s.destroy();
+          case 'short-length': // claims fewer bytes than it sends: the rest is a malformed next request
+            s.write(request(url, body, Math.floor(Buffer.byteLength(body) / 2)).replace(/Content-Length: \d+/, `Content-Length: ${Math.floor(Buffer.byteLength(body) / 2)}`));
+            return end();
+          case 'pipelined': // two requests in one write; closed once both are answered, or after 3 s
+            s.write(text + request(url, body));
+            return end(2);
+        }
+      })();
+    });
+  const seen = new Map<string, number>();
+  const BATCH_OF_CLIENTS = 16;
+  try {
+    for (let i = 0; i < TRANSPORT_CLIENTS; i += BATCH_OF_CLIENTS) {
+      const runs = Array.from({ length: Math.min(BATCH_OF_CLIENTS, TRANSPORT_CLIENTS - i) }, (_, j) => {
+        const how = pick(r, TRANSPORTS);
+        const url = pick(r, [MUTATE_PATH, VALIDATE_PATH, CONVERT_PATH]);
+        const body = url === CONVERT_PATH ? buildConversionReview(r, base, `t-${i + j}`) : buildReview(r, base, `t-${i + j}`).text;
+        return play(how, url, body).then((codes) => ({ how, codes, where: `client ${i + j} (${how} to ${url}, seed ${SEED})` }));
+      });
+      for (const { how, codes, where } of await Promise.all(runs)) {
+        for (const code of codes) {
+          assert.ok(code < 500, `${where}: HTTP ${code}`);
+          seen.set(`${how} ${code}`, (seen.get(`${how} ${code}`) ?? 0) + 1);
+        }
+        if (how === 'whole' || how === 'slow') assert.equal(codes.length, 1, `${where}: one answer, got ${codes.join(',')}`);
+        if (how === 'pipelined') assert.ok(codes.length >= 1, `${where}: answered`);
+      }
+    }
+    t.diagnostic([...seen].map(([k, v]) => `${k}: ${v}`).join(', '));
+    // Every end of a request gave back what it held: the gauge is 0 for each webhook, every slot and byte is free
+    // (4 concurrent requests that together need the whole byte budget are all served).
+    const text = await metrics.registry.metrics();
+    for (const m of text.matchAll(/^controller_runtime_webhook_requests_in_flight\{[^}]*\} (\d+)/gm))
+      assert.equal(m[1], '0', m[0]);
+    const fill = JSON.stringify(admissionReview(daemonSetManifest(), { uid: 'last' }));
+    const padded = fill + ' '.repeat(1024 * 1024 - 1 - fill.length);
+    const last = await Promise.all([1, 2, 3, 4].map(() => play('whole', VALIDATE_PATH, padded)));
+    assert.deepEqual(last, [[200], [200], [200], [200]]);
+  } finally {
+    await own.close();
+  }
+}); // prettier-ignore
