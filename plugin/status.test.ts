@@ -61,6 +61,16 @@ describe('rolloutStatus', () => {
         message: 'daemon set "agent" successfully rolled out',
       },
       {
+        name: 'an invalid rollingUpdate.selector (stored before the webhook refused it): failed, never complete',
+        d: {
+          rollingUpdate: { selector: { matchExpressions: [{ key: 'zone', operator: 'Foo' as 'In' }] } },
+          status: { ...counts(12, 0, 12), conditions: [progressing('False', 'InvalidRollingUpdate')] },
+        },
+        state: 'failed',
+        message:
+          'daemon set "agent" cannot roll out: invalid rollingUpdate.selector: matchExpressions[0]: operator: unsupported "Foo"',
+      },
+      {
         name: 'partition reached (the controller says PartitionReached): complete',
         d: {
           rollingUpdate: { partition: 2 },

@@ -12,7 +12,8 @@
 // - a paused rollout is not complete; the message says it is paused and how to resume (the wait goes on until
 //   --timeout, as kubectl waits on a paused Deployment). So does a canary that is Observing or Paused (status.canary
 //   of the update revision); the message is the controller's canary message.
-// - failed: condition Progressing=False reason ProgressDeadlineExceeded (the Deployment convention), or a canary whose
+// - failed: an invalid rollingUpdate.selector (it matches no node: nothing would ever be updated), condition
+//   Progressing=False reason ProgressDeadlineExceeded (the Deployment convention), or a canary whose
 //   status.canary.phase is Failed. Without rollingUpdate.canary in the spec there is no canary to fail or wait on,
 //   whatever status.canary says (the controller records a canary removed after it failed as Promoted, CanaryRemoved).
 import type { DaemonSet, DaemonSetCondition } from '../src/api/types.ts';
@@ -20,6 +21,7 @@ import type { Pod } from '../src/k8s/types.ts';
 import { isPodReady } from '../src/k8s/pod.ts';
 import { CONTROLLER_REVISION_HASH_LABEL } from '../src/api/constants.ts';
 import { partitionCount } from '../src/daemonset/strategy.ts';
+import { labelSelectorErrors } from '../src/k8s/labels.ts';
 import { PluginError } from './errors.ts';
 import { canarySpec, currentCanary, updateRevision } from './daemonset.ts';
 
@@ -70,6 +72,14 @@ export function rolloutStatus(ds: DaemonSet): RolloutStatus {
   if (progressing?.status === 'False' && progressing.reason === PROGRESS_DEADLINE_EXCEEDED)
     return { ...base, state: 'failed', message: `daemon set "${name}" exceeded its progress deadline` };
 
+  // A selector that does not parse matches no node (the webhook refuses it now; it may be stored from before).
+  const selectorErrors = ru?.selector ? labelSelectorErrors(ru.selector) : [];
+  if (updated < desired && selectorErrors.length > 0)
+    return {
+      ...base,
+      state: 'failed',
+      message: `daemon set "${name}" cannot roll out: invalid rollingUpdate.selector: ${selectorErrors.join('; ')}`,
+    };
   if (updated < desired) {
     const reached = progressing
       ? progressing.status === 'False' && progressing.reason === PARTITION_REACHED

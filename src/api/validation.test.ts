@@ -100,6 +100,37 @@ describe('validateDaemonSet: the Kruise webhook test cases and rules', () => {
       want: [],
     },
     {
+      name: 'rollingUpdate.selector accepted when it parses',
+      ds: (f) =>
+        f.defaulted(
+          (d) =>
+            (d.spec.updateStrategy.rollingUpdate.selector = {
+              matchLabels: { 'topology.kubernetes.io/zone': 'a' },
+              matchExpressions: [{ key: 'canary', operator: 'Exists' }],
+            }),
+        ),
+      want: [],
+    },
+    {
+      name: 'rollingUpdate.selector validated as spec.selector is (Kruise does not)',
+      ds: (f) =>
+        f.defaulted(
+          (d) =>
+            (d.spec.updateStrategy.rollingUpdate.selector = {
+              matchLabels: { 'bad key!': 'x' },
+              matchExpressions: [
+                { key: 'zone', operator: 'Foo' },
+                { key: 'zone', operator: 'In' },
+              ],
+            }),
+        ),
+      want: [
+        `spec.updateStrategy.rollingUpdate.selector.matchLabels: Invalid value: "bad key!": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+        'spec.updateStrategy.rollingUpdate.selector.matchExpressions[0].operator: Invalid value: "Foo": not a valid selector operator',
+        "spec.updateStrategy.rollingUpdate.selector.matchExpressions[1].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
+      ],
+    },
+    {
       name: 'burstReplicas as a percentage accepted',
       ds: (f) => f.defaulted((d) => (d.spec.burstReplicas = '50%')),
       want: [],

@@ -596,6 +596,9 @@ function validateRollingUpdate(ru: JsonObject, p: FieldPath, rules: VersionRules
     errs.push(notSupported(p.child('rollingUpdateType'), type, rules.rollingUpdateTypes));
   }
   if (isSet(ru.partition)) errs.push(...validateIntOrPercent(ru.partition, p.child('partition')));
+  // Validated as spec.selector is: Kruise does not, and a selector that does not parse matched no node, so the
+  // rollout then updated nothing and reported itself complete.
+  errs.push(...validateLabelSelector(ru.selector, p.child('selector')));
   const canary = objectAt(ru, 'canary');
   if (canary) errs.push(...validateCanary(canary, p.child('canary')));
   return errs;

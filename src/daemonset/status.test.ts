@@ -143,6 +143,13 @@ describe('conditions', () => {
       'False/PartitionReached',
     );
     assert.equal(run(newDaemonSet({ strategy: 'OnDelete' })).Progressing, 'False/OnDelete');
+    // A rollingUpdate.selector that does not parse (stored before the webhook refused it) holds every node back:
+    // stopped, not held at a partition.
+    const invalid = newDaemonSet({ strategy: 'RollingUpdate' });
+    invalid.spec.updateStrategy!.rollingUpdate!.selector = {
+      matchExpressions: [{ key: 'zone', operator: 'Foo' as 'In' }],
+    };
+    assert.equal(run(invalid).Progressing, 'False/InvalidRollingUpdate');
     assert.equal(
       run(newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { partition: 1 } })).RolloutComplete,
       'False/RolloutInProgress',

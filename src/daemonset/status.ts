@@ -11,6 +11,8 @@ import { factsDaemonAvailable, factsWaitingTimeMs } from './node-state.ts';
 import { nodesToUpdateResult } from './update.ts';
 import { isDaemonSetPaused, isRollingUpdate } from './strategy.ts';
 import { targetHash } from './canary.ts';
+import { INVALID_ROLLING_UPDATE_REASON } from './events.ts';
+import { labelSelectorErrors } from '../k8s/labels.ts';
 
 /**
  * Conditions written on status.conditions (Kruise and upstream never write any), usable with
@@ -287,6 +289,12 @@ function conditionsOf(ctx: SyncContext, next: DaemonSetStatus): ConditionsResult
       progressingReason = CANARY_OBSERVING_REASON;
       progressingMessage = `${counts}; ${about}: ${c.message}`;
     }
+  } else if (observed && !complete && isRollingUpdate(ds) && updateSelectorErrors(ds).length > 0) {
+    // The webhook refuses such a selector; one stored before it did matches no node, so nothing is pending, and
+    // the rollout must not read as held at its partition (complete): it is stopped until the selector is fixed.
+    progressing = false;
+    progressingReason = INVALID_ROLLING_UPDATE_REASON;
+    progressingMessage = `${counts}; invalid rollingUpdate.selector (${updateSelectorErrors(ds).join('; ')}): no node is updated until it is fixed`;
   } else if (pending > 0) {
     progressingReason = 'Updating';
     progressingMessage = observed ? counts : 'Waiting for the spec update to be observed';
@@ -483,4 +491,10 @@ export function statusWriteAction(input: StatusWriteInput): StatusWriteAction {
   if (actedOnPods || isStatusMilestone(stored, status)) return { action: 'write' };
   if (sinceLastWriteMs === undefined || sinceLastWriteMs >= STATUS_PROGRESS_INTERVAL_MS) return { action: 'write' };
   return { action: 'defer', afterMs: STATUS_PROGRESS_INTERVAL_MS - sinceLastWriteMs };
+}
+
+/** What is wrong with rollingUpdate.selector ([] when it parses or is unset). */
+function updateSelectorErrors(ds: SyncContext['ds']): string[] {
+  const selector = ds.spec.updateStrategy?.rollingUpdate?.selector;
+  return selector ? labelSelectorErrors(selector) : [];
 }
