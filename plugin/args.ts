@@ -107,6 +107,11 @@ function scan(argv: readonly string[], specs: readonly FlagSpec[], strict: boole
       else return { flags, positionals, pendingFlag: spec };
       continue;
     }
+    // A negative number is a value, not shorthands (`partition NAME -1` is then refused for what it is).
+    if (/^-\d/.test(tok)) {
+      positionals.push(tok);
+      continue;
+    }
     if (tok.startsWith('-') && tok.length > 1) {
       // Shorthands, possibly grouped (-Aw) with the last one taking a value (-nfoo, -n=foo, -n foo).
       let j = 1;

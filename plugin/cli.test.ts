@@ -56,6 +56,12 @@ describe('runCli', () => {
       err: /^error: give either a partition \(N or N%\) or --step K\n/,
     },
     {
+      name: 'a negative partition is a value, refused as such (not a shorthand flag)',
+      argv: ['partition', 'x', '-1'],
+      code: 1,
+      err: 'error: invalid partition "-1": want a non-negative integer (nodes) or a percentage 0%-100%\n',
+    },
+    {
       name: 'bad -o',
       argv: ['get', '-o', 'table', '--kubeconfig', '/nonexistent'],
       code: 1,

@@ -350,6 +350,11 @@ export async function runPartition(ctx: Context): Promise<number> {
   }
   if (ds.spec.updateStrategy?.type === 'OnDelete')
     io.err('warning: updateStrategy is OnDelete: the partition has no effect until it is RollingUpdate\n');
+  const desired = ds.status?.desiredNumberScheduled;
+  if (typeof change.value === 'number' && desired !== undefined && change.value > desired)
+    io.err(
+      `warning: partition ${change.value} is above the ${desired} node${desired === 1 ? '' : 's'} that should run this DaemonSet: every node stays on its revision\n`,
+    );
   await patchDaemonSet(client, ds, partitionPatch(change.value));
   line(io, nameLine(name, change.message));
   return 0;

@@ -389,6 +389,14 @@ describe('canary actions', () => {
       action: 'fail',
       noop: 'canary already failed',
     },
+    ...(['promote', 'pause', 'resume'] as const).map((action) => ({
+      name: `${action} a failed canary: refused, saying what to do instead`,
+      d: withCanary({ revision: 'h2', phase: 'Failed', message: 'pod agent-x restarted 4 times' }),
+      action,
+      error: new RegExp(
+        `^the canary of revision h2 failed \\(pod agent-x restarted 4 times\\): it cannot be ${action === 'promote' ? 'promoted' : `${action}d`}\\. Change the template to start a new canary, or roll back with "kubectl ads undo agent"$`,
+      ),
+    })),
   ];
   for (const c of cases)
     test(c.name, () => {

@@ -111,6 +111,12 @@ export function canaryChange(ds: DaemonSet, action: CanaryAction): CanaryChange 
     if (!rev) throw new PluginError(`${key(ds.metadata)}: no update revision yet (status.daemonSetHash is empty)`);
     return rev;
   };
+  // A Failed canary is final for its revision (the controller holds the rollout on the stable revision until the
+  // template changes): promoting, pausing or resuming it would only leave an annotation nothing reads.
+  if (phase === 'Failed' && action !== 'fail')
+    throw new PluginError(
+      `the canary of revision ${rev} failed${c?.message ? ` (${c.message})` : ''}: it cannot be ${action === 'promote' ? 'promoted' : action === 'pause' ? 'paused' : 'resumed'}. Change the template to start a new canary, or roll back with "kubectl ads undo ${ds.metadata.name ?? ''}"`,
+    );
   switch (action) {
     case 'promote': {
       needRevision();

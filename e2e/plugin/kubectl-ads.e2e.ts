@@ -282,6 +282,16 @@ describe('kubectl ads', { timeout: 900_000 }, () => {
     const bad = await ads(['partition', name, '150%', ...n()]);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /^error: invalid partition "150%"/);
+    // A negative number is a value refused as such, not a shorthand flag.
+    const negative = await ads(['partition', name, '-1', ...n()]);
+    assert.equal(negative.code, 1);
+    assert.equal(negative.stderr, 'error: invalid partition "-1": want a non-negative integer (nodes) or a percentage 0%-100%\n'); // prettier-ignore
+    // Above the node count: set, with a warning.
+    const above = await ads(['partition', name, '7', ...n()]);
+    assert.equal(above.code, 0, above.stderr);
+    assert.equal(above.stdout, `daemonset.apps.kruise.io/${name} partition set to 7 (was 0)\n`);
+    assert.equal(above.stderr, 'warning: partition 7 is above the 4 nodes that should run this DaemonSet: every node stays on its revision\n'); // prettier-ignore
+    assert.equal(await adsOk(['partition', name, '0', ...n()]), `daemonset.apps.kruise.io/${name} partition set to 0 (was 7)\n`); // prettier-ignore
   });
 
   test('restart: restartedAt on the template, a new revision rolled out', async () => {
@@ -635,6 +645,12 @@ describe('kubectl ads on a canary and a progress deadline', { timeout: 600_000 }
       await adsOk(['canary', 'fail', name, ...n()]),
       `daemonset.apps.kruise.io/${name} canary already failed\n`,
     );
+    // A failed canary cannot be promoted: refused with what to do instead, exit 1, nothing written.
+    const before = await annotationsOf(name);
+    const promote = await ads(['canary', 'promote', name, ...n()]);
+    assert.equal(promote.code, 1, promote.stdout);
+    assert.match(promote.stderr, new RegExp(`^error: the canary of revision ${v3} failed.*: it cannot be promoted\\. Change the template to start a new canary, or roll back with "kubectl ads undo canary"\\n$`)); // prettier-ignore
+    assert.deepEqual(await annotationsOf(name), before);
 
     // The annotation the plugin left names v3: the next template's canary runs (a bare "true" would fail it at once).
     await patchAds(f.ns, name, imagePatch('busybox:1.39'));
