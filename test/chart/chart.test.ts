@@ -5,9 +5,11 @@
 // the schema's messages for bad values.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { join } from 'node:path';
+import { assessMaterial, materialFromSecret } from '../../certs/bootstrap.ts';
 import { CERT_MODES } from '../../certs/modes.ts';
 import { crdConversion, webhookConfigurations } from '../../certs/webhook-config.ts';
 import { crdObject } from '../../src/api/crd.ts';
@@ -297,10 +299,15 @@ describe('helm chart', { skip: helmMissing() }, () => {
       }
     });
 
-    test('the certificate Secret is rendered empty for the manager to fill (type kubernetes.io/tls)', () => {
+    test('the certificate Secret is rendered with a throwaway certificate, no CA: the manager replaces it at once', () => {
       const secret = find(objects, 'Secret');
       assert.equal(secret.type, 'kubernetes.io/tls');
-      assert.deepEqual(secret.data, { 'tls.crt': '', 'tls.key': '' });
+      assert.deepEqual(Object.keys(secret.data).sort(), ['tls.crt', 'tls.key']);
+      // Valid PEM, so the apiserver does not warn "tls: failed to find any PEM data in certificate input".
+      const cert = new X509Certificate(Buffer.from(secret.data['tls.crt'], 'base64'));
+      assert.ok(cert.checkPrivateKey(createPrivateKey(Buffer.from(secret.data['tls.key'], 'base64'))));
+      const material = materialFromSecret(secret);
+      assert.deepEqual(assessMaterial(material, ['x.ns.svc'], new Date()), { state: 'renew-ca', reason: 'no CA' });
     });
   });
 
