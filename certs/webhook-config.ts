@@ -7,7 +7,7 @@ import { mkdirSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { isIP } from 'node:net';
 import type { KubeClient, ResourceType } from '../src/k8s/client.ts';
-import { isNotFound, resources } from '../src/k8s/client.ts';
+import { ApiError, isConflict, isNotFound, resources } from '../src/k8s/client.ts';
 import type { KubeObject } from '../src/k8s/types.ts';
 import { CONVERT_PATH, RESOURCE, SERVED_VERSIONS } from '../src/api/constants.ts';
 import { crdObject } from '../src/api/crd.ts';
@@ -138,6 +138,70 @@ export async function ensureWebhookConfigurations(
   const { mutating, validating } = webhookConfigurations(opts);
   await createOrUpdate(client, resources.mutatingWebhookConfigurations, mutating);
   await createOrUpdate(client, resources.validatingWebhookConfigurations, validating);
+}
+
+/**
+ * Undoes what an out-of-cluster manager registered at `url` (ensureWebhookConfigurations, ensureCrdConversion):
+ * deletes both webhook configurations and sets the CRD's conversion back to None, each only while it still points
+ * at `url`, so a registration another manager or a Helm release made since is left alone (a delete with a
+ * resourceVersion precondition, a JSON patch that tests the URL). Left behind, fail-closed webhooks that nothing
+ * serves refuse every DaemonSet write ("connection refused"). Returns what it removed.
+ */
+export async function removeWebhookRegistration(
+  client: KubeClient,
+  opts: { name?: string; url: string; crdName?: string },
+): Promise<string[]> {
+  const base = opts.url.replace(/\/$/, '');
+  const ours = (u: unknown) => typeof u === 'string' && u.startsWith(`${base}/`);
+  const removed: string[] = [];
+  const { mutating, validating } = webhookConfigurations({ name: opts.name, endpoint: { url: base }, caBundle: '' });
+  for (const [type, name] of [
+    [resources.mutatingWebhookConfigurations, mutating.metadata.name!],
+    [resources.validatingWebhookConfigurations, validating.metadata.name!],
+  ] as const) {
+    const current = await client
+      .get<KubeObject & { webhooks?: { clientConfig?: { url?: string } }[] }>(type, { name })
+      .catch((err: unknown) => {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      });
+    if (!current?.webhooks?.length || !current.webhooks.every((w) => ours(w.clientConfig?.url))) continue;
+    try {
+      await client.delete(type, { name }, { preconditions: { resourceVersion: current.metadata.resourceVersion! } });
+      removed.push(`${type.kind}/${name}`);
+    } catch (err) {
+      if (!isNotFound(err) && !isConflict(err)) throw err;
+    }
+  }
+  const crdName = opts.crdName ?? RESOURCE;
+  const crd = await client
+    .get<KubeObject & { spec?: { conversion?: { webhook?: { clientConfig?: { url?: string } } } } }>(
+      resources.customResourceDefinitions,
+      { name: crdName },
+    )
+    .catch((err: unknown) => {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    });
+  const url = crd?.spec?.conversion?.webhook?.clientConfig?.url;
+  if (ours(url)) {
+    try {
+      await client.patch(
+        resources.customResourceDefinitions,
+        { name: crdName },
+        [
+          { op: 'test', path: '/spec/conversion/webhook/clientConfig/url', value: url },
+          { op: 'replace', path: '/spec/conversion', value: { strategy: 'None' } },
+        ],
+        { type: 'json' },
+      );
+      removed.push(`CustomResourceDefinition/${crdName} conversion webhook`);
+    } catch (err) {
+      // The test failed (422): another registration since; or the CRD is gone.
+      if (!isNotFound(err) && !(err instanceof ApiError && err.code === 422)) throw err;
+    }
+  }
+  return removed;
 }
 
 /** A new private CA and a serving certificate it signed for `hosts` (IP addresses or DNS names). */

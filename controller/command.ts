@@ -85,6 +85,10 @@ export const webhookFlags = {
     'out of cluster: serve on HOST, generate a certificate for it and register the webhook configurations with url https://HOST:PORT',
     { arg: 'HOST' },
   ),
+  'webhook-keep-registration': boolFlag(
+    'with --webhook-host: leave the webhook configurations and the CRD conversion URL registered on exit (by default they are removed, since fail-closed webhooks nothing serves refuse every DaemonSet write)',
+    false,
+  ),
   'webhook-configuration-name': stringWithDefault(
     'base name of the webhook configurations',
     'advanced-daemonset',
@@ -220,6 +224,7 @@ async function runProcess(
           certDir: w['cert-dir'],
           port: w['webhook-port'],
           host: w['webhook-host'],
+          keepRegistration: w['webhook-keep-registration'],
           configurationName: w['webhook-configuration-name'],
           timeoutSeconds: w['webhook-timeout-seconds'],
           drainMs: w['webhook-drain'],

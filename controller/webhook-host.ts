@@ -19,6 +19,7 @@ import {
   ensureCrdConversion,
   ensureLocalServingCertificate,
   ensureWebhookConfigurations,
+  removeWebhookRegistration,
 } from '../certs/webhook-config.ts';
 import { isAbortError, type KubeClient } from '../src/k8s/client.ts';
 import type { WebhookLimits } from '../webhook/limits.ts';
@@ -30,6 +31,11 @@ export interface ManagedWebhookOptions {
   port: number;
   /** Out-of-cluster host (IP or DNS name) the apiserver reaches us at; undefined in a cluster. */
   host?: string;
+  /**
+   * With `host`: leave the webhook configurations and the CRD's conversion URL registered when stopping. By default
+   * they are removed, since fail-closed webhooks that nothing serves refuse every DaemonSet write.
+   */
+  keepRegistration?: boolean;
   configurationName: string;
   timeoutSeconds: number;
   drainMs: number;
@@ -85,7 +91,7 @@ export async function startManagedWebhook(opts: ManagedWebhookOptions, signal: A
     }
     return s;
   };
-  const managed = (bootstrapped: Promise<void>): ManagedWebhook => {
+  const managed = (bootstrapped: Promise<void>, unregister?: () => Promise<void>): ManagedWebhook => {
     // Nobody has to await it; a rejection (stopped first) must not be unhandled.
     bootstrapped.catch(() => {});
     return {
@@ -98,6 +104,7 @@ export async function startManagedWebhook(opts: ManagedWebhookOptions, signal: A
         stopping = true;
         stopped.abort();
         await server?.stop();
+        await unregister?.();
       },
     };
   };
@@ -135,7 +142,28 @@ export async function startManagedWebhook(opts: ManagedWebhookOptions, signal: A
         log.info({ url, crd: RESOURCE }, 'CRD conversion webhook registered');
         log.info({ mode: 'webhook-host' }, 'webhook bootstrap complete');
       });
-    return managed(bootstrapped);
+    const unregister = async () => {
+      if (opts.keepRegistration) {
+        log.info({ url }, 'webhook configurations and CRD conversion URL kept (--webhook-keep-registration)');
+        return;
+      }
+      try {
+        // Bounded: with the apiserver unreachable, exiting matters more (the log then says what to delete).
+        const removed = await Promise.race([
+          removeWebhookRegistration(opts.client, { name: opts.configurationName, url }),
+          new Promise<never>((_, reject) =>
+            setTimeout(() => reject(new Error('no answer from the apiserver within 10 s')), 10_000).unref(),
+          ),
+        ]);
+        log.info({ url, removed }, 'webhook registration removed');
+      } catch (err) {
+        log.error(
+          { err, url },
+          `could not remove the webhook registration: delete the webhook configurations ${opts.configurationName}-mutating and -validating`,
+        );
+      }
+    };
+    return managed(bootstrapped, unregister);
   }
 
   if (opts.certMode !== 'self-signed') {
