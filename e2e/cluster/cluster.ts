@@ -238,6 +238,16 @@ export function fakeNode(
   };
 }
 
+/**
+ * The zone of a fake node, two nodes per zone in turn (kwok-node-000 and -001 in zone-a, -002 and -003 in zone-b,
+ * -004 and -005 in zone-c, then zone-a again), as the well-known label a cloud's nodes carry: what the README's
+ * canary example spreads over.
+ */
+export function zoneLabels(name: string): Record<string, string> {
+  const n = /(\d+)$/.exec(name)?.[1];
+  return n === undefined ? {} : { 'topology.kubernetes.io/zone': `zone-${'abc'[Math.floor(Number(n) / 2) % 3]}` };
+}
+
 export async function createNodes(
   kubeconfig: string,
   names: string[],
@@ -245,7 +255,7 @@ export async function createNodes(
 ): Promise<void> {
   // In chunks so a 1,000-node cluster does not become one huge request.
   for (let i = 0; i < names.length; i += 200) {
-    const items = names.slice(i, i + 200).map((n) => fakeNode(n, {}, taints));
+    const items = names.slice(i, i + 200).map((n) => fakeNode(n, zoneLabels(n), taints));
     await kubectl(kubeconfig, ['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
   }
 }

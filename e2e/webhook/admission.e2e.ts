@@ -243,7 +243,7 @@ describe('admission webhook on the real control plane', { timeout: 180_000 }, ()
     }
   });
 
-  test('printer columns and short names; CONTAINERS, IMAGES and CANARY at -o wide', async () => {
+  test('printer columns and short names; CONTAINERS, IMAGES, SELECTOR and CANARY at -o wide', async () => {
     const table = (out: string) =>
       out
         .trim()
@@ -263,10 +263,11 @@ describe('admission webhook on the real control plane', { timeout: 180_000 }, ()
       'AGE',
       'CONTAINERS',
       'IMAGES',
+      'SELECTOR',
       'CANARY',
     ]);
     // No canary: status.canary.phase is absent, and kubectl prints the CANARY cell empty.
-    assert.deepEqual(wideRow?.slice(-2), ['c', 'busybox:1.36']);
+    assert.deepEqual(wideRow?.slice(-3), ['c', 'busybox:1.36', '{"matchLabels":{"app":"minimal"}}']);
     assert.equal(wideRow?.length, wideHeader!.length - 1);
   });
 

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { SERVED_VERSIONS, STORAGE_VERSION, type ServedVersion } from './constants.ts';
-import { crdObject, openAPIV3Schema } from './crd.ts';
+import { crdObject, openAPIV3Schema, unwrapDescription } from './crd.ts';
 import { CRD_PATH, renderCrdYaml } from './gen-crd.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -16,6 +16,23 @@ const versionsOf = (crd: any): any[] => crd.spec.versions;
 const versionNamed = (crd: any, name: string): any => versionsOf(crd).find((v) => v.name === name);
 const rollingUpdateOf = (version: (typeof SERVED_VERSIONS)[number]): any =>
   (openAPIV3Schema(version) as any).properties.spec.properties.updateStrategy.properties.rollingUpdate;
+
+describe('unwrapDescription: kubectl explain wraps descriptions itself', () => {
+  const rows: [string, string, string][] = [
+    ['a wrapped paragraph: one line', 'Partition keeps\nthe lowest nodes\nold.', 'Partition keeps the lowest nodes old.'],
+    ['paragraphs stay apart', 'One.\n\nTwo\nlines.', 'One.\n\nTwo lines.'],
+    ['list items keep their lines', 'Modes:\n- Standard\n- Surging\n1. first', 'Modes:\n- Standard\n- Surging\n1. first'],
+  ]; // prettier-ignore
+  for (const [name, text, want] of rows) test(name, () => assert.equal(unwrapDescription(text), want));
+  test('no description of the served schemas keeps a line break inside a paragraph', () => {
+    for (const version of SERVED_VERSIONS) {
+      const all = JSON.stringify(openAPIV3Schema(version)).match(/"description":"(?:[^"\\]|\\.)*"/g) ?? [];
+      assert.ok(all.length > 50, `${version}: ${all.length} descriptions`);
+      for (const d of all)
+        assert.equal(unwrapDescription(JSON.parse(`{${d}}`).description), JSON.parse(`{${d}}`).description, d);
+    }
+  });
+});
 
 describe('CRD', () => {
   test('the committed chart CRD is not stale (run `npm run gen:crd` after editing src/api/schema.ts)', () => {
@@ -73,7 +90,7 @@ describe('CRD', () => {
       });
   });
 
-  test('printer columns, the same in both versions, CONTAINERS, IMAGES and CANARY only at -o wide', () => {
+  test('printer columns, the same in both versions, CONTAINERS, IMAGES, SELECTOR and CANARY only at -o wide', () => {
     for (const version of versionsOf(crdObject()))
       assert.deepEqual(
         version.additionalPrinterColumns.map((c: any) => [c.name, c.jsonPath, c.priority ?? 0]),
@@ -86,6 +103,7 @@ describe('CRD', () => {
           ['AGE', '.metadata.creationTimestamp', 0],
           ['CONTAINERS', '.spec.template.spec.containers[*].name', 1],
           ['IMAGES', '.spec.template.spec.containers[*].image', 1],
+          ['SELECTOR', '.spec.selector', 1],
           ['CANARY', '.status.canary.phase', 1],
         ],
         version.name,

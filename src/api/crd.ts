@@ -24,9 +24,18 @@ function stripTypeBoxKeys(node: unknown): unknown {
   for (const [k, v] of Object.entries(node)) {
     if (TYPEBOX_ONLY_KEYS.has(k)) continue;
     // `properties` maps field names to schemas: recurse into values, keep every name.
-    out[k] = stripTypeBoxKeys(v);
+    out[k] = k === 'description' && typeof v === 'string' ? unwrapDescription(v) : stripTypeBoxKeys(v);
   }
   return out;
+}
+
+/**
+ * A description with its hard line breaks within paragraphs joined: `kubectl explain` wraps descriptions to the
+ * terminal itself, and a source wrapped at another width rendered ragged. Blank lines and lines that start a list
+ * item are kept.
+ */
+export function unwrapDescription(text: string): string {
+  return text.replace(/([^\n])\n(?![\n\s]*(?:[-*]\s|\d+\.\s))(?=[^\n])/g, '$1 ');
 }
 
 /** The structural openAPIV3Schema of a served version (v1alpha1 when not given). */
@@ -50,6 +59,8 @@ const printerColumns = [
   { name: 'AGE', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'Time since the DaemonSet was created.' },
   { name: 'CONTAINERS', type: 'string', priority: 1, jsonPath: '.spec.template.spec.containers[*].name', description: 'The containers of the pod template.' },
   { name: 'IMAGES', type: 'string', priority: 1, jsonPath: '.spec.template.spec.containers[*].image', description: 'The images of the pod template.' },
+  // As apps/v1's -o wide; a CRD column prints the selector as JSON, where kubectl formats the built-in kind's.
+  { name: 'SELECTOR', type: 'string', priority: 1, jsonPath: '.spec.selector', description: 'The label selector of the pods.' },
   { name: 'CANARY', type: 'string', priority: 1, jsonPath: '.status.canary.phase', description: 'The phase of the canary of the latest revision: Observing, Paused, Failed or Promoted.' },
 ]; // prettier-ignore
 
