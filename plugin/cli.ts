@@ -24,6 +24,7 @@ import {
 import {
   completionNames,
   runCanary,
+  runMigrate,
   runGet,
   runHistory,
   runPartition,
@@ -183,6 +184,30 @@ autoPause off until that canary ends), fail canary-failed=<canary revision>.`,
     flags: [],
     args: [{ words: CANARY_ACTIONS }, 'daemonset'],
     run: runCanary,
+  },
+  {
+    name: 'migrate',
+    summary: 'Turn an apps/v1 DaemonSet into an Advanced DaemonSet, keeping every pod',
+    usage: `${PROGRAM} migrate NAME [--dry-run] [--api-version apps.kruise.io/v1alpha1|apps.kruise.io/v1beta1] [--timeout D]
+
+Takes over the apps/v1 DaemonSet NAME with no pod restarted: deletes it with propagationPolicy Orphan (its pods
+and ControllerRevisions stay), creates the Advanced DaemonSet NAME with the same selector, template and rolling
+update budget, and waits until the controller has adopted every pod (same uid, same controller-revision-hash).
+Refused, with the reason, when a pod would not be kept: a rollout still running, or a template the controller
+would hash anew. Applying the changed manifest beside the running DaemonSet instead runs two pods on every node.
+--dry-run prints the manifest and the steps, and what would be refused.`,
+    flags: [
+      { name: 'dry-run', kind: 'bool', help: 'Print the manifest and the steps; change nothing' },
+      {
+        name: 'api-version',
+        kind: 'string',
+        arg: 'V',
+        help: 'apiVersion of the new object (default apps.kruise.io/v1alpha1)',
+      },
+      { name: 'timeout', kind: 'string', arg: 'D', help: 'How long to wait for the adoption (default 5m)' },
+    ],
+    args: [{ words: [] }],
+    run: runMigrate,
   },
   {
     name: 'dashboard',

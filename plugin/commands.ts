@@ -2,7 +2,7 @@
 // it, and prints. Writes are JSON merge patches (JSON patch for undo), so they only touch the field they mean to;
 // no-ops ("already paused") write nothing and exit 0, as kubectl rollout does.
 import type { DaemonSet } from '../src/api/types.ts';
-import { API_VERSION, KIND } from '../src/api/constants.ts';
+import { API_VERSION, API_VERSION_V1BETA1, KIND } from '../src/api/constants.ts';
 import { ApiError, isForbidden, isNotFound, resources, type KubeClient } from '../src/k8s/client.ts';
 import type { ControllerRevision, KubeObject, Pod } from '../src/k8s/types.ts';
 import type { LabelSelector } from '../src/k8s/types.ts';
@@ -36,6 +36,8 @@ import {
 } from './history.ts';
 import { ownedPods, podRows, POD_HEADERS } from './pods.ts';
 import { listWatch } from './watch.ts';
+import { advancedDaemonSetFor, planMigration, type NativeDaemonSet } from './migrate.ts';
+import { getControllerOf } from '../src/daemonset/pods.ts';
 
 export const FIELD_MANAGER = 'kubectl-ads';
 
@@ -512,3 +514,93 @@ export async function completionNames(conn: ClusterConnection, what: 'daemonsets
 }
 
 export { key };
+
+/**
+ * `migrate NAME`: the apps/v1 DaemonSet NAME becomes an Advanced DaemonSet with every pod kept (plugin/migrate.ts
+ * decides; this does the steps). --dry-run prints the manifest and the steps, and what would be refused.
+ */
+export async function runMigrate(ctx: Context): Promise<number> {
+  const { args, io } = ctx;
+  const name = nameArg(args);
+  const dryRun = boolFlag(args, 'dry-run') === true;
+  const apiVersion = stringFlag(args, 'api-version') ?? API_VERSION;
+  const type = { [API_VERSION]: resources.daemonSets, [API_VERSION_V1BETA1]: resources.daemonSetsV1beta1 }[apiVersion];
+  if (!type)
+    throw new UsageError(`--api-version must be ${API_VERSION} or ${API_VERSION_V1BETA1}, got "${apiVersion}"`);
+  const rawTimeout = stringFlag(args, 'timeout');
+  const timeoutMs = rawTimeout === undefined ? 300_000 : parseGoDuration(rawTimeout, 'timeout');
+  const { client, namespace } = ctx.conn();
+  const absent = (err: unknown) => {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  };
+  const native = await client.get<NativeDaemonSet>(resources.nativeDaemonSets, { namespace, name }).catch(absent);
+  const advanced = await client.get<DaemonSet>(resources.daemonSets, { namespace, name }).catch(absent);
+  if (!native) {
+    if (advanced) {
+      line(io, nameLine(name, 'is an Advanced DaemonSet already: nothing to migrate'));
+      return 0;
+    }
+    throw new PluginError(`daemonsets.apps "${name}" not found in namespace "${namespace}"`);
+  }
+  if (advanced)
+    throw new PluginError(
+      `${nameLine(name)} exists already beside daemonset.apps/${name}: both run a pod on every node they select; delete one of them (for the native one with --cascade=orphan, then the Advanced DaemonSet adopts its pods)`,
+    );
+  const selector = labelSelectorQuery(native.spec.selector as LabelSelector);
+  const owned = <T extends KubeObject>(items: T[]) =>
+    items.filter((o) => getControllerOf(o)?.uid === native.metadata.uid);
+  const revisions = owned((await client.listAll<ControllerRevision>(resources.controllerRevisions, { namespace, labelSelector: selector })).items); // prettier-ignore
+  const pods = owned((await client.listAll<Pod>(resources.pods, { namespace, labelSelector: selector })).items);
+  // The webhook's defaults, as the controller will hash them; its refusal, if any, is the user's to read.
+  const defaulted = await client.create<DaemonSet>(type, advancedDaemonSetFor(native, apiVersion), {
+    dryRun: true,
+    fieldManager: FIELD_MANAGER,
+  });
+  const plan = planMigration(native, defaulted, revisions, pods);
+  if (dryRun) {
+    io.out(formatObjects([plan.manifest], 'yaml', true));
+    io.out(`# Steps of "kubectl ads migrate ${name}":\n${plan.steps.map((s, i) => `#   ${i + 1}. ${s}`).join('\n')}\n`);
+    for (const r of plan.refusals) io.err(`error: would refuse: ${r}\n`);
+    return plan.refusals.length > 0 ? 1 : 0;
+  }
+  if (plan.refusals.length > 0) throw new PluginError(plan.refusals.join('\n'));
+  const deadline = Date.now() + timeoutMs;
+  const waitFor = async (what: string, done: () => Promise<string | true>) => {
+    for (;;) {
+      const state = await done();
+      if (state === true) return;
+      if (Date.now() > deadline) throw new PluginError(`timed out waiting for ${what}: ${state}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  };
+  io.err(`1/3 ${plan.steps[0]}\n`);
+  await client.delete(
+    resources.nativeDaemonSets,
+    { namespace, name },
+    {
+      propagationPolicy: 'Orphan',
+      preconditions: { uid: native.metadata.uid! },
+    },
+  );
+  await waitFor(`daemonset.apps/${name} to be deleted`, async () =>
+    (await client.get(resources.nativeDaemonSets, { namespace, name }).catch(absent)) ? 'still there' : true,
+  );
+  io.err(`2/3 ${plan.steps[1]}\n`);
+  const created = await client.create<DaemonSet>(type, plan.manifest, { fieldManager: FIELD_MANAGER });
+  io.err(`3/3 ${plan.steps[2]}\n`);
+  const want = new Map(plan.pods.map((p) => [p.uid, p]));
+  await waitFor('the controller to adopt every pod', async () => {
+    const now = (await client.listAll<Pod>(resources.pods, { namespace, labelSelector: selector })).items;
+    const byUid = new Map(now.map((p) => [p.metadata.uid ?? '', p]));
+    const gone = [...want.values()].filter((p) => !byUid.has(p.uid));
+    if (gone.length > 0)
+      throw new PluginError(
+        `pod(s) ${gone.map((p) => `${p.name} on ${p.node}`).join(', ')} went away during the migration`,
+      );
+    const adopted = [...want.keys()].filter((uid) => getControllerOf(byUid.get(uid)!)?.uid === created.metadata.uid);
+    return adopted.length === want.size || `${adopted.length} of ${want.size} pods adopted`;
+  });
+  line(io, nameLine(name, `migrated from daemonset.apps/${name}: ${want.size} pod(s) adopted, none restarted`));
+  return 0;
+}

@@ -13,7 +13,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot, binaries } from '../cluster/binaries.ts';
 import { clientKubeconfig } from '../cluster/cluster.ts';
-import { apply, eventually, fixture, kubeconfig } from '../lib/kube.ts';
+import { apply, eventually, fixture, kubeconfig, kubectl, podReady } from '../lib/kube.ts';
 import { adsManifest, adsPods, getAds, hashOf, imagePatch, patchAds, waitRolledOut, type AdsJson } from '../lib/ads.ts';
 import { AdsWatch, CRASHLOOP_IMAGE, containerStatus } from '../canary/lib.ts';
 
@@ -746,5 +746,66 @@ describe('kubectl ads on a canary and a progress deadline', { timeout: 600_000 }
     assert.equal(r.code, 1, `${r.stdout}${r.stderr}`);
     assert.equal(r.stderr, 'error: daemon set "stuck" exceeded its progress deadline\n');
     assert.match(r.stdout, /^Waiting for daemon set "stuck" rollout to finish: /);
+  });
+});
+
+describe('kubectl ads migrate: an apps/v1 DaemonSet taken over with every pod kept', { timeout: 600_000 }, () => {
+  const f = fixture('plugin-migrate', 12);
+  const name = 'legacy-agent';
+  const n = () => ['-n', f.ns];
+
+  test('--dry-run prints the manifest and steps; the run keeps all 12 pod uids, adopted, on the same hash', async () => {
+    await apply({
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name, namespace: f.ns, labels: { team: 'infra' } },
+      spec: {
+        selector: { matchLabels: { app: name } },
+        template: {
+          metadata: { labels: { app: name } },
+          spec: { nodeSelector: { 'e2e-group': f.group }, containers: [{ name: 'c', image: 'busybox:1.36' }] },
+        },
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2 } },
+      },
+    });
+    // The native controller (the cluster's KCM) runs it on every node.
+    const before = await eventually(
+      'the apps/v1 DaemonSet ready on 12 nodes',
+      async () => {
+        const pods = (await adsPods(f.ns, name)).filter((p) => podReady(p));
+        const ds = JSON.parse(await kubectl(['get', 'daemonset.apps', name, '-n', f.ns, '-o', 'json']));
+        return pods.length === 12 && ds.status?.updatedNumberScheduled === 12 && pods;
+      },
+      { timeoutMs: 120_000 },
+    );
+    const uids = before.map((p) => p.metadata.uid).sort();
+    const hash = before[0]!.metadata.labels!['controller-revision-hash'];
+
+    const dry = await ads(['migrate', name, '--dry-run', ...n()]);
+    assert.equal(dry.code, 0, dry.stderr);
+    assert.match(dry.stdout, /^apiVersion: apps\.kruise\.io\/v1alpha1\nkind: DaemonSet\n/);
+    assert.match(dry.stdout, /rollingUpdateType: Standard\n\s+maxUnavailable: 2\n/);
+    assert.match(dry.stdout, /# {3}1\. delete daemonset\.apps\/legacy-agent .* with propagationPolicy Orphan: its 12 pod\(s\) and 1 ControllerRevision\(s\) stay/); // prettier-ignore
+    await kubectl(['get', 'daemonset.apps', name, '-n', f.ns]); // still there
+
+    const run = await ads(['migrate', name, ...n()]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stdout, `daemonset.apps.kruise.io/${name} migrated from daemonset.apps/${name}: 12 pod(s) adopted, none restarted\n`); // prettier-ignore
+    assert.match(run.stderr, /^1\/3 delete .*\n2\/3 create .*\n3\/3 wait .*\n$/);
+
+    const ds = await waitRolledOut(f.ns, name, 12);
+    assert.equal(ds.status?.updatedNumberScheduled, 12, 'the adopted pods count as updated');
+    const after = await adsPods(f.ns, name);
+    assert.deepEqual(after.map((p) => p.metadata.uid).sort(), uids, 'every pod uid kept');
+    for (const p of after) {
+      assert.equal(p.metadata.labels!['controller-revision-hash'], hash);
+      const owner = p.metadata.ownerReferences?.find((o) => o.controller);
+      assert.equal(owner?.kind, 'DaemonSet');
+      assert.equal(owner?.uid, ds.metadata.uid);
+    }
+    assert.equal(
+      await adsOk(['migrate', name, ...n()]),
+      `daemonset.apps.kruise.io/${name} is an Advanced DaemonSet already: nothing to migrate\n`,
+    );
   });
 });
