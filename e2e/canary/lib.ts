@@ -240,6 +240,9 @@ export class AdsWatch {
   private stderr = '';
   private exited: string | undefined;
   private stopping = false;
+  private listed!: () => void;
+  /** Resolves once kubectl printed the object as it is now (the watch's first list): changes after it are seen. */
+  readonly ready = new Promise<void>((resolve) => (this.listed = resolve));
 
   constructor(ns: string, name: string) {
     const args = ['get', ADS, '-n', ns, '--field-selector', `metadata.name=${name}`, '--watch', '-o', 'json'];
@@ -253,6 +256,7 @@ export class AdsWatch {
         // A list first (the object as it is now), then one object per change.
         const items = (v as { items?: AdsJson[] }).items ?? [v as AdsJson];
         for (const ds of items) this.add(ds);
+        this.listed();
       }
     });
     this.child.stderr!.setEncoding('utf8');
@@ -337,6 +341,13 @@ export async function startCanaryWatches(
   const pods = await PodWatch.start(f.ns, `app=${name}`, (_w, ev) => history.record(ev.pod, ev.at));
   for (const p of pods.list()) history.record(p);
   const ds = new AdsWatch(f.ns, name);
+  // Before the caller changes the object: a change made before kubectl's first list would be missed, and the
+  // first sample would already show it (seen as "True/Updating -> False/ProgressDeadlineExceeded" on a busy machine).
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    ds.ready,
+    new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no list from the watch of ${name} in 30 s`)), 30_000))), // prettier-ignore
+  ]).finally(() => clearTimeout(timer));
   return {
     sampler,
     history,
