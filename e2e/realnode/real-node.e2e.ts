@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
-import { chartDir, helmOk } from '../../test/chart/helm.ts';
+import { chartDir, helm as helmRun, helmOk } from '../../test/chart/helm.ts';
 import type { KubeClient } from '../../src/k8s/client.ts';
 import { resources } from '../../src/k8s/client.ts';
 import type { KubeObject } from '../../src/k8s/types.ts';
@@ -183,10 +183,15 @@ describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_00
     assert.ok(image, 'the image was pushed');
     await kubectl(['create', 'namespace', NS]);
     const started = Date.now();
-    await helm(c, [
+    const install = await helmRun([
       ...['install', RELEASE, chartDir, '--namespace', NS],
       ...['--set', `image.repository=${c.registry}/advanced-daemonset`, '--wait', '--timeout', '5m'],
+      ...['--kubeconfig', c.kubeconfig],
     ]);
+    assert.equal(install.code, 0, install.stderr);
+    // A clean install prints no warning (an empty kubernetes.io/tls Secret made the apiserver warn "tls: failed to
+    // find any PEM data in certificate input").
+    assert.doesNotMatch(install.stderr, /warning/i, install.stderr);
     const pods = await managerPods();
     assert.equal(pods.length, 2, 'the chart runs 2 replicas');
     for (const p of pods) {
