@@ -207,6 +207,21 @@ describe('v1alpha1 and v1beta1: one object, two views', { timeout: 240_000 }, ()
     assert.notEqual(a.status.daemonSetHash, first.alpha.status.daemonSetHash, 'a new revision for the new template');
   });
 
+  test('what v1alpha1-only tools (kubectl-kruise 1.2) rely on: discovery prefers v1beta1; the fully qualified resource reads v1alpha1', async () => {
+    // Discovery's preferred version is what a tool that names no version gets: v1beta1, which kubectl-kruise's
+    // scheme does not know ("no kind DaemonSet is registered for version apps.kruise.io/v1beta1").
+    const group = JSON.parse(await kubectl(['get', '--raw', '/apis/apps.kruise.io']));
+    assert.equal(group.preferredVersion.groupVersion, 'apps.kruise.io/v1beta1');
+    assert.deepEqual(group.versions.map((v: { version: string }) => v.version).sort(), ['v1alpha1', 'v1beta1']);
+    // Naming the version in the resource (daemonsets.v1alpha1.apps.kruise.io/NAME, as README says for such tools)
+    // reads and writes v1alpha1, the stored v1beta1 object converted.
+    const got = await kubectl(['get', `daemonsets.v1alpha1.apps.kruise.io/two-views`, '-n', ns, '-o', 'jsonpath={.apiVersion} {.spec.updateStrategy.rollingUpdate.rollingUpdateType}']); // prettier-ignore
+    assert.equal(got, 'apps.kruise.io/v1alpha1 Standard');
+    await kubectl(['annotate', 'daemonsets.v1alpha1.apps.kruise.io/two-views', '-n', ns, 'example.com/touched=yes']);
+    const back = await kubectl(['get', 'daemonsets.v1beta1.apps.kruise.io/two-views', '-n', ns, '-o', 'jsonpath={.metadata.annotations.example\\.com/touched}']); // prettier-ignore
+    assert.equal(back, 'yes');
+  });
+
   test("Kruise 1.9's v1beta1 validation: 422 Invalid with the field path (a wrong JSON type: 400 naming it)", async () => {
     const base = () => v1beta1Manifest(adsManifest({ name: 'x', namespace: ns, group })) as Json;
     const ru = (v: Json) => (s: Json) => (s.updateStrategy = { type: 'RollingUpdate', rollingUpdate: v });
@@ -379,6 +394,8 @@ describeOnPrivateCluster(
         `manager-${n}`,
         [
           ...managerArgs(cluster.kubeconfig, join(cluster.dir, 'certs')),
+          // Stopped, its registration stays (as after a crash): the conversion webhook is then unreachable.
+          '--webhook-keep-registration=true',
           '--leader-election-id',
           lease,
           '--log-level',

@@ -92,8 +92,13 @@ describe('self-signed certificate bootstrap on the chart (as its ServiceAccount)
   });
 
   test('two replicas starting together converge on one certificate and set caBundle on both configurations', async () => {
-    const empty = await secretMaterial(r);
-    assert.equal(empty.material.certPem, '', 'the chart renders the Secret empty');
+    // The chart renders a throwaway certificate and no CA (no empty kubernetes.io/tls Secret, which the apiserver
+    // warns about): the replicas make their own CA.
+    const rendered = await secretMaterial(r);
+    assert.equal(rendered.material.caBundlePem, '', 'the chart renders no CA');
+    assert.equal(rendered.material.caKeyPem, '', 'nor its key');
+    const placeholder = rendered.material.certPem;
+    assert.match(placeholder, /^-----BEGIN CERTIFICATE-----/, 'a throwaway certificate');
 
     const results = await Promise.all(
       replicas.map((rep) =>
@@ -117,6 +122,7 @@ describe('self-signed certificate bootstrap on the chart (as its ServiceAccount)
     const { material, secret } = await secretMaterial(r);
     assert.equal((secret as { type?: string }).type, 'kubernetes.io/tls');
     assert.equal(material.certPem, certFile(0));
+    assert.notEqual(material.certPem, placeholder, 'the throwaway certificate replaced');
     assert.equal(material.caBundlePem, results[0]!.caBundle);
     const leaf = new X509Certificate(material.certPem);
     for (const name of [`${r.fullname}-webhook.${ns}.svc`, `${r.fullname}-webhook.${ns}.svc.cluster.local`]) {

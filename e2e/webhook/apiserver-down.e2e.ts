@@ -35,6 +35,8 @@ describeOnPrivateCluster('webhook start-up with the apiserver down', { timeout: 
   const args = () => [
     ...managerArgs(cluster.kubeconfig, certDir()),
     ...['--leader-election-id', NAME, '--webhook-configuration-name', NAME],
+    // The first run's registration outlives it (as after a crash), for the second run to find and update.
+    '--webhook-keep-registration=true',
   ];
   const logged = (p: ManagedProcess, msg: string) => readLogLines(p.logFile).find((l) => l.msg === msg);
   const waitLogged = (p: ManagedProcess, msg: string, timeoutMs = 60_000) =>
