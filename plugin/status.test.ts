@@ -77,8 +77,7 @@ describe('rolloutStatus', () => {
           status: { ...counts(5, 3, 5), conditions: [progressing('False', 'PartitionReached')] },
         },
         state: 'complete',
-        message:
-          'partitioned roll out complete: 3 of 5 new pods have been updated, 2 kept on the old revision by partition 2',
+        message: 'partitioned roll out complete: 3 new pods have been updated...',
         target: 3,
       },
       {
@@ -88,7 +87,7 @@ describe('rolloutStatus', () => {
           status: { ...counts(5, 1, 4), conditions: [progressing('True', 'Updating')] },
         },
         state: 'progressing',
-        message: 'Waiting for daemon set "agent" rollout to finish: 1 out of 5 new pods have been updated...',
+        message: 'Waiting for partitioned roll out to finish: 1 out of 3 new pods have been updated...',
         target: 3,
       },
       {
@@ -98,21 +97,19 @@ describe('rolloutStatus', () => {
           status: { ...counts(6, 3, 6), conditions: [progressing('False', 'PartitionReached')] },
         },
         state: 'complete',
-        message:
-          'partitioned roll out complete: 3 of 6 new pods have been updated, 3 kept on the old revision by rollingUpdate.selector',
+        message: 'partitioned roll out complete: 3 new pods have been updated...',
       },
       {
         name: 'no conditions (another controller): desired - partition updated is complete',
         d: { rollingUpdate: { partition: '40%' }, status: counts(5, 3, 5) },
         state: 'complete',
-        message:
-          'partitioned roll out complete: 3 of 5 new pods have been updated, 2 kept on the old revision by partition 40%',
+        message: 'partitioned roll out complete: 3 new pods have been updated...',
       },
       {
         name: 'no conditions, partition, not there yet',
         d: { rollingUpdate: { partition: 2 }, status: counts(5, 2, 5) },
         state: 'progressing',
-        message: 'Waiting for daemon set "agent" rollout to finish: 2 out of 5 new pods have been updated...',
+        message: 'Waiting for partitioned roll out to finish: 2 out of 3 new pods have been updated...',
         target: 3,
       },
       {

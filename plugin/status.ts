@@ -8,7 +8,9 @@
 //   the controller says so with condition Progressing=False reason PartitionReached (src/daemonset/status.ts). Without
 //   that condition (another controller, e.g. kruise-manager, writes none) the target is desired - partition, which is
 //   exact without a selector; with a selector and no condition, every node must be updated (kubectl's rule).
-//   The message then says "partitioned roll out complete", as kubectl's StatefulSet viewer does.
+//   The messages are kubectl's StatefulSet viewer's for a partitioned roll out ("Waiting for partitioned roll out
+//   to finish: U out of T new pods have been updated...", "partitioned roll out complete: U new pods have been
+//   updated..."), T counted as the status bar counts it.
 // - a paused rollout is not complete; the message says it is paused and how to resume (the wait goes on until
 //   --timeout, as kubectl waits on a paused Deployment). So does a canary that is Observing or Paused (status.canary
 //   of the update revision); the message is the controller's canary message.
@@ -84,17 +86,13 @@ export function rolloutStatus(ds: DaemonSet): RolloutStatus {
     const reached = progressing
       ? progressing.status === 'False' && progressing.reason === PARTITION_REACHED
       : !hasSelector && partition > 0 && updated >= estimated;
-    if (reached) {
-      const holders = [partition > 0 ? `partition ${ru?.partition}` : '', hasSelector ? 'rollingUpdate.selector' : '']
-        .filter(Boolean)
-        .join(' and ');
+    if (reached)
       return {
         ...base,
         target: updated,
         state: 'complete',
-        message: `partitioned roll out complete: ${updated} of ${desired} new pods have been updated, ${desired - updated} kept on the old revision by ${holders || 'partition/selector'}`,
+        message: `partitioned roll out complete: ${updated} new pods have been updated...`,
       };
-    }
     if (canary && (canary.phase === 'Observing' || canary.phase === 'Paused'))
       return {
         ...base,
@@ -102,6 +100,14 @@ export function rolloutStatus(ds: DaemonSet): RolloutStatus {
         message: `Waiting for daemon set "${name}" canary (${canary.phase}${canary.nodes?.length ? ` on ${canary.nodes.join(', ')}` : ''}): ${canary.message || `${updated} out of ${desired} new pods have been updated`}...`,
       };
     const paused = ru?.paused === true ? ` (paused: resume with "kubectl ads resume ${name}")` : '';
+    // Out of the nodes the partition lets the controller update, as the status bar counts them (kubectl's
+    // partitioned StatefulSet wording); with a selector that number is the controller's to know.
+    if (partition > 0 && !hasSelector)
+      return {
+        ...base,
+        state: 'progressing',
+        message: `Waiting for partitioned roll out to finish: ${updated} out of ${estimated} new pods have been updated${paused}...`,
+      };
     return {
       ...base,
       state: 'progressing',

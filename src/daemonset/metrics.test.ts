@@ -107,10 +107,29 @@ describe('daemonSetGauges', () => {
       want: { generation: 2, rolloutInProgress: 1 },
     },
     {
-      name: 'partition 30% of 10 nodes resolves to 3 nodes; held there the rollout is still in progress',
+      name: 'partition 30% of 10 nodes resolves to 3 nodes; on the way there the rollout is in progress',
       ds: ds({ strategy: 'RollingUpdate', rollingUpdate: { partition: '30%' } }),
       view: { status: status(10, 7, 10), hash: 'h' },
       want: { partition: 3, updatedNumberScheduled: 7, rolloutInProgress: 1 },
+    },
+    {
+      name: 'held at its partition (Progressing False, PartitionReached): not in progress, as kubectl ads status says',
+      ds: ds({ strategy: 'RollingUpdate', rollingUpdate: { partition: '30%' } }),
+      view: {
+        status: {
+          ...status(10, 7, 10),
+          conditions: [
+            { type: 'Progressing', status: 'False', reason: 'PartitionReached', message: '', lastTransitionTime: '' },
+          ],
+        },
+        hash: 'h',
+      },
+      want: {
+        partition: 3,
+        updatedNumberScheduled: 7,
+        rolloutInProgress: 0,
+        conditions: [{ type: 'Progressing', status: 'false' }],
+      },
     },
     {
       name: 'partition as a number of nodes',

@@ -34,7 +34,7 @@ export interface DaemonSetGaugeValues {
   conditions: { type: string; status: ConditionStatusLabel }[];
   /** status.canary.phase when the object has one, else NO_CANARY_PHASE. */
   canaryPhase: string;
-  /** 1 while the rollout of the update revision is not complete (rolloutComplete is false), else 0. */
+  /** 1 while the rollout of the update revision is not complete (rolloutComplete) nor held at its partition, else 0. */
   rolloutInProgress: number;
 }
 
@@ -57,6 +57,20 @@ export function rolloutComplete(ds: DaemonSet, status: DaemonSetStatus | undefin
     (status?.observedGeneration ?? 0) >= (ds.metadata.generation ?? 0) &&
     (status?.updatedNumberScheduled ?? 0) >= desired &&
     (status?.numberAvailable ?? 0) >= desired
+  );
+}
+
+/**
+ * The step a partition or rollingUpdate.selector allows is done: the generation observed and Progressing False with
+ * reason PartitionReached (status.ts). `kubectl ads status` calls that complete, so the gauge does too; the
+ * rollout's duration goes on (rolloutComplete), since the rollout as a whole is not over.
+ */
+export function partitionReached(ds: DaemonSet, status: DaemonSetStatus | undefined): boolean {
+  const p = status?.conditions?.find((c) => c.type === 'Progressing');
+  return (
+    (status?.observedGeneration ?? 0) >= (ds.metadata.generation ?? 0) &&
+    p?.status === 'False' &&
+    p.reason === 'PartitionReached'
   );
 }
 
@@ -104,7 +118,7 @@ export function daemonSetGauges(ds: DaemonSet, view: PlannerView): DaemonSetGaug
     paused: isDaemonSetPaused(ds) ? 1 : 0,
     conditions: (status?.conditions ?? []).map((c) => ({ type: c.type, status: conditionStatus(c.status) })),
     canaryPhase: canaryPhase(status),
-    rolloutInProgress: rolloutComplete(ds, status) ? 0 : 1,
+    rolloutInProgress: rolloutComplete(ds, status) || partitionReached(ds, status) ? 0 : 1,
   };
 }
 
