@@ -490,7 +490,8 @@ function checkConversionReply(res: { statusCode: number; body: string }, text: s
       const copy = structuredClone(x);
       for (const p of paths) delete p.slice(0, -1).reduce((v: any, k) => v?.[k] ?? {}, copy)[p.at(-1)!];
       for (const key of Object.values(STASH_ANNOTATIONS)) delete copy.metadata.annotations?.[key];
-      if (copy.metadata.annotations && Object.keys(copy.metadata.annotations).length === 0)
+      // Empty, null and absent annotations are one (a nil map of ObjectMeta; the apiserver stores none of them).
+      if (!copy.metadata.annotations || Object.keys(copy.metadata.annotations).length === 0)
         delete copy.metadata.annotations;
       return copy;
     };
