@@ -56,13 +56,6 @@ export function backoffNext(
   return { ...state, [key]: { backoffMs, lastUpdateMs: now } };
 }
 
-/** GC: drops entries not updated for more than 2 x max. */
-export function gcBackoff(state: BackoffState, now: number, maxMs = FAILED_POD_BACKOFF_MAX_MS): BackoffState {
-  const out: Record<string, BackoffEntry> = {};
-  for (const [k, e] of Object.entries(state)) if (!hasExpired(now, e.lastUpdateMs, maxMs)) out[k] = e;
-  return out;
-}
-
 /**
  * The failed-pod backoff of one DaemonSet without the entries no sync will read again:
  * - expired ones, not updated for more than 2 x max: upstream's flowcontrol.Backoff.GC, which the DaemonSet

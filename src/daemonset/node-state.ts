@@ -72,7 +72,7 @@ export function factsWaitingTimeMs(f: PodFacts, minReadySeconds: number, now: nu
   return remaining >= 0 ? remaining + 1 : 0;
 }
 
-/** isPodNilOrPreDeleting (pods.ts) on facts. */
+/** Upstream's isPodNilOrPreDeleting, on facts: no pod, or one whose lifecycle state is PreparingDelete. */
 export function factsNilOrPreDeleting(f: PodFacts | undefined): boolean {
   return f === undefined || f.preDeleting;
 }

@@ -191,10 +191,6 @@ export function isPodPreDeleting(pod: Pod | undefined): boolean {
   return pod !== undefined && podLifecycleState(pod) === LIFECYCLE_STATE_PREPARING_DELETE;
 }
 
-export function isPodNilOrPreDeleting(pod: Pod | undefined): boolean {
-  return pod === undefined || isPodPreDeleting(pod);
-}
-
 /** lifecycle.IsPodHooked: any handler label with exactly the listed value, or any handler finalizer present. */
 export function isPodHooked(hook: LifecycleHook | undefined, pod: Pod): boolean {
   if (!hook) return false;

@@ -222,16 +222,6 @@ export function madeProgress(prev: DaemonSetStatus | undefined, next: DaemonSetS
   );
 }
 
-/** The three conditions, from the computed status (observedGeneration already decided). */
-export function computeConditions(
-  ctx: SyncContext,
-  counters: StatusCounters,
-  observedGeneration: number,
-): DaemonSetCondition[] {
-  return conditionsOf(ctx, { ...(ctx.ds.status ?? {}), ...counters, observedGeneration, daemonSetHash: ctx.hash })
-    .conditions;
-}
-
 interface ConditionsResult {
   conditions: DaemonSetCondition[];
   /** When the progress deadline passes, if the rollout makes no progress until then. */

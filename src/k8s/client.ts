@@ -535,7 +535,7 @@ export interface RequestObservation {
 
 /**
  * Where the apiserver is and how to authenticate: client-go's rest.Config, reduced to what we
- * use. Build one from a kubeconfig with kubeconfig.ts's loadKubeConfig / loadRestConfig.
+ * use. Build one from a kubeconfig with kubeconfig.ts's loadKubeConfig (its restConfig).
  */
 export interface RestConfig {
   /** e.g. https://127.0.0.1:6443 (a path prefix is kept). */

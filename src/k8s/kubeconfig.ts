@@ -240,11 +240,6 @@ function headersFrom(opts: https.RequestOptions): Record<string, string> {
   return headers;
 }
 
-/** loadKubeConfig, then its credentials resolved. */
-export async function loadRestConfig(path?: string): Promise<RestConfig> {
-  return loadKubeConfig(path).restConfig;
-}
-
 /** The one-liner for commands: `createKubeClient({ kubeconfig: flags.kubeconfig, qps, burst })`. */
 export function createKubeClient(opts: KubeClientOptions & { kubeconfig?: string } = {}): KubeClient {
   const { kubeconfig, ...clientOpts } = opts;
