@@ -387,13 +387,8 @@ function secretObject(ctx: Context, m: CertificateMaterial, base?: KubeObject): 
   } as KubeObject;
 }
 
-async function readSecret(ctx: Context): Promise<KubeObject | undefined> {
-  try {
-    return await ctx.opts.client.get(resources.secrets, { namespace: ctx.opts.namespace, name: ctx.opts.secretName });
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
+function readSecret(ctx: Context): Promise<KubeObject | undefined> {
+  return ctx.opts.client.getIfExists(resources.secrets, { namespace: ctx.opts.namespace, name: ctx.opts.secretName });
 }
 
 /**

@@ -149,8 +149,9 @@ export async function ensureWebhookConfigurations(
  */
 export async function removeWebhookRegistration(
   client: KubeClient,
-  opts: { name?: string; url: string; crdName?: string },
+  opts: { name?: string; url: string; crdName?: string; signal?: AbortSignal },
 ): Promise<string[]> {
+  const { signal } = opts;
   const base = opts.url.replace(/\/$/, '');
   const ours = (u: unknown) => typeof u === 'string' && u.startsWith(`${base}/`);
   const removed: string[] = [];
@@ -159,30 +160,27 @@ export async function removeWebhookRegistration(
     [resources.mutatingWebhookConfigurations, mutating.metadata.name!],
     [resources.validatingWebhookConfigurations, validating.metadata.name!],
   ] as const) {
-    const current = await client
-      .get<KubeObject & { webhooks?: { clientConfig?: { url?: string } }[] }>(type, { name })
-      .catch((err: unknown) => {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      });
+    const current = await client.getIfExists<KubeObject & { webhooks?: { clientConfig?: { url?: string } }[] }>(
+      type,
+      { name },
+      { signal },
+    );
     if (!current?.webhooks?.length || !current.webhooks.every((w) => ours(w.clientConfig?.url))) continue;
     try {
-      await client.delete(type, { name }, { preconditions: { resourceVersion: current.metadata.resourceVersion! } });
+      await client.delete(
+        type,
+        { name },
+        { preconditions: { resourceVersion: current.metadata.resourceVersion! }, signal },
+      );
       removed.push(`${type.kind}/${name}`);
     } catch (err) {
       if (!isNotFound(err) && !isConflict(err)) throw err;
     }
   }
   const crdName = opts.crdName ?? RESOURCE;
-  const crd = await client
-    .get<KubeObject & { spec?: { conversion?: { webhook?: { clientConfig?: { url?: string } } } } }>(
-      resources.customResourceDefinitions,
-      { name: crdName },
-    )
-    .catch((err: unknown) => {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    });
+  const crd = await client.getIfExists<
+    KubeObject & { spec?: { conversion?: { webhook?: { clientConfig?: { url?: string } } } } }
+  >(resources.customResourceDefinitions, { name: crdName }, { signal });
   const url = crd?.spec?.conversion?.webhook?.clientConfig?.url;
   if (ours(url)) {
     try {
@@ -193,7 +191,7 @@ export async function removeWebhookRegistration(
           { op: 'test', path: '/spec/conversion/webhook/clientConfig/url', value: url },
           { op: 'replace', path: '/spec/conversion', value: { strategy: 'None' } },
         ],
-        { type: 'json' },
+        { type: 'json', signal },
       );
       removed.push(`CustomResourceDefinition/${crdName} conversion webhook`);
     } catch (err) {

@@ -149,12 +149,11 @@ export async function startManagedWebhook(opts: ManagedWebhookOptions, signal: A
       }
       try {
         // Bounded: with the apiserver unreachable, exiting matters more (the log then says what to delete).
-        const removed = await Promise.race([
-          removeWebhookRegistration(opts.client, { name: opts.configurationName, url }),
-          new Promise<never>((_, reject) =>
-            setTimeout(() => reject(new Error('no answer from the apiserver within 10 s')), 10_000).unref(),
-          ),
-        ]);
+        const removed = await removeWebhookRegistration(opts.client, {
+          name: opts.configurationName,
+          url,
+          signal: AbortSignal.timeout(10_000),
+        });
         log.info({ url, removed }, 'webhook registration removed');
       } catch (err) {
         log.error(

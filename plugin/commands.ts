@@ -530,12 +530,8 @@ export async function runMigrate(ctx: Context): Promise<number> {
   const rawTimeout = stringFlag(args, 'timeout');
   const timeoutMs = rawTimeout === undefined ? 300_000 : parseGoDuration(rawTimeout, 'timeout');
   const { client, namespace } = ctx.conn();
-  const absent = (err: unknown) => {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  };
-  const native = await client.get<NativeDaemonSet>(resources.nativeDaemonSets, { namespace, name }).catch(absent);
-  const advanced = await client.get<DaemonSet>(resources.daemonSets, { namespace, name }).catch(absent);
+  const native = await client.getIfExists<NativeDaemonSet>(resources.nativeDaemonSets, { namespace, name });
+  const advanced = await client.getIfExists<DaemonSet>(resources.daemonSets, { namespace, name });
   if (!native) {
     if (advanced) {
       line(io, nameLine(name, 'is an Advanced DaemonSet already: nothing to migrate'));
@@ -584,7 +580,7 @@ export async function runMigrate(ctx: Context): Promise<number> {
     },
   );
   await waitFor(`daemonset.apps/${name} to be deleted`, async () =>
-    (await client.get(resources.nativeDaemonSets, { namespace, name }).catch(absent)) ? 'still there' : true,
+    (await client.getIfExists(resources.nativeDaemonSets, { namespace, name })) ? 'still there' : true,
   );
   io.err(`2/3 ${plan.steps[1]}\n`);
   const created = await client.create<DaemonSet>(type, plan.manifest, { fieldManager: FIELD_MANAGER });

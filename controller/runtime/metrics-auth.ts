@@ -6,23 +6,8 @@
 // DaemonSet, are served to those only. The request of a client that is not allowed never reaches the registry.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { KubeClient, ResourceType } from '../../src/k8s/client.ts';
+import { resources, type KubeClient } from '../../src/k8s/client.ts';
 import type { KubeObject } from '../../src/k8s/types.ts';
-
-export const TOKEN_REVIEWS: ResourceType = {
-  group: 'authentication.k8s.io',
-  version: 'v1',
-  resource: 'tokenreviews',
-  namespaced: false,
-  kind: 'TokenReview',
-};
-export const SUBJECT_ACCESS_REVIEWS: ResourceType = {
-  group: 'authorization.k8s.io',
-  version: 'v1',
-  resource: 'subjectaccessreviews',
-  namespaced: false,
-  kind: 'SubjectAccessReview',
-};
 
 /** Cache lifetimes of controller-runtime's filter (its DelegatingAuthenticatorConfig and DelegatingAuthorizerConfig). */
 export const AUTHN_CACHE_TTL_MS = 60_000;
@@ -80,7 +65,7 @@ export function delegatingAuthorizer(client: KubeClient, logger: Logger, now = D
     const key = createHash('sha256').update(token).digest('hex');
     const cached = users.get(key);
     if (cached) return cached;
-    const review = await client.create<KubeObject & { status?: TokenReviewStatus }>(TOKEN_REVIEWS, {
+    const review = await client.create<KubeObject & { status?: TokenReviewStatus }>(resources.tokenReviews, {
       apiVersion: 'authentication.k8s.io/v1',
       kind: 'TokenReview',
       metadata: {},
@@ -94,18 +79,21 @@ export function delegatingAuthorizer(client: KubeClient, logger: Logger, now = D
     const key = JSON.stringify([user.username, user.uid, user.groups, user.extra, path, verb]);
     const cached = decisions.get(key);
     if (cached !== undefined) return cached;
-    const review = await client.create<KubeObject & { status?: { allowed?: boolean } }>(SUBJECT_ACCESS_REVIEWS, {
-      apiVersion: 'authorization.k8s.io/v1',
-      kind: 'SubjectAccessReview',
-      metadata: {},
-      spec: {
-        user: user.username,
-        ...(user.uid ? { uid: user.uid } : {}),
-        ...(user.groups ? { groups: user.groups } : {}),
-        ...(user.extra ? { extra: user.extra } : {}),
-        nonResourceAttributes: { path, verb },
+    const review = await client.create<KubeObject & { status?: { allowed?: boolean } }>(
+      resources.subjectAccessReviews,
+      {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        metadata: {},
+        spec: {
+          user: user.username,
+          ...(user.uid ? { uid: user.uid } : {}),
+          ...(user.groups ? { groups: user.groups } : {}),
+          ...(user.extra ? { extra: user.extra } : {}),
+          nonResourceAttributes: { path, verb },
+        },
       },
-    });
+    );
     const yes = review.status?.allowed === true;
     decisions.set(key, yes, yes ? AUTHZ_ALLOW_TTL_MS : AUTHZ_DENY_TTL_MS);
     return yes;

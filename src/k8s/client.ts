@@ -89,6 +89,22 @@ export const resources = {
     namespaced: false,
     kind: 'ValidatingWebhookConfiguration',
   },
+  /** Who a bearer token is (the secure metrics server). */
+  tokenReviews: {
+    group: 'authentication.k8s.io',
+    version: 'v1',
+    resource: 'tokenreviews',
+    namespaced: false,
+    kind: 'TokenReview',
+  },
+  /** Whether a user may do something (the secure metrics server). */
+  subjectAccessReviews: {
+    group: 'authorization.k8s.io',
+    version: 'v1',
+    resource: 'subjectaccessreviews',
+    namespaced: false,
+    kind: 'SubjectAccessReview',
+  },
 } as const satisfies Record<string, ResourceType>;
 
 /** "apps/v1", or "v1" for the core group. */
@@ -696,6 +712,20 @@ export class KubeClient {
   ) {
     const path = resourcePath(type, requireName(type, target), opts.subresource);
     return this.request<T>('get', 'GET', path, {}, undefined, undefined, opts);
+  }
+
+  /** get, or undefined when the object does not exist (controller-runtime's client.IgnoreNotFound on a read). */
+  async getIfExists<T = KubeObject>(
+    type: ResourceType,
+    target: ObjectTarget,
+    opts: RequestOptions & { subresource?: string } = {},
+  ): Promise<T | undefined> {
+    try {
+      return await this.get<T>(type, target, opts);
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
   }
 
   /** One page (or everything, without `limit`). With `decodeItem`, items are decoded one by one as they arrive. */
