@@ -74,6 +74,9 @@ export const REQUEST_BYTES_FRACTION = 0.125;
 /** maxBytesInFlight with no memory limit known: an eighth of the machine's memory, at most this. */
 export const MAX_REQUEST_BYTES_BUDGET = 256 * MiB;
 
+/** maxBytesInFlightPerClient for a maxBytesInFlight: a quarter of it, room for one maximum-size review at least. */
+const perClientBytes = (total: number) => Math.max(BODY_LIMIT, Math.floor(total / 4));
+
 /** maxBytesInFlight for a memory limit in bytes (undefined: none known); room for 4 maximum-size reviews at least. */
 export function requestBytesBudget(memoryLimitBytes: number | undefined, machineBytes = totalmem()): number {
   const base = memoryLimitBytes ?? Math.min(machineBytes, MAX_REQUEST_BYTES_BUDGET / REQUEST_BYTES_FRACTION);
@@ -133,7 +136,7 @@ export function defaultWebhookLimits(
     bodyLimit: BODY_LIMIT,
     maxInFlight: Math.max(4, 4 * cores),
     maxBytesInFlight: bytes,
-    maxBytesInFlightPerClient: Math.max(BODY_LIMIT, Math.floor(bytes / 4)),
+    maxBytesInFlightPerClient: perClientBytes(bytes),
     maxConnections: 512,
     // An apiserver replica opens a connection per concurrent call; beyond a few per slot they only wait for 429s.
     maxConnectionsPerClient: 128,
@@ -158,7 +161,7 @@ export function webhookLimits(overrides: Partial<WebhookLimits> = {}): WebhookLi
     if (overrides.keepAliveTimeoutMs === undefined) d.keepAliveTimeoutMs = Math.min(d.keepAliveTimeoutMs, c);
   }
   if (overrides.maxBytesInFlight !== undefined && overrides.maxBytesInFlightPerClient === undefined)
-    d.maxBytesInFlightPerClient = Math.max(BODY_LIMIT, Math.floor(d.maxBytesInFlight / 4));
+    d.maxBytesInFlightPerClient = perClientBytes(d.maxBytesInFlight);
   d.maxBytesInFlightPerClient = Math.min(d.maxBytesInFlightPerClient, d.maxBytesInFlight);
   // Node refuses a headers timeout longer than the request timeout.
   if (d.requestTimeoutMs > 0) d.headersTimeoutMs = Math.min(d.headersTimeoutMs, d.requestTimeoutMs);

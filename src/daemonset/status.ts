@@ -262,6 +262,7 @@ function conditionsOf(ctx: SyncContext, next: DaemonSetStatus): ConditionsResult
   const counts =
     `${counters.updatedNumberScheduled} of ${d} nodes updated, ${counters.numberAvailable} of ${d} available` +
     (hold ? `; ${hold}` : '');
+  const selectorErrors = observed && !complete && isRollingUpdate(ds) ? updateSelectorErrors(ds) : [];
   const canary = ctx.canary;
   const c = canary?.active ? canary.status : undefined;
   if (observed && c && (c.phase === 'Failed' || !isDaemonSetPaused(ds))) {
@@ -279,12 +280,12 @@ function conditionsOf(ctx: SyncContext, next: DaemonSetStatus): ConditionsResult
       progressingReason = CANARY_OBSERVING_REASON;
       progressingMessage = `${counts}; ${about}: ${c.message}`;
     }
-  } else if (observed && !complete && isRollingUpdate(ds) && updateSelectorErrors(ds).length > 0) {
+  } else if (selectorErrors.length > 0) {
     // The webhook refuses such a selector; one stored before it did matches no node, so nothing is pending, and
     // the rollout must not read as held at its partition (complete): it is stopped until the selector is fixed.
     progressing = false;
     progressingReason = INVALID_ROLLING_UPDATE_REASON;
-    progressingMessage = `${counts}; invalid rollingUpdate.selector (${updateSelectorErrors(ds).join('; ')}): no node is updated until it is fixed`;
+    progressingMessage = `${counts}; invalid rollingUpdate.selector (${selectorErrors.join('; ')}): no node is updated until it is fixed`;
   } else if (pending > 0) {
     progressingReason = 'Updating';
     progressingMessage = observed ? counts : 'Waiting for the spec update to be observed';
