@@ -343,11 +343,9 @@ export async function startCanaryWatches(
   const ds = new AdsWatch(f.ns, name);
   // Before the caller changes the object: a change made before kubectl's first list would be missed, and the
   // first sample would already show it (seen as "True/Updating -> False/ProgressDeadlineExceeded" on a busy machine).
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    ds.ready,
-    new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no list from the watch of ${name} in 30 s`)), 30_000))), // prettier-ignore
-  ]).finally(() => clearTimeout(timer));
+  let listed = false;
+  void ds.ready.then(() => (listed = true));
+  await eventually(`the watch of ${name} listed`, async () => listed, { timeoutMs: 30_000, intervalMs: 20 });
   return {
     sampler,
     history,

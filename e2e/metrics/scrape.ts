@@ -1,4 +1,5 @@
 // Reads a manager's /metrics (the Prometheus text format, version 0.0.4) into samples and metric family types.
+import { request } from 'node:https';
 import type { Exposition } from '../../test/chart/promql.ts';
 
 export interface Sample {
@@ -95,4 +96,28 @@ export function daemonSetSeries(s: Scrape, prefix: string, namespace: string, na
     out.set(`${x.name.slice(prefix.length)}${rest ? `{${rest}}` : ''}`, x.value);
   }
   return out;
+}
+
+/**
+ * GET /metrics of a manager run with --metrics-secure: over HTTPS, its self-signed certificate not verified (as the
+ * chart's ServiceMonitor is told to accept it), with `token` as the bearer token when given.
+ */
+export function getSecureMetrics(
+  host: string,
+  port: number,
+  token?: string,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host, port, path: '/metrics', rejectUnauthorized: false, timeout: 5000, headers: token ? { authorization: `Bearer ${token}` } : {} }, // prettier-ignore
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`GET https://${host}:${port}/metrics: timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
 }

@@ -4,33 +4,11 @@
 // /metrics (the chart's metrics-reader role) → the metrics.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'node:https';
 import { join } from 'node:path';
 import { kubectl } from '../lib/kube.ts';
 import { describeOnPrivateCluster } from '../lib/ads.ts';
 import { startManager, type ManagerProcess } from '../lib/manager.ts';
-
-/** GET /metrics over HTTPS, the certificate not verified (it is self-signed, as a ServiceMonitor is told to accept). */
-function getMetrics(port: number, token?: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        path: '/metrics',
-        rejectUnauthorized: false,
-        headers: token ? { authorization: `Bearer ${token}` } : {},
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8').on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
+import { getSecureMetrics } from './scrape.ts';
 
 describeOnPrivateCluster(
   'secure metrics: HTTPS, TokenReview and SubjectAccessReview',
@@ -56,16 +34,16 @@ describeOnPrivateCluster(
     test('only a token whose user may get /metrics reads them', async () => {
       const port = manager!.metricsPort;
       const token = async (sa: string) => (await kubectl(['create', 'token', sa, '-n', 'default'])).trim();
-      const none = await getMetrics(port);
+      const none = await getSecureMetrics('127.0.0.1', port);
       assert.equal(none.status, 401, none.body);
       assert.match(none.body, /a bearer token is required/);
-      const forged = await getMetrics(port, 'not-a-token');
+      const forged = await getSecureMetrics('127.0.0.1', port, 'not-a-token');
       assert.equal(forged.status, 401, forged.body);
       assert.match(forged.body, /the token was not accepted/);
-      const nobody = await getMetrics(port, await token('nobody'));
+      const nobody = await getSecureMetrics('127.0.0.1', port, await token('nobody'));
       assert.equal(nobody.status, 403, nobody.body);
       assert.match(nobody.body, /user "system:serviceaccount:default:nobody" cannot get path "\/metrics"/);
-      const scraper = await getMetrics(port, await token('scraper'));
+      const scraper = await getSecureMetrics('127.0.0.1', port, await token('scraper'));
       assert.equal(scraper.status, 200, scraper.body.slice(0, 300));
       assert.match(scraper.body, /^leader_election_master_status\{name="[^"]+"\} [01]$/m);
       // Plain HTTP is not served on that port.

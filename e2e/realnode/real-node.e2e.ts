@@ -7,7 +7,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
 import { chartDir, helm as helmRun, helmOk } from '../../test/chart/helm.ts';
 import type { KubeClient } from '../../src/k8s/client.ts';
 import { resources } from '../../src/k8s/client.ts';
@@ -32,6 +31,7 @@ import {
 } from '../lib/ads.ts';
 import { KubectlError, apply, eventually, kubectl, kubectlJson, podReady, type PodJson } from '../lib/kube.ts';
 import { Sampler } from '../lib/sampler.ts';
+import { getSecureMetrics } from '../metrics/scrape.ts';
 import { AdsWatch, canaryOf, conditionStatus, containerStatus } from '../canary/lib.ts';
 import {
   FAKE_NODE_TOLERATION,
@@ -78,29 +78,12 @@ const holderPod = (identity: string) => identity.split('_')[0] ?? '';
 async function leaderMetrics(pods: PodJson[], token: string): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const p of pods) {
-    const { status, body } = await httpsGet(p.status!.podIP!, 8080, '/metrics', token);
+    const { status, body } = await getSecureMetrics(p.status!.podIP!, 8080, token);
     if (status !== 200) throw new Error(`/metrics of ${p.metadata.name}: ${status} ${body}`);
     const m = /^leader_election_master_status\{[^}]*\} (\d+)/m.exec(body);
     out.set(p.metadata.name, m ? Number(m[1]) : -1);
   }
   return out;
-}
-
-/** GET over HTTPS, the certificate not verified (self-signed, as the chart's ServiceMonitor accepts it). */
-function httpsGet(host: string, port: number, path: string, token?: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(
-      { host, port, path, rejectUnauthorized: false, timeout: 5000, headers: token ? { authorization: `Bearer ${token}` } : {} }, // prettier-ignore
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8').on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`GET https://${host}:${port}${path}: timed out`)));
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 /** The test daemon's images (hack/image/daemon.ts), pushed to the cluster registry. */
@@ -317,7 +300,7 @@ describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_00
       `the holder ${holder} is one of ${pods.map((p) => p.metadata.name).join(', ')}`,
     );
     // /metrics needs a token whose user may get it (metrics.secure): none is refused, a bound ServiceAccount's read.
-    const anonymous = await httpsGet(pods[0]!.status!.podIP!, 8080, '/metrics');
+    const anonymous = await getSecureMetrics(pods[0]!.status!.podIP!, 8080);
     assert.equal(anonymous.status, 401, anonymous.body);
     await kubectl(['create', 'serviceaccount', 'scraper', '-n', NS]);
     await kubectl(['create', 'clusterrolebinding', 'e2e-metrics-scraper', `--clusterrole=${FULLNAME}-metrics-reader`, `--serviceaccount=${NS}:scraper`]); // prettier-ignore
