@@ -75,7 +75,11 @@ describe('canary of a crashing image', { timeout: 300_000 }, () => {
     assert.equal(canaryNodes.length, 1);
     assert.equal(failed.stableRevision, v1);
     assert.equal(failed.reason, 'CrashLoopBackOff', `failed for the crash loop: ${failed.message}`);
-    assert.deepEqual(w.ds.phases(v2), ['Observing', 'Paused', 'Failed'], 'paused first (autoPause), then failed');
+    assert.deepEqual(
+      await w.ds.phasesThrough(v2, 'Failed'),
+      ['Observing', 'Paused', 'Failed'],
+      'paused first (autoPause), then failed',
+    );
     const paused = w.ds.samples.find((s) => s.canary?.revision === v2 && s.canary.phase === 'Paused')!.canary!;
     assert.equal(paused.reason, 'CrashLoopBackOff', `paused for the crash loop: ${paused.message}`);
 
@@ -175,7 +179,7 @@ describe('canary of an image that cannot be pulled', { timeout: 300_000 }, () =>
     await waitEvent(f.ns, name, 'CanaryFailed', /ManualFail/);
     await waitLayout(f.ns, name, layout(f.nodes, v1));
     await waitEvent(f.ns, name, 'CanaryRolledBack', new RegExp(v1));
-    assert.deepEqual(w.ds.phases(v2), ['Observing', 'Paused', 'Failed']);
+    assert.deepEqual(await w.ds.phasesThrough(v2, 'Failed'), ['Observing', 'Paused', 'Failed']);
     assertOnlyCanaryNodesRan(w, BAD_IMAGE, canaryNodes);
     assert.equal(others.length, 2);
     assertSafe(w);

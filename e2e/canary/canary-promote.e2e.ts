@@ -110,7 +110,11 @@ describe('canary, Auto validation', { timeout: 300_000 }, () => {
         `pod ${r.name} of ${v2} on ${r.node} created at ${r.created}, before the promotion at ${promotedAt}`,
       );
     }
-    assert.deepEqual(w.ds.phases(v2), ['Observing', 'Promoted'], 'the canary phases, in order');
+    assert.deepEqual(
+      await w.ds.phasesThrough(v2, 'Promoted'),
+      ['Observing', 'Promoted'],
+      'the canary phases, in order',
+    );
     assert.ok(
       w.ds.progressingReasons().includes('True/CanaryObserving'),
       `Progressing said CanaryObserving: ${w.ds.progressingReasons().join(' -> ')}`,
@@ -161,7 +165,7 @@ describe('canary, Manual validation', { timeout: 300_000 }, () => {
     await waitRolledOut(f.ns, name, f.nodes.length, 120_000);
     await waitLayout(f.ns, name, layout(f.nodes, v2));
     await waitCanaryLabelsGone(f.ns, name);
-    assert.deepEqual(w.ds.phases(v2), ['Observing', 'Promoted']);
+    assert.deepEqual(await w.ds.phasesThrough(v2, 'Promoted'), ['Observing', 'Promoted']);
     assertSafe(w);
   });
 });

@@ -295,6 +295,19 @@ export class AdsWatch {
     return out;
   }
 
+  /**
+   * phases(revision) once the latest this watch has seen is `last`: a poll can read the object's newest state before the watch
+   * delivers the same change, so a test that waited on a poll waits here for the watch to catch up.
+   */
+  async phasesThrough(revision: string, last: string, timeoutMs = 30_000): Promise<string[]> {
+    await eventually(
+      `the DaemonSet watch to see the ${last} canary of ${revision}`,
+      async () => this.phases(revision).at(-1) === last,
+      { timeoutMs, intervalMs: 200 },
+    );
+    return this.phases(revision);
+  }
+
   /** The Progressing reasons seen, in order, each once per stretch ("Updating", "CanaryObserving", ...). */
   progressingReasons(): string[] {
     this.assertAlive();

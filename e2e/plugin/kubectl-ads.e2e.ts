@@ -719,7 +719,7 @@ describe('kubectl ads on a canary and a progress deadline', { timeout: 600_000 }
       timeoutMs: 120_000,
     });
     assert.equal((await canary(name, (c) => c.revision === v2)).phase, 'Observing');
-    assert.deepEqual(watch.phases(v2), ['Observing', 'Paused', 'Observing']);
+    assert.deepEqual(await watch.phasesThrough(v2, 'Observing'), ['Observing', 'Paused', 'Observing']);
     assert.equal(
       await adsOk(['canary', 'resume', name, ...n()]),
       `daemonset.apps.kruise.io/${name} canary already resumed\n`,

@@ -661,6 +661,7 @@ describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_00
     );
     const dsWatch = new AdsWatch(TEST_NS, name);
     t.after(() => dsWatch.stop());
+    await dsWatch.ready;
     await setImage(name, daemon.crashloop);
     const bad = await eventually('a new revision', async () => {
       const hash = (await getAds(TEST_NS, name)).status?.daemonSetHash;
@@ -675,7 +676,11 @@ describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_00
       { timeoutMs: 180_000, intervalMs: 1000 },
     );
     assert.deepEqual(failed.nodes, [c.node.name], 'the canary ran on the real node');
-    assert.deepEqual(dsWatch.phases(bad), ['Observing', 'Paused', 'Failed'], 'observed, paused, then failed');
+    assert.deepEqual(
+      await dsWatch.phasesThrough(bad, 'Failed'),
+      ['Observing', 'Paused', 'Failed'],
+      'observed, paused, then failed',
+    );
     const back = await eventually(
       'the real node back on the stable revision, Ready',
       async () => {
