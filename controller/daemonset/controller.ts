@@ -32,6 +32,7 @@ import {
   orphanIndexValue,
   type DeletedFinalStateUnknown,
   type IndexFunc,
+  waitForCacheSync,
 } from '../runtime/informer.ts';
 import type { Logger } from '../runtime/log.ts';
 import { WorkQueue, runWorkers, type ReconcileResult } from '../runtime/workqueue.ts';
@@ -340,11 +341,8 @@ export class DaemonSetController {
     return [this.daemonSets, this.pods, this.nodes, this.revisions].map((i) => i.run(signal));
   }
 
-  async waitForCacheSync(signal: AbortSignal): Promise<boolean> {
-    const synced = await Promise.all(
-      [this.daemonSets, this.pods, this.nodes, this.revisions].map((i) => i.waitForCacheSync(signal)),
-    );
-    return synced.every(Boolean);
+  waitForCacheSync(signal: AbortSignal): Promise<boolean> {
+    return waitForCacheSync(signal, this.daemonSets, this.pods, this.nodes, this.revisions);
   }
 
   /** Runs the workers until signal aborts. Call after waitForCacheSync, as the leader. */

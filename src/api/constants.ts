@@ -12,7 +12,7 @@ export const SERVED_VERSIONS = [VERSION, V1BETA1] as const;
 export type ServedVersion = (typeof SERVED_VERSIONS)[number];
 export const isServedVersion = (v: unknown): v is ServedVersion => SERVED_VERSIONS.includes(v as ServedVersion);
 /** The CRD's default storage version (Kruise 1.9 stores v1beta1). */
-export const STORAGE_VERSION = V1BETA1;
+export const STORAGE_VERSION: ServedVersion = 'v1beta1';
 export const KIND = 'DaemonSet';
 export const LIST_KIND = 'DaemonSetList';
 export const PLURAL = 'daemonsets';
@@ -50,8 +50,6 @@ export const DEPRECATED_TEMPLATE_GENERATION_ANNOTATION = 'deprecated.daemonset.t
 export const PROGRESSIVE_CREATE_POD_ANNOTATION = 'daemonset.kruise.io/progressive-create-pod';
 export const IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION = 'apps.kruise.io/image-predownload-parallelism';
 export const IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION = 'apps.kruise.io/image-predownload-timeout-seconds';
-export const IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION =
-  'apps.kruise.io/image-predownload-min-updated-ready-pods';
 /** ControllerRevision label (the doubled "pre-" is Kruise's spelling). */
 export const IMAGE_PREDOWNLOAD_CREATED_LABEL = 'apps.kruise.io/pre-predownload-created';
 export const IMAGE_PREDOWNLOAD_IGNORED_LABEL = 'apps.kruise.io/image-predownload-ignored';
@@ -84,7 +82,6 @@ export const LIFECYCLE_TIMESTAMP_ANNOTATION = 'lifecycle.apps.kruise.io/timestam
 export const INPLACE_UPDATE_STATE_ANNOTATION = 'apps.kruise.io/inplace-update-state';
 /** Older key, still read. */
 export const INPLACE_UPDATE_STATE_ANNOTATION_OLD = 'inplace-update-state';
-export const INPLACE_UPDATE_GRACE_ANNOTATION = 'apps.kruise.io/inplace-update-grace';
 export const RUNTIME_CONTAINERS_META_ANNOTATION = 'apps.kruise.io/runtime-containers-meta';
 
 // Pod readiness gates / conditions.

@@ -30,17 +30,7 @@ import type {
   UPDATE_STRATEGY_TYPES,
 } from './schema.ts';
 
-export {
-  API_GROUP,
-  API_VERSION,
-  API_VERSION_V1BETA1,
-  KIND,
-  VERSION,
-  V1BETA1,
-  PLURAL,
-  RESOURCE,
-  type ServedVersion,
-} from './constants.ts';
+export { type ServedVersion } from './constants.ts';
 
 export type IntOrString = number | string;
 export type DaemonSetSpec = Static<typeof DaemonSetSpecSchema>;
