@@ -7,7 +7,7 @@ import { PluginError } from './errors.ts';
 import { nodeColumns, progressBar, revisionMap, rolloutStatus, statusFrame, type RolloutState } from './status.ts';
 import { ds, pod } from './test-fixtures.ts';
 
-const progressing = (status: 'True' | 'False', reason: string): DaemonSetCondition => ({
+const progressing = (status: 'True' | 'False' | 'Unknown', reason: string): DaemonSetCondition => ({
   type: 'Progressing',
   status,
   reason,
@@ -74,6 +74,16 @@ describe('rolloutStatus', () => {
         name: 'partition reached (the controller says PartitionReached): complete',
         d: {
           rollingUpdate: { partition: 2 },
+          status: { ...counts(5, 3, 5), conditions: [progressing('True', 'PartitionReached')] },
+        },
+        state: 'complete',
+        message: 'partitioned roll out complete: 3 new pods have been updated...',
+        target: 3,
+      },
+      {
+        name: 'partition reached as a manager before the Deployment convention wrote it (False): complete',
+        d: {
+          rollingUpdate: { partition: 2 },
           status: { ...counts(5, 3, 5), conditions: [progressing('False', 'PartitionReached')] },
         },
         state: 'complete',
@@ -94,7 +104,7 @@ describe('rolloutStatus', () => {
         name: 'selector reached: complete, the selector named',
         d: {
           rollingUpdate: { selector: { matchLabels: { canary: 'true' } } },
-          status: { ...counts(6, 3, 6), conditions: [progressing('False', 'PartitionReached')] },
+          status: { ...counts(6, 3, 6), conditions: [progressing('True', 'PartitionReached')] },
         },
         state: 'complete',
         message: 'partitioned roll out complete: 3 new pods have been updated...',
@@ -122,7 +132,7 @@ describe('rolloutStatus', () => {
         name: 'paused: not complete, says how to resume',
         d: {
           rollingUpdate: { paused: true },
-          status: { ...counts(5, 1, 5), conditions: [progressing('False', 'Paused')] },
+          status: { ...counts(5, 1, 5), conditions: [progressing('Unknown', 'Paused')] },
         },
         state: 'progressing',
         message:

@@ -5,7 +5,7 @@
 // with its messages, plus what an Advanced DaemonSet adds:
 // - a partition or rollingUpdate.selector leaves some nodes on the old revision on purpose. Such a rollout is
 //   complete when every node the partition and selector let the controller update runs an updated, available pod:
-//   the controller says so with condition Progressing=False reason PartitionReached (src/daemonset/status.ts). Without
+//   the controller says so with condition Progressing reason PartitionReached (src/daemonset/status.ts). Without
 //   that condition (another controller, e.g. kruise-manager, writes none) the target is desired - partition, which is
 //   exact without a selector; with a selector and no condition, every node must be updated (kubectl's rule).
 //   The messages are kubectl's StatefulSet viewer's for a partitioned roll out ("Waiting for partitioned roll out
@@ -84,7 +84,7 @@ export function rolloutStatus(ds: DaemonSet): RolloutStatus {
     };
   if (updated < desired) {
     const reached = progressing
-      ? progressing.status === 'False' && progressing.reason === PARTITION_REACHED
+      ? progressing.reason === PARTITION_REACHED
       : !hasSelector && partition > 0 && updated >= estimated;
     if (reached)
       return {

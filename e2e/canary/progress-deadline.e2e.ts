@@ -44,7 +44,7 @@ describe('progressDeadlineSeconds', { timeout: 300_000 }, () => {
     );
     assert.deepEqual(
       w.ds.progressingReasons().filter((r) => r.startsWith('False/')),
-      ['False/RolloutComplete', 'False/ProgressDeadlineExceeded'],
+      ['True/RolloutComplete', 'False/ProgressDeadlineExceeded'],
       `Progressing went from the last rollout straight to stuck: ${w.ds.progressingReasons().join(' -> ')}`,
     );
     // Stuck at maxUnavailable 1: one node tried the image.
@@ -54,9 +54,9 @@ describe('progressDeadlineSeconds', { timeout: 300_000 }, () => {
     await patchAds(f.ns, name, imagePatch('busybox:1.37'));
     const ds = await waitRolledOut(f.ns, name, f.nodes.length, 120_000);
     await waitLayout(f.ns, name, layout(f.nodes, ds.status!.daemonSetHash!));
-    await eventually('Progressing False, reason RolloutComplete', async () => {
+    await eventually('Progressing True, reason RolloutComplete', async () => {
       const c = condition(await getAds(f.ns, name), 'Progressing');
-      return c?.status === 'False' && c.reason === 'RolloutComplete';
+      return c?.status === 'True' && c.reason === 'RolloutComplete';
     });
     assert.deepEqual(w.sampler.snapshot().violations, [], `safety limits held: ${w.sampler.summary()}`);
   });

@@ -52,8 +52,8 @@ describe('one available pod per node', { timeout: 300_000 }, () => {
     assert.equal(ds.status?.observedGeneration, ds.metadata.generation, 'observedGeneration is current');
     assert.equal(condition(ds, 'Available')?.status, 'True', 'Available True');
     const progressing = condition(ds, 'Progressing');
-    assert.equal(progressing?.status, 'False', 'Progressing False once done');
-    assert.equal(progressing?.reason, 'RolloutComplete', 'Progressing reason says why it stopped');
+    assert.equal(progressing?.status, 'True', "Progressing True once done, as a Deployment's");
+    assert.equal(progressing?.reason, 'RolloutComplete', 'Progressing reason says it is done');
     pods = await waitOnePodPerNode(f.ns, name, f.nodes);
   });
 

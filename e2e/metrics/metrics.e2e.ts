@@ -201,7 +201,7 @@ describeOnPrivateCluster('rollout metrics of a running manager', { timeout: 900_
     s = await agree('held at partition 2', heldAtPartition, { partition: 2, maxUnavailable: 1, paused: 0 });
     // Held at its partition: done for now, as kubectl ads status says; the duration goes on.
     assert.equal(s.get('rollout_in_progress'), 0);
-    assert.equal(s.get('status_condition{condition="Progressing",status="false"}'), 1);
+    assert.equal(s.get('status_condition{condition="Progressing",status="true"}'), 1, 'done, as a Deployment says');
     // The duration counts from the revision change, and ages at every scrape though no sync runs.
     const a = await scrape(manager!.metricsPort);
     const d1 = daemonSetSeries(a, PREFIX, f.ns, name).get('rollout_duration_seconds')!;

@@ -137,9 +137,9 @@ describe('rollingUpdate.selector', { timeout: 300_000 }, () => {
     const hold =
       'partition 3 keeps all 3 nodes selected by rollingUpdate.selector on the old revision; ' +
       'Kruise counts the partition across all 6 nodes';
-    const progressing = await eventually('Progressing False, its message naming the partition hold', async () => {
+    const progressing = await eventually('Progressing True (done), its message naming the partition hold', async () => {
       const c = condition(await getAds(f.ns, name), 'Progressing');
-      return c?.status === 'False' && c.message?.includes(hold) && c;
+      return c?.status === 'True' && c.message?.includes(hold) && c;
     });
     assert.equal(progressing.reason, 'PartitionReached');
     await eventually('a Normal PartitionHoldsSelectedNodes event with the same text', async () => {
@@ -199,7 +199,7 @@ describe('rollingUpdate.selector', { timeout: 300_000 }, () => {
     assert.deepEqual(stored?.rollingUpdate?.selector, {}, 'the stored selector is {}');
     const all = await waitLayout(f.ns, name, layout(f.nodes, v4), 120_000);
     assert.equal(all.size, 6);
-    const done = await eventually('Progressing False/RolloutComplete', async () => {
+    const done = await eventually('Progressing True/RolloutComplete', async () => {
       const c = condition(await getAds(f.ns, name), 'Progressing');
       return c?.reason === 'RolloutComplete' && c;
     });

@@ -727,7 +727,7 @@ describe('canary through the planner', () => {
       c.live().every((p) => p.metadata.labels?.[CANARY_POD_LABEL] === undefined),
       'labels removed',
     );
-    assert.deepEqual([progressing(c.ds)?.status, progressing(c.ds)?.reason], ['False', 'RolloutComplete']);
+    assert.deepEqual([progressing(c.ds)?.status, progressing(c.ds)?.reason], ['True', 'RolloutComplete']);
   });
 
   test('crashloop: paused, then failed; canary nodes back to stable, no other node ever ran the bad image', () => {
@@ -751,7 +751,7 @@ describe('canary through the planner', () => {
     assert.equal(paused.length, 1);
     assert.equal(paused[0]?.type, 'Warning');
     assert.match(paused[0]?.message ?? '', /pod default\/foo-\d+ on node node-[01]: container foo restarted 2 times/);
-    assert.deepEqual([progressing(c.ds)?.status, progressing(c.ds)?.reason], ['False', 'CanaryPaused']);
+    assert.deepEqual([progressing(c.ds)?.status, progressing(c.ds)?.reason], ['Unknown', 'CanaryPaused']);
     // Paused: the rolling update stops, so at most maxUnavailable canary nodes took the bad revision.
     assert.equal(c.live().filter((p) => imageOf(p) === 'img:v2').length, 1);
 
@@ -1058,7 +1058,7 @@ describe('canary through the planner', () => {
     assert.match(canaryOf(c)?.message ?? '', /rollingUpdate.canary was removed after the canary failed \(ManualFail\)/);
     assert.equal(eventsOf(plans, 'CanaryPromoted').length, 1);
     assert.ok(c.live().every((p) => imageOf(p) === 'img:v2'));
-    assert.deepEqual([progressing(c.ds)?.status, progressing(c.ds)?.reason], ['False', 'RolloutComplete']);
+    assert.deepEqual([progressing(c.ds)?.status, progressing(c.ds)?.reason], ['True', 'RolloutComplete']);
     notFailed(c);
   });
 
@@ -1075,7 +1075,7 @@ describe('canary through the planner', () => {
     );
     assert.match(now?.message ?? '', new RegExp(`the canary of revision ${hash} had failed`));
     assert.ok(c.live().every((p) => imageOf(p) === 'img:v3'));
-    assert.deepEqual([progressing(c.ds)?.status, progressing(c.ds)?.reason], ['False', 'RolloutComplete']);
+    assert.deepEqual([progressing(c.ds)?.status, progressing(c.ds)?.reason], ['True', 'RolloutComplete']);
     notFailed(c);
   });
 

@@ -61,17 +61,13 @@ export function rolloutComplete(ds: DaemonSet, status: DaemonSetStatus | undefin
 }
 
 /**
- * The step a partition or rollingUpdate.selector allows is done: the generation observed and Progressing False with
- * reason PartitionReached (status.ts). `kubectl ads status` calls that complete, so the gauge does too; the
+ * The step a partition or rollingUpdate.selector allows is done: the generation observed and Progressing's reason
+ * PartitionReached (status.ts; True now, False as managers before the Deployment convention wrote it). `kubectl ads status` calls that complete, so the gauge does too; the
  * rollout's duration goes on (rolloutComplete), since the rollout as a whole is not over.
  */
 export function partitionReached(ds: DaemonSet, status: DaemonSetStatus | undefined): boolean {
   const p = status?.conditions?.find((c) => c.type === 'Progressing');
-  return (
-    (status?.observedGeneration ?? 0) >= (ds.metadata.generation ?? 0) &&
-    p?.status === 'False' &&
-    p.reason === 'PartitionReached'
-  );
+  return (status?.observedGeneration ?? 0) >= (ds.metadata.generation ?? 0) && p?.reason === 'PartitionReached';
 }
 
 /** The status and update revision the metrics report: the planner's when it computed them, else the stored ones. */

@@ -320,19 +320,19 @@ describe('rollingUpdate.selector {} selects every node', () => {
       name: 'selector {} alone',
       rollingUpdate: { maxUnavailable: 2, selector: {} },
       wantNew: 5,
-      progressing: 'False/RolloutComplete',
+      progressing: 'True/RolloutComplete',
     },
     {
       name: 'selector {} + partition 2',
       rollingUpdate: { maxUnavailable: 2, selector: {}, partition: 2 },
       wantNew: 3,
-      progressing: 'False/PartitionReached',
+      progressing: 'True/PartitionReached',
     },
     {
       name: 'selector {} + surge',
       rollingUpdate: { maxUnavailable: 0, maxSurge: 1, selector: {} },
       wantNew: 5,
-      progressing: 'False/RolloutComplete',
+      progressing: 'True/RolloutComplete',
     },
   ];
   for (const row of rows) {
@@ -376,7 +376,7 @@ describe('selector + partition: the Progressing message and an event say when th
       rollingUpdate: { partition: 5 },
       wantNew: 0,
       hold: 'partition 5 keeps all 3 nodes selected by rollingUpdate.selector on the old revision; Kruise counts the partition across all 10 nodes',
-      progressing: 'False/PartitionReached',
+      progressing: 'True/PartitionReached',
     },
     {
       name: 'partition 3 = 3 selected',
@@ -385,7 +385,7 @@ describe('selector + partition: the Progressing message and an event say when th
       rollingUpdate: { partition: 3 },
       wantNew: 0,
       hold: 'partition 3 keeps all 3 nodes selected by rollingUpdate.selector on the old revision; Kruise counts the partition across all 6 nodes',
-      progressing: 'False/PartitionReached',
+      progressing: 'True/PartitionReached',
     },
     {
       name: 'one selected node held',
@@ -394,7 +394,7 @@ describe('selector + partition: the Progressing message and an event say when th
       rollingUpdate: { partition: 1 },
       wantNew: 0,
       hold: 'partition 1 keeps the 1 node selected by rollingUpdate.selector on the old revision; Kruise counts the partition across all 4 nodes',
-      progressing: 'False/PartitionReached',
+      progressing: 'True/PartitionReached',
     },
     {
       name: 'partition 2 < 3 selected: one node updated, no hold',
@@ -402,7 +402,7 @@ describe('selector + partition: the Progressing message and an event say when th
       canary: [2, 5, 7],
       rollingUpdate: { partition: 2 },
       wantNew: 1,
-      progressing: 'False/PartitionReached',
+      progressing: 'True/PartitionReached',
     },
     {
       name: 'partition raised over the selected nodes after 2 of 3 were updated: the one left is held',
@@ -412,7 +412,7 @@ describe('selector + partition: the Progressing message and an event say when th
       thenPartition: 3,
       wantNew: 2,
       hold: 'partition 3 keeps the 1 of 3 nodes selected by rollingUpdate.selector that are not updated yet on the old revision; Kruise counts the partition across all 6 nodes',
-      progressing: 'False/PartitionReached',
+      progressing: 'True/PartitionReached',
     },
     {
       name: 'no selector: a plain partition is not reported',
@@ -420,7 +420,7 @@ describe('selector + partition: the Progressing message and an event say when th
       canary: [],
       rollingUpdate: { partition: 4, noSelector: true },
       wantNew: 0,
-      progressing: 'False/PartitionReached',
+      progressing: 'True/PartitionReached',
     },
     {
       name: 'paused: the pause is the reason, not the partition',
@@ -428,7 +428,7 @@ describe('selector + partition: the Progressing message and an event say when th
       canary: [0],
       rollingUpdate: { partition: 2, paused: true },
       wantNew: 0,
-      progressing: 'False/Paused',
+      progressing: 'Unknown/Paused',
     },
   ];
   for (const row of rows) {

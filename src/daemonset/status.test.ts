@@ -5,6 +5,7 @@ import { newSyncContext } from './context.ts';
 import {
   calculateCounters,
   isStatusMilestone,
+  progressingStatus,
   STATUS_PROGRESS_INTERVAL_MS,
   statusWriteAction,
   type StatusWriteAction,
@@ -104,7 +105,7 @@ describe('conditions', () => {
     c.markReady();
     c.now = T0 + 7_000;
     c.sync();
-    expectConditions('True/RolloutComplete', 'False/RolloutComplete', 'True/AllNodesAvailable');
+    expectConditions('True/RolloutComplete', 'True/RolloutComplete', 'True/AllNodesAvailable');
     const complete = condition(c.ds, 'RolloutComplete');
     assert.equal(complete?.lastTransitionTime, '2024-01-01T00:00:07Z');
     c.setImage('v2');
@@ -136,13 +137,13 @@ describe('conditions', () => {
     };
     assert.equal(
       run(newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { paused: true } })).Progressing,
-      'False/Paused',
+      'Unknown/Paused',
     );
     assert.equal(
       run(newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { partition: 1 } })).Progressing,
-      'False/PartitionReached',
+      'True/PartitionReached',
     );
-    assert.equal(run(newDaemonSet({ strategy: 'OnDelete' })).Progressing, 'False/OnDelete');
+    assert.equal(run(newDaemonSet({ strategy: 'OnDelete' })).Progressing, 'True/OnDelete');
     // A rollingUpdate.selector that does not parse (stored before the webhook refused it) holds every node back:
     // stopped, not held at a partition.
     const invalid = newDaemonSet({ strategy: 'RollingUpdate' });
@@ -185,6 +186,25 @@ const MID_ROLLOUT: DaemonSetStatus = {
   daemonSetHash: 'h2',
 };
 
+test("progressingStatus: a Deployment's convention (True moving or done, Unknown paused, False failed)", () => {
+  const rows: [string, string][] = [
+    ['Updating', 'True'],
+    ['CanaryObserving', 'True'],
+    ['RolloutComplete', 'True'],
+    ['PartitionReached', 'True'],
+    ['OnDelete', 'True'],
+    ['Paused', 'Unknown'],
+    ['CanaryPaused', 'Unknown'],
+    ['CanaryFailed', 'False'],
+    ['InvalidRollingUpdate', 'False'],
+    ['ProgressDeadlineExceeded', 'False'],
+  ];
+  assert.deepEqual(
+    rows.map(([reason]) => [reason, progressingStatus(reason)]),
+    rows,
+  );
+});
+
 describe('isStatusMilestone (written at once; counter moves alone wait for the next progress write)', () => {
   const cond = (type: string, status: 'True' | 'False'): DaemonSetCondition => ({
     type,
@@ -220,9 +240,25 @@ describe('isStatusMilestone (written at once; counter moves alone wait for the n
       name: 'rollout complete (conditions flip)',
       prev: base,
       change: {
-        conditions: [cond('RolloutComplete', 'True'), cond('Progressing', 'False'), cond('Available', 'True')],
+        conditions: [cond('RolloutComplete', 'True'), cond('Progressing', 'True'), cond('Available', 'True')],
       },
       want: true,
+    },
+    {
+      name: 'a partition step done: Progressing stays True, its reason becomes PartitionReached',
+      prev: base,
+      change: {
+        conditions: base.conditions!.map((c) => (c.type === 'Progressing' ? { ...c, reason: 'PartitionReached' } : c)),
+      },
+      want: true,
+    },
+    {
+      name: 'another condition reason alone (message-like)',
+      prev: base,
+      change: {
+        conditions: base.conditions!.map((c) => (c.type === 'Available' ? { ...c, reason: 'x' } : c)),
+      },
+      want: false,
     },
   ];
   for (const { name, prev, change, want } of rows) {

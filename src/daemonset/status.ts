@@ -23,12 +23,15 @@ import { labelSelectorErrors } from '../k8s/labels.ts';
  *   (updatedNumberScheduled >= desiredNumberScheduled) and every one of them is available
  *   (numberAvailable >= desiredNumberScheduled); the same test as `kubectl rollout status`. Reason
  *   `RolloutComplete` (True) or `RolloutInProgress` (False, message says what is awaited).
- * - `Progressing`: True while the controller still has work it is allowed to do: a generation not yet observed, an
- *   eligible node without an available pod, or an old pod on a node the strategy may update now (RollingUpdate, not
- *   paused, within partition and rollingUpdate.selector). Reason `Updating` when True; when False the reason says
- *   why it stopped: `RolloutComplete`, `Paused` (rollingUpdate.paused), `PartitionReached` (every node the
- *   partition/selector allows is updated and available; the rest stays old on purpose), `OnDelete` (old pods are
- *   replaced only when deleted). E.g. `kubectl wait --for=condition=Progressing=False` waits for a canary step.
+ * - `Progressing`, as a Deployment's (https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#deployment-status):
+ *   True while the rollout moves or once it is done, Unknown while it is paused, False when it failed. The reason
+ *   says which: `Updating` (work the controller may do now: a generation not yet observed, an eligible node without
+ *   an available pod, or an old pod on a node the strategy may update now) or `CanaryObserving`; done:
+ *   `RolloutComplete`, `PartitionReached` (every node the partition/selector allows is updated and available; the rest
+ *   stays old on purpose), `OnDelete` (old pods are replaced only when deleted); paused (Unknown): `Paused`
+ *   (rollingUpdate.paused), `CanaryPaused`; failed (False): `CanaryFailed`, `InvalidRollingUpdate`,
+ *   `ProgressDeadlineExceeded`. A step is waited for by its reason (`kubectl wait
+ *   --for=jsonpath='{.status.conditions[?(@.type=="Progressing")].reason}'=PartitionReached`) or `kubectl ads status`.
  *   When rollingUpdate.selector is set and the partition (counted within the selected nodes) keeps every selected
  *   node still to update on the old revision, the message says so with the numbers (selectorPartitionHoldMessage),
  *   and the sync that first finds it records event PARTITION_HOLDS_SELECTED_NODES (events.ts).
@@ -175,16 +178,36 @@ type Condition = DaemonSetCondition;
 function condition(
   prev: readonly DaemonSetCondition[] | undefined,
   type: string,
-  status: boolean,
+  status: boolean | ConditionStatus,
   reason: string,
   message: string,
   now: number,
 ): Condition {
-  const s = status ? 'True' : 'False';
+  const s = typeof status === 'string' ? status : status ? 'True' : 'False';
   const old = prev?.find((c) => c.type === type);
   const lastTransitionTime =
     old && old.status === s && old.lastTransitionTime ? old.lastTransitionTime : formatTime(now);
   return { type, status: s, lastTransitionTime, reason, message };
+}
+
+type ConditionStatus = 'True' | 'False' | 'Unknown';
+
+/** Progressing reasons while the rollout moves: the progress deadline runs then. */
+const MOVING_REASONS = new Set(['Updating', 'CanaryObserving']);
+
+/**
+ * Progressing's status for its reason, in Deployment's convention: Unknown while paused (DeploymentPaused), False
+ * only for a failure (TimedOutReason), True otherwise, a finished rollout too (NewReplicaSetAvailable).
+ */
+export function progressingStatus(reason: string): ConditionStatus {
+  if (reason === 'Paused' || reason === CANARY_PAUSED_CONDITION_REASON) return 'Unknown';
+  if (
+    reason === PROGRESS_DEADLINE_EXCEEDED_REASON ||
+    reason === CANARY_FAILED_CONDITION_REASON ||
+    reason === INVALID_ROLLING_UPDATE_REASON
+  )
+    return 'False';
+  return 'True';
 }
 
 /** Progressing False: no progress for spec.progressDeadlineSeconds (Deployment's TimedOutReason). */
@@ -314,7 +337,7 @@ function conditionsOf(ctx: SyncContext, next: DaemonSetStatus): ConditionsResult
     const since = parseTime(before?.lastUpdateTime ?? before?.lastTransitionTime);
     lastUpdateTime = before?.lastUpdateTime ?? before?.lastTransitionTime;
     if (progressing) {
-      const starting = before?.status !== 'True' && !timedOut;
+      const starting = !MOVING_REASONS.has(before?.reason ?? '') && !timedOut;
       if (starting || since === undefined || madeProgress(ds.status, next)) {
         lastUpdateTime = formatTime(now);
       } else if (canary?.waiting) {
@@ -328,14 +351,14 @@ function conditionsOf(ctx: SyncContext, next: DaemonSetStatus): ConditionsResult
       } else {
         requeueAfterMs = since + deadline * 1000 - now + 1000;
       }
-    } else if (before?.status !== (progressing ? 'True' : 'False')) {
+    } else if (MOVING_REASONS.has(before?.reason ?? '') !== progressing) {
       lastUpdateTime = formatTime(now);
     }
   }
   const progressingCondition: Condition = condition(
     prev,
     CONDITION_PROGRESSING,
-    progressing,
+    progressingStatus(progressingReason),
     progressingReason,
     progressingMessage,
     now,
@@ -427,7 +450,7 @@ export function calculateStatus(
  * writing each would spend the client's request budget on status instead of pods. Everything a reader acts on is a
  * milestone: a new generation observed, a new revision hash, collisionCount, the desired node count, a canary
  * changing revision, phase, reason or nodes, and any condition flipping (so RolloutComplete, Available and
- * Progressing=False are never late).
+ * a Progressing reason are never late).
  */
 export function isStatusMilestone(prev: DaemonSetStatus | undefined, next: DaemonSetStatus): boolean {
   if ((prev?.observedGeneration ?? 0) !== (next.observedGeneration ?? 0)) return true;
@@ -440,7 +463,10 @@ export function isStatusMilestone(prev: DaemonSetStatus | undefined, next: Daemo
   };
   if (canary(prev) !== canary(next)) return true;
   for (const c of next.conditions ?? []) {
-    if (prev?.conditions?.find((p) => p.type === c.type)?.status !== c.status) return true;
+    const before = prev?.conditions?.find((p) => p.type === c.type);
+    if (before?.status !== c.status) return true;
+    // Progressing stays True from Updating to RolloutComplete or PartitionReached: its reason is the milestone.
+    if (c.type === CONDITION_PROGRESSING && before.reason !== c.reason) return true;
   }
   return false;
 }
