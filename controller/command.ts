@@ -76,6 +76,11 @@ export const controllerFlags = {
     'always: the KruisePodReady readiness gate on every pod, as Kruise, set True right after the create (one status write per pod); when-needed: only on pods of DaemonSets with lifecycle.preDelete.markPodNotReady, one write per pod fewer for very large clusters, but pods created without the gate cannot be made NotReady later (markPodNotReady turned on afterwards, ContainerRecreateRequest unreadyGracePeriodSeconds)',
     'always',
   ),
+  'daemonset-api-version': enumFlag(
+    ['v1beta1', 'v1alpha1'],
+    'the apps.kruise.io version the controller lists, watches and writes DaemonSets in: v1beta1, the storage version; v1alpha1 when the CRD serves only v1alpha1 (chart value crd.servedVersions)',
+    'v1beta1',
+  ),
 } satisfies Flags;
 
 export const webhookFlags = {
@@ -162,6 +167,7 @@ function controllerRunOptions(
     // Behind Kruise's alpha gate, off by default: it puts extra (pull) pods into users' namespaces.
     imagePreDownload: gates.PreDownloadImageForDaemonSetUpdate ? v['image-predownload'] : 'off',
     kruisePodReadyGate: v['kruise-pod-ready-gate'],
+    daemonSetApiVersion: v['daemonset-api-version'],
     logger: log,
   };
 }

@@ -1,5 +1,6 @@
 // Runs the DaemonSet controller: informers on every replica (a new leader starts warm), workers
 // only on the Lease holder. Shared by the `controller` and `manager` commands.
+import type { ServedVersion } from '../src/api/constants.ts';
 import { KubeClient } from '../src/k8s/client.ts';
 import { currentNamespace, loadKubeConfig } from '../src/k8s/kubeconfig.ts';
 import { DaemonSetController } from './daemonset/controller.ts';
@@ -25,6 +26,8 @@ export interface ControllerRunOptions {
   imagePreDownload?: ImagePreDownloadMode;
   /** --kruise-pod-ready-gate (default always). */
   kruisePodReadyGate?: KruisePodReadyGateMode;
+  /** The version DaemonSets are read and written in (controller/daemonset/api-version.ts). */
+  daemonSetApiVersion?: ServedVersion;
   logger: Logger;
 }
 
@@ -78,6 +81,7 @@ export function startController(opts: ControllerRunOptions, signal: AbortSignal)
     workers: opts.workers,
     imagePreDownload: opts.imagePreDownload,
     kruisePodReadyGate: opts.kruisePodReadyGate,
+    apiVersion: opts.daemonSetApiVersion,
     // Untrimmed caches only for the benchmark's before/after (bench/memory.ts); not a product setting.
     trimCache: process.env.ADS_BENCH_UNTRIMMED_CACHE !== '1',
   });

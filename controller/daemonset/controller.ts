@@ -3,7 +3,8 @@
 // to do, and hands the plan to the executor (executor.ts). It decides nothing itself. Shapes and
 // names as upstream's https://github.com/kubernetes/kubernetes/blob/master/pkg/controller/daemon/daemon_controller.go.
 import type { DaemonSet } from '../../src/api/types.ts';
-import { toInternal } from '../../src/api/conversion.ts';
+import { daemonSetAccess, type DaemonSetAccess } from './api-version.ts';
+import type { ServedVersion } from '../../src/api/constants.ts';
 import { adoptPatch, claimObjects, releasePatch } from '../../src/daemonset/claim.ts';
 import { cachedNode, cachedPod, withoutManagedFields } from '../../src/daemonset/cache-shapes.ts';
 import { getControllerOf } from '../../src/daemonset/pods.ts';
@@ -62,6 +63,8 @@ export interface DaemonSetControllerOptions {
   imagePreDownload?: ImagePreDownloadMode;
   /** Which new pods get the KruisePodReady gate (default 'always'; plan-types.ts). */
   kruisePodReadyGate?: KruisePodReadyGateMode;
+  /** The version DaemonSets are read and written in (default v1beta1; api-version.ts). */
+  apiVersion?: ServedVersion;
   /**
    * Cache nodes and pods as the controller reads them and drop managedFields (src/daemonset/cache-shapes.ts);
    * default true. False only for the benchmark's before/after (bench/memory.ts).
@@ -105,10 +108,12 @@ export class DaemonSetController {
   private readonly workers: number;
   private readonly imagePreDownload: ImagePreDownloadMode;
   private readonly kruisePodReadyGate: KruisePodReadyGateMode;
+  private readonly access: DaemonSetAccess;
 
   constructor(opts: DaemonSetControllerOptions) {
     this.imagePreDownload = opts.imagePreDownload ?? 'pods';
     this.kruisePodReadyGate = opts.kruisePodReadyGate ?? 'always';
+    this.access = daemonSetAccess(opts.apiVersion);
     this.baseClient = opts.client;
     this.client = opts.client;
     this.log = opts.logger.child({ controller: CONTROLLER_NAME });
@@ -123,18 +128,18 @@ export class DaemonSetController {
       readinessWrites: this.readinessWrites,
       queue: this.queue,
       metrics: this.metrics,
+      daemonSets: this.access,
     });
     const common = { client: opts.client, logger: opts.logger, ...opts.informerOverrides };
     // Objects are trimmed as they are decoded, before they are stored (cache-shapes.ts).
     const trim = opts.trimCache !== false;
-    // v1beta1, the storage version: listing and watching it needs no conversion webhook call for objects already
-    // stored so. Each object becomes the internal (v1alpha1) model in the cache, converted in-process by the same
-    // pure function the /convert webhook runs (src/api/conversion.ts); status writes convert back (executor.ts).
+    // Each object becomes the internal model in the cache (api-version.ts); status writes convert back (executor.ts).
+    const access = this.access;
     this.daemonSets = new Informer<DaemonSet>({
       ...common,
       name: 'daemonsets',
-      type: resources.daemonSetsV1beta1,
-      transform: trim ? (obj) => toInternal(withoutManagedFields(obj)) : (obj) => toInternal(obj),
+      type: access.type,
+      transform: trim ? (obj) => access.toInternal(withoutManagedFields(obj)) : (obj) => access.toInternal(obj),
     });
     this.pods = new Informer<Pod>({
       ...common,
@@ -501,7 +506,7 @@ export class DaemonSetController {
    */
   private async canAdopt(ds: DaemonSet): Promise<boolean> {
     try {
-      const fresh = await this.client.get<DaemonSet>(resources.daemonSetsV1beta1, {
+      const fresh = await this.client.get<DaemonSet>(this.access.type, {
         namespace: ds.metadata.namespace,
         name: ds.metadata.name!,
       });

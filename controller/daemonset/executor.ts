@@ -4,7 +4,7 @@
 // history cleanup, planner events, status. It decides nothing the planner or a pure rule (statusWriteAction,
 // inPlaceRetryWaitMs, slowStartBatches) does not decide.
 import type { DaemonSet } from '../../src/api/types.ts';
-import { statusToV1beta1 } from '../../src/api/conversion.ts';
+import type { DaemonSetAccess } from './api-version.ts';
 import { kruisePodReadyPatch } from '../../src/daemonset/pods.ts';
 import { IMAGE_PULL_POD_DAEMONSET_UID_LABEL } from '../../src/daemonset/constants.ts';
 import { slowStartBatches } from '../../src/daemonset/manage.ts';
@@ -86,6 +86,8 @@ export interface SyncExecutorOptions {
   queue: WorkQueue;
   /** Counts the daemon pod creates, deletes and in-place updates by result (not the image pull pods). */
   metrics?: DaemonSetMetrics;
+  /** The version DaemonSet status is written in (the informer's). */
+  daemonSets: DaemonSetAccess;
 }
 
 /**
@@ -196,7 +198,7 @@ export class SyncExecutor {
       });
       if (!revisionMatches(ds, existing)) {
         await this.client.patchStatus(
-          resources.daemonSetsV1beta1,
+          this.o.daemonSets.type,
           { namespace, name: ds.metadata.name! },
           { status: { collisionCount: (ds.status?.collisionCount ?? 0) + 1 } },
           { type: 'merge' },
@@ -211,14 +213,13 @@ export class SyncExecutor {
     this.lastStatusWrite.set(key, monotonic());
     try {
       // Only over the copy this sync planned on (resourceVersion precondition, as upstream's UpdateStatus): a
-      // status never replaces a newer one, whoever wrote it. Written in v1beta1, the version the informer reads
-      // (daemonSetHash is updateRevision there).
+      // status never replaces a newer one, whoever wrote it. Written in the version the informer reads.
       const written = await this.client.patchStatus<DaemonSet>(
-        resources.daemonSetsV1beta1,
+        this.o.daemonSets.type,
         { namespace: ds.metadata.namespace ?? '', name: ds.metadata.name! },
         {
           metadata: { resourceVersion: ds.metadata.resourceVersion },
-          status: step.status && statusToV1beta1(step.status),
+          status: step.status && this.o.daemonSets.statusOut(step.status),
         },
         { type: 'merge' },
       );

@@ -75,8 +75,13 @@ export interface ConversionClientConfig {
 }
 
 export interface CrdOptions {
-  /** The version objects are stored in (default v1beta1, as Kruise 1.9). */
+  /** The version objects are stored in (default v1beta1, as Kruise 1.9); one of `servedVersions`. */
   storageVersion?: ServedVersion;
+  /**
+   * The versions the apiserver serves (default both). A version left out stays in the CRD, not served, so objects
+   * stored in it are still read and converted (the apiserver refuses to drop a version status.storedVersions lists).
+   */
+  servedVersions?: readonly ServedVersion[];
   /** With a client config, conversion strategy Webhook through it; without, strategy None. */
   conversion?: ConversionClientConfig;
 }
@@ -84,8 +89,9 @@ export interface CrdOptions {
 /** The CRD as a plain object, ready to apply: every served version, one of them the storage version. */
 export function crdObject(opts: CrdOptions = {}): Record<string, unknown> {
   const storageVersion = opts.storageVersion ?? STORAGE_VERSION;
-  if (!SERVED_VERSIONS.includes(storageVersion))
-    throw new Error(`storage version ${String(storageVersion)} is not served (${SERVED_VERSIONS.join(', ')})`);
+  const served = opts.servedVersions ?? SERVED_VERSIONS;
+  if (!served.includes(storageVersion) || !SERVED_VERSIONS.includes(storageVersion))
+    throw new Error(`storage version ${String(storageVersion)} is not served (${served.join(', ')})`);
   const conversion = opts.conversion
     ? {
         strategy: 'Webhook',
@@ -104,7 +110,7 @@ export function crdObject(opts: CrdOptions = {}): Record<string, unknown> {
       conversion,
       versions: SERVED_VERSIONS.map((name) => ({
         name,
-        served: true,
+        served: served.includes(name),
         storage: name === storageVersion,
         schema: { openAPIV3Schema: openAPIV3Schema(name) },
         subresources: { status: {} },

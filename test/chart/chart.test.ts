@@ -672,6 +672,39 @@ describe('helm chart', { skip: helmMissing() }, () => {
       });
     }
 
+    test('crd.servedVersions {v1alpha1}: v1beta1 kept in the CRD but not served; the manager reads v1alpha1', async () => {
+      const objects = await render({ set: ['crd.storageVersion=v1alpha1', 'crd.servedVersions={v1alpha1}'] });
+      const crd = find(objects, 'CustomResourceDefinition');
+      const want = crdObject({
+        storageVersion: 'v1alpha1',
+        servedVersions: ['v1alpha1'],
+        conversion: { service: { ...conversionService, path: '/convert' } },
+      }) as unknown as Rendered;
+      assert.deepEqual(crd.spec, want.spec);
+      assert.deepEqual(
+        crd.spec.versions.map((v: { name: string; served: boolean; storage: boolean }) => [
+          v.name,
+          v.served,
+          v.storage,
+        ]),
+        [
+          ['v1alpha1', true, true],
+          ['v1beta1', false, false],
+        ],
+      );
+      assert.equal(flag(objects, 'daemonset-api-version'), 'v1alpha1');
+      assert.equal(flag(await render({}), 'daemonset-api-version'), undefined, 'the default reads v1beta1');
+    });
+
+    test('crd.servedVersions without the storage version is refused, saying what to set', async () => {
+      const r = await helm(templateArgs({ set: ['crd.servedVersions={v1alpha1}'] }));
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, /crd\.storageVersion v1beta1 must be one of crd\.servedVersions \[v1alpha1\]/);
+      assert.match(r.stderr, /--set crd\.storageVersion=v1alpha1 --set crd\.servedVersions=\{v1alpha1\}/);
+      const bad = await helm(templateArgs({ set: ['crd.servedVersions={v2}'] }));
+      assert.match(bad.stderr, /crd\/servedVersions\/0/);
+    });
+
     test('crd.create false renders no CRD', async () => {
       const objects = await render({ set: ['crd.create=false'] });
       assert.equal(objects.filter((o) => o.kind === 'CustomResourceDefinition').length, 0);
