@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, afterEach, before, describe } from 'node:test';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { clusterDown, clusterUp, fakeNode, readState, type ClusterState } from '../cluster/cluster.ts';
+import { clusterDown, fakeNode, readState, type ClusterState } from '../cluster/cluster.ts';
 import { nodeBinaries } from '../cluster/binaries.ts';
 import { FAKE_NODE_TAINT, realNodeUnsupported, type RealNodeRecord } from '../cluster/real-node.ts';
 import { kubectl, waitNodesReady } from '../lib/kube.ts';
@@ -33,9 +33,10 @@ export const realNodeSkip = (): string | undefined => {
 };
 
 /**
- * `describe` on a private cluster with `realNodes` real nodes and no fake ones (tests add theirs with
- * createTaintedFakeNodes); `cluster.dir` is kept only when a test failed. The body of `fn` registers the tests;
- * the cluster comes up before them and goes down after them unless a test took it down (the cleanup test).
+ * `describe` around a private cluster with one real node that the first test brings up, the way the README's
+ * "On the local cluster" block does (`cluster up --real-nodes 1` with $ADS_CLUSTER_DIR set to `cluster.clusterDir`),
+ * and then hands to `attachRealNodeCluster`. `cluster.dir` is kept only when a test failed. The cluster goes down
+ * after the tests unless a test took it down (the cleanup test).
  */
 export function describeOnRealNodeCluster(
   name: string,
@@ -48,16 +49,9 @@ export function describeOnRealNodeCluster(
     const clusterDir = join(top, 'cluster');
     const c = { dir: top, clusterDir } as RealNodeCluster;
     let failed = false;
-    before(async () => {
+    before(() => {
       const why = realNodeUnsupported();
       if (why) throw new Error(`CI=true, but real nodes cannot run here: ${why}`);
-      const started = Date.now();
-      c.state = await clusterUp({ dir: clusterDir, nodes: 0, realNodes: 1, progress: () => {} });
-      c.kubeconfig = c.state.kubeconfig;
-      c.registry = c.state.registry!;
-      c.node = c.state.realNodes![0]!;
-      process.env.KUBECONFIG = c.kubeconfig;
-      process.stderr.write(`${name}: cluster with real node ${c.node.name} up in ${(Date.now() - started) / 1000}s\n`);
     });
     afterEach((t) => {
       if ('passed' in t && !t.passed) failed = true;
@@ -69,6 +63,17 @@ export function describeOnRealNodeCluster(
       else rmSync(top, { recursive: true, force: true });
     });
   });
+}
+
+/** Fills `c` from the state of the cluster that `cluster up` started in `c.clusterDir`; points kubectl at it. */
+export function attachRealNodeCluster(c: RealNodeCluster): void {
+  const state = readState(c.clusterDir);
+  if (!state?.registry || !state.realNodes?.[0]) throw new Error(`no cluster with a real node in ${c.clusterDir}`);
+  c.state = state;
+  c.kubeconfig = state.kubeconfig;
+  c.registry = state.registry;
+  c.node = state.realNodes[0];
+  process.env.KUBECONFIG = c.kubeconfig;
 }
 
 /** Fake nodes carrying the taint `cluster up --real-nodes` gives them, in group `group` (label e2e-group). */

@@ -6,13 +6,14 @@
 // after which nothing of the node is left on this host.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import { chartDir, helm as helmRun, helmOk } from '../../test/chart/helm.ts';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { chartDir, helmOk } from '../../test/chart/helm.ts';
 import type { KubeClient } from '../../src/k8s/client.ts';
 import { resources } from '../../src/k8s/client.ts';
 import type { KubeObject } from '../../src/k8s/types.ts';
 import { createKubeClient } from '../../src/k8s/kubeconfig.ts';
-import { buildManagerImage, retagImage } from '../../hack/image/manager.ts';
+import { retagImage } from '../../hack/image/manager.ts';
 import { clusterDown } from '../cluster/cluster.ts';
 import { pushTestDaemonImages } from '../../hack/image/daemon.ts';
 import { REAL_NODE_LABEL, leftovers } from '../cluster/real-node.ts';
@@ -32,6 +33,10 @@ import {
 import { KubectlError, apply, eventually, kubectl, kubectlJson, podReady, type PodJson } from '../lib/kube.ts';
 import { Sampler } from '../lib/sampler.ts';
 import { getSecureMetrics } from '../metrics/scrape.ts';
+import { startManager } from '../lib/manager.ts';
+import { SnippetSession } from '../lib/snippets.ts';
+import { cacheDir, repoRoot } from '../cluster/binaries.ts';
+import { parseSnippets, sessionSnippets } from '../../test/readme/snippets.ts';
 import { AdsWatch, canaryOf, conditionStatus, containerStatus } from '../canary/lib.ts';
 import {
   FAKE_NODE_TOLERATION,
@@ -40,12 +45,13 @@ import {
   criContainers,
   criImageId,
   criImages,
+  attachRealNodeCluster,
   describeOnRealNodeCluster,
   type RealNodeCluster,
 } from './lib.ts';
 
 const RELEASE = 'ads';
-const NS = 'ads-system';
+const NS = 'kruise-system';
 const FULLNAME = `${RELEASE}-advanced-daemonset`;
 const LEASE = `${FULLNAME}-controller`;
 const SELECTOR = `app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/name=advanced-daemonset`;
@@ -85,6 +91,8 @@ async function leaderMetrics(pods: PodJson[], token: string): Promise<Map<string
   }
   return out;
 }
+
+const readmeBlocks = sessionSnippets(parseSnippets(readFileSync(join(repoRoot, 'README.md'), 'utf8')), 'real-node');
 
 /** The test daemon's images (hack/image/daemon.ts), pushed to the cluster registry. */
 let daemon: Record<'v1' | 'v2' | 'v3' | 'crashloop', string>;
@@ -148,33 +156,71 @@ async function setImage(name: string, image: string): Promise<void> {
 }
 
 describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_000 }, (c) => {
-  let image = '';
+  // The README's "On the local cluster, in two commands", run as written (e2e/lib/snippets.ts) in one shell session.
+  const [upBlock, installBlock] = readmeBlocks;
+  let session: SnippetSession;
 
-  test('npm run image builds the manager image and pushes it to the cluster registry', async () => {
-    const started = Date.now();
-    const pushed = await buildManagerImage({ registry: c.registry, tag: '0.1.0', progress: () => {} });
-    image = pushed.ref;
-    assert.equal(pushed.ref, `${c.registry}/advanced-daemonset:0.1.0`);
+  test("the README's first command: cluster up --real-nodes 1, cluster env, npm run image", async () => {
+    const home = join(c.dir, 'home');
+    mkdirSync(join(home, '.kube'), { recursive: true });
+    session = new SnippetSession(join(c.dir, 'work'), {
+      PATH: process.env.PATH,
+      HOME: home,
+      ADS_CACHE_DIR: cacheDir(),
+      ADS_CLUSTER_DIR: c.clusterDir,
+    });
+    const r = await session.run(upBlock!);
+    attachRealNodeCluster(c);
+    assert.match(
+      r.output,
+      new RegExp(`${c.registry}/advanced-daemonset:0\\.1\\.0`),
+      'npm run image printed the reference',
+    );
     daemon = await pushTestDaemonImages(c.registry);
     process.stderr.write(
-      `image ${pushed.ref} (${pushed.digest}): ${(pushed.compressedBytes / 2 ** 20).toFixed(1)} MiB compressed, ` +
-        `built and pushed in ${((Date.now() - started) / 1000).toFixed(0)}s\n`,
+      `cluster with real node ${c.node.name} up, image built and pushed in ${r.seconds.toFixed(0)}s\n`,
     );
   });
 
-  test('helm install with the defaults but the image: both replicas Ready on the real node, run by containerd', async () => {
-    assert.ok(image, 'the image was pushed');
-    await kubectl(['create', 'namespace', NS]);
-    const started = Date.now();
-    const install = await helmRun([
-      ...['install', RELEASE, chartDir, '--namespace', NS],
-      ...['--set', `image.repository=${c.registry}/advanced-daemonset`, '--wait', '--timeout', '5m'],
-      ...['--kubeconfig', c.kubeconfig],
-    ]);
-    assert.equal(install.code, 0, install.stderr);
+  test('an out-of-cluster manager first: writes work through it; on SIGTERM it takes its registration back', async () => {
+    // The README's "Running the manager": the CRD applied by hand (no Helm ownership), the webhook on this machine.
+    await session.probe(
+      'helm template ads charts/advanced-daemonset --kube-version 1.25 --show-only templates/crd.yaml | kubectl apply --server-side -f -',
+    );
+    await kubectl(['get', 'crd', 'daemonsets.apps.kruise.io']);
+    const manager = await startManager({ kubeconfig: c.kubeconfig, dir: join(c.dir, 'out-of-cluster') });
+    try {
+      await kubectl(['create', 'namespace', 'before-helm']);
+      await apply(adsManifest({ name: 'first', namespace: 'before-helm', group: 'none' }));
+      await kubectl(['get', 'daemonsets.v1beta1.apps.kruise.io', 'first', '-n', 'before-helm']);
+    } finally {
+      assert.equal(await manager.stop(), 0, 'the manager exits 0 on SIGTERM');
+    }
+    for (const kind of ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations']) {
+      assert.deepEqual(
+        (await kubectlJson<{ items: KubeObject[] }>(['get', kind])).items.map((o) => o.metadata.name),
+        [],
+        `no ${kind} left`,
+      );
+    }
+    await apply(adsManifest({ name: 'second', namespace: 'before-helm', group: 'none' }));
+  });
+
+  test("the README's second command: helm install adopts that CRD; both replicas Ready on the real node", async () => {
+    const r = await session.run(installBlock!);
     // A clean install prints no warning (an empty kubernetes.io/tls Secret made the apiserver warn "tls: failed to
     // find any PEM data in certificate input").
-    assert.doesNotMatch(install.stderr, /warning/i, install.stderr);
+    assert.doesNotMatch(r.stderr, /warning/i, r.stderr);
+    const crd = await kubectlJson<KubeObject>(['get', 'crd', 'daemonsets.apps.kruise.io']);
+    assert.equal(crd.metadata.labels?.['app.kubernetes.io/managed-by'], 'Helm', "the CRD is the release's now");
+    assert.equal(crd.metadata.annotations?.['meta.helm.sh/release-name'], RELEASE);
+    // What NOTES.txt tells the user to check, run as printed.
+    const notes = await helm(c, ['get', 'notes', RELEASE, '-n', NS]);
+    const checks = notes.split('\n').filter((l) => /^ {2}kubectl /.test(l));
+    assert.ok(checks.length >= 3, `NOTES.txt has its check commands:\n${notes}`);
+    for (const cmd of checks) assert.equal(await session.probe(cmd.trim()), 0, `NOTES.txt: ${cmd.trim()}`);
+    // The DaemonSets written through the out-of-cluster manager read in the other version through the chart's webhook.
+    await kubectl(['get', 'daemonsets.v1alpha1.apps.kruise.io', 'first', 'second', '-n', 'before-helm']);
     const pods = await managerPods();
     assert.equal(pods.length, 2, 'the chart runs 2 replicas');
     for (const p of pods) {
@@ -197,9 +243,7 @@ describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_00
       );
       assert.match(readFileSync(`/proc/${pid}/status`, 'utf8'), /^Uid:\s+65532\s/m, 'runs as uid 65532');
     }
-    process.stderr.write(
-      `helm install --wait: both replicas Ready in ${((Date.now() - started) / 1000).toFixed(0)}s\n`,
-    );
+    process.stderr.write(`helm install --atomic: both replicas Ready in ${r.seconds.toFixed(0)}s\n`);
   });
 
   test('the pods bootstrapped the certificate: Secret filled, caBundle in both webhooks and the CRD conversion', async () => {
@@ -403,7 +447,7 @@ describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_00
   });
 
   test('helm upgrade to a new tag while a DaemonSet is written every 200 ms: no admission fails', async () => {
-    await retagImage(image, '0.1.1');
+    await retagImage(`${c.registry}/advanced-daemonset:0.1.0`, '0.1.1');
     const client: KubeClient = createKubeClient({
       kubeconfig: c.kubeconfig,
       qps: 0,
@@ -730,6 +774,30 @@ describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_00
       assert.deepEqual(await names([kind, '-n', NS]), [], `no ${kind} of the release left in ${NS}`);
     }
     await kubectl(['get', 'crd', 'daemonsets.apps.kruise.io']);
+  });
+
+  test('helm install under another release name takes over the CRD the first one kept; writes and reads work', async () => {
+    const other = 'ads-again';
+    const otherNs = 'ads-again-system';
+    const r = await session.run({
+      ...installBlock!,
+      text: installBlock!.text.replaceAll('helm install ads ', `helm install ${other} `).replaceAll(NS, otherNs),
+    });
+    assert.doesNotMatch(r.stderr, /warning/i, r.stderr);
+    const crd = await kubectlJson<KubeObject & { spec: { conversion: { webhook: { clientConfig: unknown } } } }>([
+      ...['get', 'crd', 'daemonsets.apps.kruise.io'],
+    ]);
+    assert.equal(crd.metadata.annotations?.['meta.helm.sh/release-name'], other);
+    const { service } = crd.spec.conversion.webhook.clientConfig as { service?: { name: string; namespace: string } };
+    assert.deepEqual(
+      [service?.name, service?.namespace],
+      [`${other}-advanced-daemonset-webhook`, otherNs],
+      "the conversion webhook is the new release's Service",
+    );
+    await apply(adsManifest({ name: 'third', namespace: 'before-helm', group: 'none' }));
+    await kubectl(['get', 'daemonsets.v1alpha1.apps.kruise.io', 'first', 'second', 'third', '-n', 'before-helm']);
+    await kubectl(['get', 'daemonsets.v1beta1.apps.kruise.io', 'first', 'second', 'third', '-n', 'before-helm']);
+    await helm(c, ['uninstall', other, '--namespace', otherNs, '--wait', '--timeout', '3m']);
   });
 
   test('cluster down removes everything the real node made', async () => {
