@@ -15,6 +15,7 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isMainModule } from '../src/cli/main-module.ts';
 import { build, type Metafile, type Plugin } from 'esbuild';
 import { UI_DIR, UI_SCRIPT, uiBuildOptions } from '../plugin/dashboard/assets.ts';
 
@@ -235,14 +236,10 @@ export async function bundleProduct(outdir: string): Promise<string[]> {
 }
 
 // Run as a script (not when this module is imported, or bundled into something else).
-if (
-  import.meta.url.endsWith('/hack/bundle.ts') &&
-  fileURLToPath(import.meta.url) === process.argv[1] &&
-  process.argv[2] === 'kubectl-ads'
-) {
+if (import.meta.url.endsWith('/hack/bundle.ts') && isMainModule(import.meta.url) && process.argv[2] === 'kubectl-ads') {
   const built = await bundleKubectlAds(resolve(process.argv[3] ?? join(repoRoot, 'dist')));
   process.stdout.write(`built ${built.join(', ')}\n`);
-} else if (import.meta.url.endsWith('/hack/bundle.ts') && fileURLToPath(import.meta.url) === process.argv[1]) {
+} else if (import.meta.url.endsWith('/hack/bundle.ts') && isMainModule(import.meta.url)) {
   const built = await bundleProduct(join(repoRoot, 'dist'));
   process.stdout.write(`built ${built.join(' and ')}\n`);
 }

@@ -8,7 +8,7 @@
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { isMainModule } from '../../src/cli/main-module.ts';
 import {
   defineCommand,
   flagsHelp,
@@ -357,5 +357,4 @@ export const imageCommand = defineCommand({
   },
 });
 
-if (fileURLToPath(import.meta.url) === process.argv[1])
-  void runMain([imageCommand], ['image', ...process.argv.slice(2)]);
+if (isMainModule(import.meta.url)) void runMain([imageCommand], ['image', ...process.argv.slice(2)]);

@@ -12,6 +12,7 @@
 // and compares it with crdObject().
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { isMainModule } from '../cli/main-module.ts';
 import { stringify } from 'yaml';
 import { CONVERT_PATH, SERVED_VERSIONS } from './constants.ts';
 import { crdObject } from './crd.ts';
@@ -109,7 +110,7 @@ export function renderCrdYaml(): string {
   return HEADER + text + FOOTER;
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+if (isMainModule(import.meta.url)) {
   writeFileSync(CRD_PATH, renderCrdYaml());
   console.log(`wrote ${CRD_PATH}`);
 }

@@ -6,6 +6,7 @@
 // the committed table differs from renderPodShapes().
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { isMainModule } from '../cli/main-module.ts';
 import * as models from '@kubernetes/client-node';
 
 export const POD_SHAPES_PATH = fileURLToPath(new URL('./pod-shapes.generated.ts', import.meta.url));
@@ -84,7 +85,7 @@ export const POD_SHAPES: Readonly<Record<string, Readonly<Record<string, string>
 `;
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+if (isMainModule(import.meta.url)) {
   writeFileSync(POD_SHAPES_PATH, renderPodShapes());
   console.log(`wrote ${POD_SHAPES_PATH}`);
 }
