@@ -1,4 +1,4 @@
-// The README's commands as a reader types them: every block marked `<!-- snippet: run -->` (test/readme/snippets.ts)
+// The README's (and the chart README's) commands as a reader types them: every block marked `<!-- snippet: run -->` (test/readme/snippets.ts)
 // runs, in document order, in one shell session on a local cluster of its own with 6 fake nodes (two per zone),
 // started the way the README starts one (`bin/advanced-daemonset cluster up`, `eval "$(... cluster env)"`), with
 // `~/.kube/config` being that cluster's kubeconfig (the README's manager command names it) and npm's global prefix
@@ -11,9 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cacheDir, repoRoot } from '../cluster/binaries.ts';
 import { SnippetSession } from '../lib/snippets.ts';
-import { parseSnippets, sessionSnippets } from '../../test/readme/snippets.ts';
+import { documentSnippets, sessionSnippets } from '../../test/readme/snippets.ts';
 
-const snippets = sessionSnippets(parseSnippets(readFileSync(join(repoRoot, 'README.md'), 'utf8')), 'local');
+const snippets = sessionSnippets(
+  documentSnippets((f) => readFileSync(join(repoRoot, f), 'utf8')),
+  'local',
+);
 
 describe('the README, as written, on a local cluster', { timeout: 20 * 60_000 }, () => {
   const top = mkdtempSync(join(tmpdir(), 'ads-e2e-readme-'));
@@ -45,14 +48,14 @@ describe('the README, as written, on a local cluster', { timeout: 20 * 60_000 },
 
   for (const s of snippets) {
     const first = s.text.split('\n').find((l) => l.trim() && !l.trim().startsWith('#')) ?? '';
-    test(`README.md:${s.line} (${s.mode}) ${first.slice(0, 60)}`, async () => {
+    test(`${s.file}:${s.line} (${s.mode}) ${first.slice(0, 60)}`, async () => {
       try {
         // As the README's Helm section says: stop the out-of-cluster manager (Ctrl-C) before installing the chart.
         if (/\bhelm install\b/.test(s.text) && session.running) await stopManager();
         if (s.mode === 'start') await session.start(s);
         else {
           const r = await session.run(s);
-          process.stderr.write(`README.md:${s.line}: exit ${r.code} in ${r.seconds.toFixed(1)}s\n`);
+          process.stderr.write(`${s.file}:${s.line}: exit ${r.code} in ${r.seconds.toFixed(1)}s\n`);
         }
       } catch (err) {
         failed = true;

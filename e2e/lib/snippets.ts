@@ -62,7 +62,7 @@ export class SnippetSession {
     const seconds = (Date.now() - started) / 1000;
     if (code !== 0) {
       throw new Error(
-        `README line ${s.line}: the block exited ${code} after ${seconds.toFixed(1)}s:\n${s.text}\n---\n${output}`,
+        `${s.file ?? 'README.md'}:${s.line}: the block exited ${code} after ${seconds.toFixed(1)}s:\n${s.text}\n---\n${output}`,
       );
     }
     this.env = Object.fromEntries(
@@ -85,11 +85,12 @@ export class SnippetSession {
     child.on('close', (c) => (exited = c));
     this.background.push(child);
     const state = await until(
-      `README line ${s.line}: ready (${s.ready})`,
+      `${s.file ?? 'README.md'}:${s.line}: ready (${s.ready})`,
       async () => (exited !== undefined ? 'exited' : (await this.probe(s.ready!)) === 0 && 'ready'),
       { timeoutMs, intervalMs: 500 },
     );
-    if (state === 'exited') throw new Error(`README line ${s.line}: exited ${exited} before ready:\n${output}`);
+    if (state === 'exited')
+      throw new Error(`${s.file ?? 'README.md'}:${s.line}: exited ${exited} before ready:\n${output}`);
     this.count(s);
   }
 

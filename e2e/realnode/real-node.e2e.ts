@@ -36,7 +36,7 @@ import { getSecureMetrics } from '../metrics/scrape.ts';
 import { startManager } from '../lib/manager.ts';
 import { SnippetSession } from '../lib/snippets.ts';
 import { cacheDir, repoRoot } from '../cluster/binaries.ts';
-import { parseSnippets, sessionSnippets } from '../../test/readme/snippets.ts';
+import { documentSnippets, sessionSnippets } from '../../test/readme/snippets.ts';
 import { AdsWatch, canaryOf, conditionStatus, containerStatus } from '../canary/lib.ts';
 import {
   FAKE_NODE_TOLERATION,
@@ -92,7 +92,10 @@ async function leaderMetrics(pods: PodJson[], token: string): Promise<Map<string
   return out;
 }
 
-const readmeBlocks = sessionSnippets(parseSnippets(readFileSync(join(repoRoot, 'README.md'), 'utf8')), 'real-node');
+const readmeBlocks = sessionSnippets(
+  documentSnippets((f) => readFileSync(join(repoRoot, f), 'utf8')),
+  'real-node',
+);
 
 /** The test daemon's images (hack/image/daemon.ts), pushed to the cluster registry. */
 let daemon: Record<'v1' | 'v2' | 'v3' | 'crashloop', string>;

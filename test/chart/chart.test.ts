@@ -89,10 +89,10 @@ const secretRules = [
   { apiGroups: [''], resources: ['secrets'], resourceNames: [`${fullname}-webhook-certs`], verbs: ['get', 'update'] },
 ];
 
-test('the README values table names every top-level value of values.yaml', () => {
-  const readme = readFileSync(join(chartDir, '..', '..', 'README.md'), 'utf8');
-  const table = readme.slice(readme.indexOf('### Values'), readme.indexOf('### Tests of the chart'));
-  assert.ok(table.length > 100, 'README has a ### Values section');
+test("the chart README's values table names every top-level value of values.yaml", () => {
+  const readme = readFileSync(join(chartDir, 'README.md'), 'utf8');
+  const table = readme.slice(readme.indexOf('## Values'), readme.indexOf('## Tests of the chart'));
+  assert.ok(table.length > 100, 'the chart README has a ## Values section');
   const values = parse(readFileSync(join(chartDir, 'values.yaml'), 'utf8')) as Record<string, unknown>;
   const missing = Object.keys(values).filter((k) => !table.includes(`\`${k}`));
   assert.deepEqual(missing, [], 'values missing from the README table');

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseSnippets, sessionSnippets, unmarkedShellBlocks, type Snippet } from './snippets.ts';
+import { documentSnippets, parseSnippets, sessionSnippets, unmarkedShellBlocks, type Snippet } from './snippets.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 
@@ -106,10 +106,10 @@ test('sessionSnippets: each session runs its own blocks, in document order; save
   );
 });
 
-test('README.md: every shell block is run by a test or says why not', () => {
-  const snippets = parseSnippets(readFileSync(join(root, 'README.md'), 'utf8'));
+test('the READMEs: every shell block is run by a test or says why not', () => {
+  const snippets = documentSnippets((f) => readFileSync(join(root, f), 'utf8'));
   assert.deepEqual(
-    unmarkedShellBlocks(snippets).map((s) => `README.md:${s.line}: ${s.text.split('\n')[0]}`),
+    unmarkedShellBlocks(snippets).map((s) => `${s.file}:${s.line}: ${s.text.split('\n')[0]}`),
     [],
     'add <!-- snippet: run --> (or skip REASON) before each',
   );

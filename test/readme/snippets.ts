@@ -1,4 +1,4 @@
-// The README's code blocks as a test sees them. A shell block says how a test treats it in an HTML comment on the
+// The README's (and the chart README's) code blocks as a test sees them. A shell block says how a test treats it in an HTML comment on the
 // line right before its fence (GitHub does not render the comment), as projects that test their docs mark their
 // snippets (e.g. the Kubernetes website's and Rust's doctests: run, ignore with a reason):
 //
@@ -12,7 +12,12 @@
 
 export type SnippetMode = 'run' | 'start' | 'save' | 'skip';
 
+/** The documents whose blocks are checked, in the order a session runs them (the chart's after the README's). */
+export const SNIPPET_DOCUMENTS = ['README.md', 'charts/advanced-daemonset/README.md'] as const;
+
 export interface Snippet {
+  /** The document, relative to the repository's root (set by the caller). */
+  file?: string;
   /** 1-based line of the opening fence. */
   line: number;
   /** The fence's info string, e.g. "sh", "yaml", "console". */
@@ -72,6 +77,11 @@ function parseMarker(mode: SnippetMode, rest: string, index: number): Partial<Sn
         throw new Error(`line ${index}: "snippet: ${mode}" needs ${mode === 'save' ? 'a file name' : 'a reason'}`);
       return { mode, arg: rest };
   }
+}
+
+/** Every block of SNIPPET_DOCUMENTS, in order, each with its file; `read` gives a document's text. */
+export function documentSnippets(read: (file: string) => string): Snippet[] {
+  return SNIPPET_DOCUMENTS.flatMap((file) => parseSnippets(read(file)).map((s) => ({ ...s, file })));
 }
 
 /** The blocks a session at `where` acts on, in document order (run, start and save). */
