@@ -8,7 +8,7 @@ import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { installCrd } from '../cluster/crd.ts';
-import { KubectlError, apply, createTestNodes, kubectl, kubectlJson } from '../lib/kube.ts';
+import { KubectlError, apply, createTestNodes, kubectl } from '../lib/kube.ts';
 import { adsManifest, describeOnPrivateCluster, getAds, imagePatch, patchAds, waitRolledOut } from '../lib/ads.ts';
 import { startManager, type ManagerProcess } from '../lib/manager.ts';
 import { execFile } from 'node:child_process';
@@ -30,9 +30,10 @@ describeOnPrivateCluster('a CRD that serves only v1alpha1', { timeout: 300_000, 
   });
 
   test('discovery prefers and lists only v1alpha1; a v1beta1 read is refused', async () => {
-    const group = await kubectlJson<{ versions: { version: string }[]; preferredVersion: { version: string } }>([
-      ...['get', '--raw', '/apis/apps.kruise.io'],
-    ]);
+    const group = JSON.parse(await kubectl(['get', '--raw', '/apis/apps.kruise.io'])) as {
+      versions: { version: string }[];
+      preferredVersion: { version: string };
+    };
     assert.equal(group.preferredVersion.version, 'v1alpha1');
     assert.deepEqual(
       group.versions.map((v) => v.version),

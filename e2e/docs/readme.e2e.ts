@@ -27,7 +27,9 @@ describe('the README, as written, on a local cluster', { timeout: 20 * 60_000 },
 
   before(async () => {
     mkdirSync(join(home, '.kube'), { recursive: true });
+    // The user's environment (CA bundles, proxies), but a home of its own: ~/.kube/config and npm's global prefix.
     session = new SnippetSession(join(top, 'work'), {
+      ...process.env,
       PATH: `${join(npmPrefix, 'bin')}:${process.env.PATH}`,
       HOME: home,
       // The binaries cached outside the repository (README: caches) stay where they are, whatever HOME is.

@@ -6,7 +6,7 @@
 // after which nothing of the node is left on this host.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chartDir, helmOk } from '../../test/chart/helm.ts';
 import type { KubeClient } from '../../src/k8s/client.ts';
@@ -35,7 +35,7 @@ import { Sampler } from '../lib/sampler.ts';
 import { getSecureMetrics } from '../metrics/scrape.ts';
 import { startManager } from '../lib/manager.ts';
 import { SnippetSession } from '../lib/snippets.ts';
-import { cacheDir, repoRoot } from '../cluster/binaries.ts';
+import { repoRoot } from '../cluster/binaries.ts';
 import { documentSnippets, sessionSnippets } from '../../test/readme/snippets.ts';
 import { AdsWatch, canaryOf, conditionStatus, containerStatus } from '../canary/lib.ts';
 import {
@@ -164,14 +164,9 @@ describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_00
   let session: SnippetSession;
 
   test("the README's first command: cluster up --real-nodes 1, cluster env, npm run image", async () => {
-    const home = join(c.dir, 'home');
-    mkdirSync(join(home, '.kube'), { recursive: true });
-    session = new SnippetSession(join(c.dir, 'work'), {
-      PATH: process.env.PATH,
-      HOME: home,
-      ADS_CACHE_DIR: cacheDir(),
-      ADS_CLUSTER_DIR: c.clusterDir,
-    });
+    // The user's environment (CA bundles, npm's settings: the image build installs production dependencies), with
+    // the cluster's directory of this suite's own.
+    session = new SnippetSession(join(c.dir, 'work'), { ...process.env, ADS_CLUSTER_DIR: c.clusterDir });
     const r = await session.run(upBlock!);
     attachRealNodeCluster(c);
     assert.match(
