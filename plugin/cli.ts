@@ -211,11 +211,15 @@ would hash anew. Applying the changed manifest beside the running DaemonSet inst
   },
   {
     name: 'dashboard',
-    summary: 'Serve a live web page of the rollouts on 127.0.0.1',
-    usage: `${PROGRAM} dashboard [--port N] [-A]`,
+    summary: 'Serve a live web page of the rollouts, with their actions, on 127.0.0.1',
+    usage: `${PROGRAM} dashboard [--port N] [-A] [--read-only]
+
+The page's buttons (pause, resume, partition, canary promote/pause/resume/fail, undo) run the same commands
+as the CLI, with your kubeconfig's rights, each after a confirmation in the page; --read-only leaves them out.`,
     flags: [
       { name: 'port', kind: 'string', arg: 'N', help: 'Local port (default 8765; 0 picks a free one)' },
       allNamespaces,
+      { name: 'read-only', kind: 'bool', help: 'Show the rollouts only: no actions' },
     ],
     run: runDashboardCommand,
   },
@@ -276,6 +280,7 @@ async function runDashboardCommand(ctx: Context): Promise<number> {
     context: stringFlag(ctx.args, 'context'),
     namespace: stringFlag(ctx.args, 'namespace'),
     allNamespaces: boolFlag(ctx.args, 'all-namespaces'),
+    readOnly: boolFlag(ctx.args, 'read-only'),
     ...(portRaw !== undefined ? { port: portRaw } : {}),
     signal: ctx.io.signal,
     log: (l) => ctx.io.err(`${l}\n`),

@@ -4,17 +4,22 @@
 // (the counts only ever move one way), the node left out by rollingUpdate.selector and the one kept by the partition
 // are marked so, a pod held by a lifecycle preDelete hook shows PreparingDelete, one held by a finalizer shows
 // terminating, and the DaemonSet's events appear. A second test feeds the page 1,000 nodes from an in-memory source
-// and checks that it keeps up. Screenshots are kept as test artefacts (e2e/lib/artefacts.ts); their paths are printed.
+// and checks that it keeps up. A third drives the page's actions during a rollout: pause through the button and its
+// in-page confirmation (the Paused badge in the page, rollingUpdate.paused on the object, Progressing=Unknown Paused from
+// the controller), resume, a partition step, undo, the per-zone breakdown and the revisions; and, for an identity
+// that may only read, the apiserver's Forbidden shown in the page. Screenshots are kept as test artefacts
+// (e2e/lib/artefacts.ts); their paths are printed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { repoRoot } from '../cluster/binaries.ts';
+import { clientKubeconfig } from '../cluster/cluster.ts';
 import { artefactPath } from '../lib/artefacts.ts';
-import { eventually, kubectl, kubeconfig, patchPod, type PodJson } from '../lib/kube.ts';
-import { adsPods, imagePatch, patchAds } from '../lib/ads.ts';
+import { apply, eventually, kubectl, kubeconfig, patchPod, uniqueName, type PodJson } from '../lib/kube.ts';
+import { adsPods, condition, getAds, imagePatch, patchAds, type AdsJson } from '../lib/ads.ts';
 import { fixture, layout, rolledOutDaemonSet, waitLayout } from '../strategies/lib.ts';
 import { sleep, until } from '../../src/testing/wait.ts';
 import { createDashboardServer } from '../../plugin/dashboard/server.ts';
@@ -429,5 +434,350 @@ describe('the dashboard page at 1,000 nodes', { timeout: 180_000 }, () => {
     await page.screenshot({ path: shot, fullPage: true });
     t.diagnostic(`screenshot (1,000 nodes): ${shot}`);
     process.stdout.write(`dashboard screenshot at 1,000 nodes: ${shot}\n`);
+  });
+});
+
+/** What the detail panel says of the rollout, read from its data-* attributes. */
+interface RolloutDom {
+  state: string;
+  rowState: string;
+  badges: string[];
+  progress: string;
+  progressing: string;
+  message: string;
+  updateRevision: string;
+  newCells: number;
+  timeline: { kind: string; text: string }[];
+  groups: Record<string, Record<string, string>>;
+  revisions: { number: string; update: string; undo: string; text: string }[];
+  result: { state: string; status: string; message: string } | undefined;
+}
+
+const READ_ROLLOUT = `(() => {
+  const detail = document.querySelector('[data-detail]');
+  const row = detail && document.querySelector('tr[data-ds="' + detail.getAttribute('data-detail') + '"]');
+  const text = (el) => (el ? el.textContent.replace(/\\s+/g, ' ').trim() : '');
+  const groups = {};
+  for (const tr of document.querySelectorAll('[data-groups] tr[data-group]')) {
+    const cols = {};
+    for (const td of tr.querySelectorAll('[data-col]')) cols[td.getAttribute('data-col')] = td.textContent.trim();
+    groups[tr.getAttribute('data-group')] = cols;
+  }
+  const result = document.querySelector('[data-action-result]');
+  return {
+    state: detail ? detail.getAttribute('data-state') || '' : '',
+    rowState: row ? row.getAttribute('data-state') || '' : '',
+    badges: [...document.querySelectorAll('[data-detail-badges] [data-badge]')].map((b) => b.getAttribute('data-badge')),
+    progress: (detail && detail.querySelector('[data-progress]')) ? detail.querySelector('[data-progress]').getAttribute('data-progress') : '',
+    progressing: (document.querySelector('[data-progressing]') || { getAttribute: () => '' }).getAttribute('data-progressing') || '',
+    message: text(document.querySelector('[data-rollout-message]')),
+    updateRevision: detail ? detail.getAttribute('data-update-revision') || '' : '',
+    newCells: document.querySelectorAll('[data-grid] [data-revision="new"]').length,
+    timeline: [...document.querySelectorAll('[data-timeline] [data-timeline-kind]')].map((li) => ({
+      kind: li.getAttribute('data-timeline-kind'),
+      text: text(li.querySelector('.msg')),
+    })),
+    groups,
+    revisions: [...document.querySelectorAll('[data-revisions] [data-revision-number]')].map((tr) => ({
+      number: tr.getAttribute('data-revision-number'),
+      update: tr.getAttribute('data-update'),
+      undo: tr.getAttribute('data-undo'),
+      text: text(tr),
+    })),
+    result: result
+      ? {
+          state: result.getAttribute('data-action-result'),
+          status: result.getAttribute('data-status') || '',
+          message: text(result.querySelector('[data-action-message]')),
+        }
+      : undefined,
+  };
+})()`;
+
+const readRollout = (page: Page) => page.evaluate(READ_ROLLOUT) as Promise<RolloutDom>;
+
+/** Clicks an action's button, then the confirmation dialog's OK; resolves with the result line once it is there. */
+async function act(page: Page, action: string, input?: { selector: string; value: string }): Promise<RolloutDom> {
+  if (input) await page.fill(input.selector, input.value);
+  await page.click(`[data-action="${action}"]`);
+  await page.waitForSelector(`[data-confirm="${action}"]`, { timeout: 10_000 });
+  await page.click('[data-confirm-ok]');
+  await page.waitForSelector('[data-confirm]', { state: 'detached', timeout: 10_000 });
+  return eventually(
+    `the answer to ${action} in the page`,
+    async () => {
+      const s = await readRollout(page);
+      return s.result && s.result.state !== 'running' && s;
+    },
+    { timeoutMs: 30_000 },
+  );
+}
+
+const ZONE = 'topology.kubernetes.io/zone';
+
+/** spec.updateStrategy.rollingUpdate of the object. */
+const rollingUpdate = (ds: AdsJson) =>
+  ((ds.spec.updateStrategy as { rollingUpdate?: unknown } | undefined)?.rollingUpdate ?? {}) as {
+    paused?: boolean;
+    partition?: number | string;
+  };
+
+describe('kubectl ads dashboard: actions during a rollout', { timeout: 600_000 }, () => {
+  // Six nodes in two zones; partition 2 keeps the two lowest names (zone z-a) on the old revision.
+  const f = fixture('dact', 6, (i): Record<string, string> => ({ [ZONE]: i < 3 ? 'z-a' : 'z-b' }));
+  const name = 'dact';
+  let browser: Browser | undefined;
+  const dashboards: DashboardProcess[] = [];
+  const cleanup: (() => Promise<unknown>)[] = [];
+  before(async () => {
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    for (const d of dashboards) await d.stop();
+    for (const c of cleanup) await c().catch(() => undefined);
+  });
+
+  test('pause with its confirmation, resume, partition step and undo from the page; the cluster follows', async (t) => {
+    const { hash: v1 } = await rolledOutDaemonSet(f, name, {
+      options: {
+        // minReadySeconds: each node takes a few seconds, so the rollout is still running when the page pauses it.
+        minReadySeconds: 4,
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, partition: 2 } },
+      },
+    });
+    const dashboard = await DashboardProcess.start(['-n', f.ns]);
+    dashboards.push(dashboard);
+    const page = await browser!.newPage({ viewport: { width: 1280, height: 1000 } });
+    const pageErrors: string[] = [];
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(`${dashboard.url}#/${f.ns}/${name}`);
+    await eventually(
+      'the page to show the rolled-out DaemonSet as complete',
+      async () => {
+        const s = await readRollout(page);
+        return s.state === 'complete' && s.rowState === 'complete' && s.updateRevision === v1 && s.newCells === 6;
+      },
+      { timeoutMs: 60_000 },
+    );
+    // Per zone: three nodes each, all on the update revision.
+    const zones = (await readRollout(page)).groups;
+    assert.deepEqual(Object.fromEntries(Object.entries(zones).map(([z, c]) => [z, `${c.nodes} nodes ${c.new} new`])), {
+      'z-a': '3 nodes 3 new',
+      'z-b': '3 nodes 3 new',
+    });
+
+    // The rollout starts; the progress counts against the 4 nodes partition 2 allows, not the 6 desired.
+    await patchAds(f.ns, name, imagePatch('busybox:1.37'));
+    const started = await eventually(
+      'the rollout under way in the page',
+      async () => {
+        const s = await readRollout(page);
+        return s.updateRevision !== v1 && s.state === 'progressing' && s.newCells < 4 && s;
+      },
+      { timeoutMs: 60_000 },
+    );
+    const v2 = started.updateRevision;
+    assert.match(started.progress, /^[0-3] \/ 4 allowed \(of 6\)$/, 'progress against the allowed target');
+    assert.ok(started.badges.includes('held-partition'), `held by partition badge: ${started.badges.join(', ')}`);
+
+    // Cancel in the dialog changes nothing.
+    await page.click('[data-action="pause"]');
+    await page.waitForSelector('[data-confirm="pause"]');
+    await page.click('[data-confirm-cancel]');
+    await page.waitForSelector('[data-confirm]', { state: 'detached' });
+    assert.notEqual(rollingUpdate(await getAds(f.ns, name)).paused, true, 'cancel wrote nothing');
+
+    // Pause: the button, the confirmation, kubectl ads's answer; the Paused badge in the page and the field on the object.
+    const paused = await act(page, 'pause');
+    assert.deepEqual(paused.result, {
+      state: 'ok',
+      status: '200',
+      message: `daemonset.apps.kruise.io/${name} paused`,
+    });
+    assert.equal(rollingUpdate(await getAds(f.ns, name)).paused, true, 'the object is paused');
+    const held = await eventually(
+      'the page to show Paused, and the controller to stop (Progressing=Unknown Paused)',
+      async () => {
+        const s = await readRollout(page);
+        return (
+          s.state === 'paused' &&
+          s.rowState === 'paused' &&
+          s.badges[0] === 'paused' &&
+          s.progressing === 'Unknown/Paused' &&
+          s
+        );
+      },
+      { timeoutMs: 90_000 },
+    );
+    const ds = await getAds(f.ns, name);
+    assert.equal(condition(ds, 'Progressing')?.reason, 'Paused', 'the page shows the condition the object has');
+    assert.ok(
+      held.timeline.some((e) => e.kind === 'spec' && e.text === 'rollingUpdate.paused set: rollout paused'),
+      `the pause in the timeline: ${JSON.stringify(held.timeline)}`,
+    );
+    assert.ok(held.newCells < 4, `paused mid-rollout (${held.newCells} of 4 allowed nodes updated)`);
+    // Held still: no node moves while paused.
+    await sleep(6000);
+    assert.equal((await readRollout(page)).newCells, held.newCells, 'no node updated while paused');
+    const shot = artefactPath('dashboard-actions-paused.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    t.diagnostic(`screenshot (paused mid-rollout, with its actions): ${shot}`);
+    process.stdout.write(`dashboard screenshot mid-rollout with actions: ${shot}\n`);
+
+    // Resume: the rollout goes on to the partition; the page says partition reached, 4 of the 4 allowed.
+    const resumed = await act(page, 'resume');
+    assert.equal(resumed.result?.message, `daemonset.apps.kruise.io/${name} resumed`);
+    assert.notEqual(rollingUpdate(await getAds(f.ns, name)).paused, true);
+    const moving = await eventually(
+      'the rollout to move again after resume',
+      async () => {
+        const s = await readRollout(page);
+        return s.newCells > held.newCells && s.state !== 'paused' && !s.badges.includes('paused') && s;
+      },
+      { timeoutMs: 90_000 },
+    );
+    assert.ok(
+      moving.timeline.some((e) => e.text === 'rollingUpdate.paused cleared: rollout resumed'),
+      'the resume in the timeline',
+    );
+    const movingShot = artefactPath('dashboard-actions-resumed.png');
+    await page.screenshot({ path: movingShot, fullPage: true });
+    t.diagnostic(`screenshot (resumed, rolling on): ${movingShot}`);
+    process.stdout.write(`dashboard screenshot after resume: ${movingShot}\n`);
+    await waitLayout(f.ns, name, layout(f.nodes.slice(2), v2, layout(f.nodes.slice(0, 2), v1)), 180_000);
+    const reached = await eventually(
+      'the page to show the partition reached',
+      async () => {
+        const s = await readRollout(page);
+        return s.state === 'held' && s.progress === '4 / 4 allowed (of 6)' && s;
+      },
+      { timeoutMs: 60_000 },
+    );
+    assert.equal(reached.message, 'partitioned roll out complete: 4 new pods have been updated...');
+    assert.equal(reached.rowState, 'held', 'the table says what the detail says');
+
+    // Partition step (by 1, the default): one more node, the CLI's message.
+    const stepped = await act(page, 'partition-step', { selector: '[data-step-input]', value: '1' });
+    assert.equal(stepped.result?.message, `daemonset.apps.kruise.io/${name} partition set to 1 (was 2)`);
+    assert.equal(rollingUpdate(await getAds(f.ns, name)).partition, 1);
+    const five = await eventually(
+      'the page to show 5 of the 5 allowed nodes updated',
+      async () => {
+        const s = await readRollout(page);
+        return s.state === 'held' && s.progress === '5 / 5 allowed (of 6)' && s;
+      },
+      { timeoutMs: 90_000 },
+    );
+    assert.deepEqual(
+      Object.fromEntries(Object.entries(five.groups).map(([z, c]) => [z, `${c.new} new ${c.old} old ${c.held} held`])),
+      { 'z-a': '2 new 1 old 1 held', 'z-b': '3 new 0 old 0 held' },
+      'per zone',
+    );
+    assert.ok(five.timeline.some((e) => e.kind === 'spec' && e.text === 'partition 2 → 1'));
+    assert.ok(five.timeline.some((e) => e.kind === 'revision' && e.text === `update revision ${v1} → ${v2}`));
+
+    // A bad partition from the page is refused (400) with the CLI's words; nothing written.
+    const bad = await act(page, 'partition', { selector: '[data-partition-input]', value: 'abc' });
+    assert.deepEqual(bad.result && { state: bad.result.state, status: bad.result.status }, {
+      state: 'error',
+      status: '400',
+    });
+    assert.match(bad.result!.message, /invalid partition "abc"/);
+
+    // Revisions: the update revision, and undo's target with its image.
+    assert.deepEqual(
+      five.revisions.map((r) => `${r.number} update=${r.update} undo=${r.undo}`),
+      ['2 update=true undo=false', '1 update=false undo=true'],
+    );
+    assert.match(five.revisions[1]!.text, /c=busybox:1\.36/);
+    const undone = await act(page, 'undo');
+    assert.equal(undone.result?.message, `daemonset.apps.kruise.io/${name} rolled back`);
+    const back = await getAds(f.ns, name);
+    assert.equal(
+      (back.spec.template as { spec: { containers: { image: string }[] } }).spec.containers[0]!.image,
+      'busybox:1.36',
+    );
+    await eventually('the page to show revision 1 as the update revision again', async () => {
+      const s = await readRollout(page);
+      return s.updateRevision === v1;
+    });
+
+    // Over HTTP: a POST without the token is refused, a GET changes nothing; the headers are on both.
+    const url = `${dashboard.url}api/daemonsets/${f.ns}/${name}/actions/pause`;
+    const noToken = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(noToken.status, 403);
+    assert.equal(noToken.headers.get('x-frame-options'), 'DENY');
+    const get = await fetch(url);
+    assert.equal(get.status, 405);
+    assert.equal(get.headers.get('x-content-type-options'), 'nosniff');
+    assert.notEqual(rollingUpdate(await getAds(f.ns, name)).paused, true);
+    assert.deepEqual(pageErrors, [], 'no script error in the page');
+    await page.close();
+  });
+
+  test("an identity that may only read: the apiserver's Forbidden shows in the page, nothing changes", async (t) => {
+    const user = uniqueName('ads-dash-viewer');
+    const dir = process.env.ADS_E2E_CLUSTER_DIR || dirname(kubeconfig());
+    const viewer = await clientKubeconfig(dir, user, []);
+    await apply({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: user, namespace: f.ns },
+      rules: [
+        { apiGroups: ['apps.kruise.io'], resources: ['daemonsets'], verbs: ['get', 'list', 'watch'] },
+        { apiGroups: [''], resources: ['pods', 'events'], verbs: ['get', 'list', 'watch'] },
+        { apiGroups: ['apps'], resources: ['controllerrevisions'], verbs: ['get', 'list', 'watch'] },
+      ],
+    });
+    await apply({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: user, namespace: f.ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: user },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    });
+    await apply({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: user },
+      rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] }],
+    });
+    await apply({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: user },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: user },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    });
+    cleanup.push(() => kubectl(['delete', 'clusterrole,clusterrolebinding', user, '--ignore-not-found']));
+    const pausedBefore = rollingUpdate(await getAds(f.ns, name)).paused;
+    // RBAC caches the new bindings for a moment: the start is retried until the viewer can list.
+    const dashboard = await eventually(
+      'the dashboard to start as the viewer',
+      async () => DashboardProcess.start(['-n', f.ns, '--kubeconfig', viewer]).catch(() => false as const),
+      { timeoutMs: 60_000 },
+    );
+    dashboards.push(dashboard);
+    const page = await browser!.newPage({ viewport: { width: 1280, height: 1000 } });
+    await page.goto(`${dashboard.url}#/${f.ns}/${name}`);
+    await eventually('the page to show the DaemonSet', async () => (await readRollout(page)).state !== '', {
+      timeoutMs: 60_000,
+    });
+    const out = await act(page, pausedBefore === true ? 'resume' : 'pause');
+    assert.equal(out.result?.state, 'error');
+    assert.equal(out.result?.status, '403');
+    assert.match(
+      out.result!.message,
+      new RegExp(
+        `^Error from server \\(Forbidden\\): daemonsets\\.apps\\.kruise\\.io "${name}" is forbidden: User "${user}" cannot patch resource "daemonsets" in API group "apps\\.kruise\\.io" in the namespace "${f.ns}"`,
+      ),
+    );
+    assert.doesNotMatch(out.result!.message, /\bat .*\.ts:\d+/, 'no stack trace');
+    assert.equal(rollingUpdate(await getAds(f.ns, name)).paused, pausedBefore, 'nothing changed');
+    const shot = artefactPath('dashboard-forbidden.png');
+    await page.screenshot({ path: shot, fullPage: false });
+    t.diagnostic(`screenshot (Forbidden): ${shot}`);
+    await page.close();
   });
 });

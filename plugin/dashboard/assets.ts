@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { BuildOptions, build } from 'esbuild';
+import { TOKEN_META } from './views.ts';
 
 /** The folder, beside the plugin's bundle, that holds the prebuilt page script. */
 export const UI_DIR = 'dashboard-ui';
@@ -25,6 +26,9 @@ export function uiBuildOptions(): BuildOptions {
   };
 }
 
+/** Replaced by the server with the session's action token (server.ts); '' when the dashboard is read-only. */
+export const TOKEN_PLACEHOLDER = '%ADS_TOKEN%';
+
 export interface Assets {
   html: string;
   script: string;
@@ -37,6 +41,7 @@ export function indexHtml(title: string): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="${TOKEN_META}" content="${TOKEN_PLACEHOLDER}">
 <title>${esc}</title>
 <link rel="icon" href="data:,">
 <script type="module" src="${UI_SCRIPT}"></script>

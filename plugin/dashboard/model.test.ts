@@ -1,5 +1,6 @@
-// Table tests of the dashboard's pure part: per-node cells (revision, state, partition and rollingUpdate.selector
-// holds, canary), revision counts, DaemonSet rows, event rows, label selector strings.
+// Table tests of the dashboard's pure part: per-node cells (revision, state, partition, rollingUpdate.selector and
+// canary holds), revision counts, DaemonSet rows, event rows, label selector strings, the per-zone breakdown, the
+// revisions with their images, the canary pods' restarts and the Progressing condition.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DaemonSet } from '../../src/api/types.ts';
@@ -13,11 +14,19 @@ import {
   type DaemonSetOptions,
 } from '../../src/daemonset/test-fixtures.ts';
 import {
+  canaryPodRows,
+  conditionView,
   daemonSetRow,
   daemonSetSelector,
   eventRows,
+  holdCounts,
   labelSelectorString,
+  MAX_GROUPS,
+  nodeGroups,
+  nodeLabelKeys,
   nodeMap,
+  revisionRows,
+  ZONE_LABEL,
   type CoreEvent,
   type NodeCell,
   type NodeMap,
@@ -467,5 +476,265 @@ describe('labelSelectorString', () => {
 
   test("daemonSetSelector is the DaemonSet's spec.selector", () => {
     assert.equal(daemonSetSelector(ds()), 'name=simple-daemon,type=production');
+  });
+});
+
+describe('nodeMap: a canary of the update revision holds the other nodes', () => {
+  const CANARY_SPEC = { canary: { nodes: 1 } };
+  const status = (phase: string) => ({
+    canary: { revision: V2, stableRevision: V1, nodes: ['node-2'], phase },
+  });
+  const cases: { name: string; ds: DaemonSet; pods: (d: DaemonSet) => Pod[]; want: string[] }[] = [
+    {
+      name: 'Observing: the canary node may update, the others keep the stable revision (hold:canary)',
+      ds: ds({ rollingUpdate: CANARY_SPEC }, status('Observing')),
+      pods: (d) => [ready(d, 'node-0', V1), ready(d, 'node-1', V1), ready(d, 'node-2', V1)],
+      want: ['node-0 old available hold:canary', 'node-1 old available hold:canary', 'node-2 old available canary'],
+    },
+    {
+      name: 'Paused: the canary node too, while it has not been updated',
+      ds: ds({ rollingUpdate: CANARY_SPEC }, status('Paused')),
+      pods: (d) => [ready(d, 'node-0', V1), ready(d, 'node-2', V1)],
+      want: ['node-0 old available hold:canary', 'node-1 none missing', 'node-2 old available hold:canary canary'],
+    },
+    {
+      name: 'Failed: every old node is held; the canary node on the new revision goes back, not held',
+      ds: ds({ rollingUpdate: { ...CANARY_SPEC, partition: 1 } }, status('Failed')),
+      pods: (d) => [ready(d, 'node-0', V1), ready(d, 'node-1', V1), ready(d, 'node-2', V2)],
+      want: ['node-0 old available hold:canary', 'node-1 old available hold:canary', 'node-2 new available canary'],
+    },
+    {
+      name: 'Promoted: partition and selector again',
+      ds: ds({ rollingUpdate: { ...CANARY_SPEC, partition: 1 } }, status('Promoted')),
+      pods: (d) => [ready(d, 'node-0', V1), ready(d, 'node-1', V1), ready(d, 'node-2', V2)],
+      want: ['node-0 old available hold:partition', 'node-1 old available', 'node-2 new available canary'],
+    },
+    {
+      name: 'a canary of an earlier revision holds nothing',
+      ds: ds({ rollingUpdate: CANARY_SPEC }, { canary: { revision: 'old', nodes: ['node-2'], phase: 'Failed' } }),
+      pods: (d) => [ready(d, 'node-0', V1), ready(d, 'node-1', V1), ready(d, 'node-2', V1)],
+      want: ['node-0 old available', 'node-1 old available', 'node-2 old available canary'],
+    },
+  ];
+  for (const c of cases)
+    test(c.name, () => {
+      const m = nodeMap({ ds: c.ds, nodes: addNodes(3), pods: c.pods(c.ds), revisions: [], now: NOW });
+      assert.deepEqual(m.cells.map(show), c.want);
+      assert.equal(m.counts.heldByCanary, c.want.filter((w) => w.includes('hold:canary')).length);
+    });
+
+  test('holdCounts feeds the row: the allowed target of an Observing canary is its node', () => {
+    const d = ds(
+      { rollingUpdate: CANARY_SPEC },
+      { ...status('Observing'), desiredNumberScheduled: 3, updatedNumberScheduled: 0, observedGeneration: 1 },
+    );
+    const m = nodeMap({
+      ds: d,
+      nodes: addNodes(3),
+      pods: ['node-0', 'node-1', 'node-2'].map((n) => ready(d, n, V1)),
+      revisions: [],
+      now: NOW,
+    });
+    assert.deepEqual(holdCounts(m), { heldByPartition: 0, heldBySelector: 0, heldByCanary: 2 });
+    assert.equal(daemonSetRow(d, holdCounts(m)).rollout.progress.text, '0 / 1 allowed (of 3)');
+  });
+});
+
+describe('nodeGroups: the per-zone breakdown', () => {
+  const zone = (z: string, extra: Record<string, string> = {}) => ({ [ZONE_LABEL]: z, ...extra });
+  const nodes = [
+    newNode('node-0', zone('a', { pool: 'x' })),
+    newNode('node-1', zone('a')),
+    newNode('node-2', zone('b', { pool: 'x' })),
+    newNode('node-3', zone('b')),
+    newNode('node-4'),
+  ];
+  const d = ds({ rollingUpdate: { partition: 1 } });
+  const pods = [
+    ready(d, 'node-0', V1),
+    ready(d, 'node-1', V1),
+    ready(d, 'node-2', V2),
+    newPod(d, 'node-3', { hash: V2, ready: false }),
+  ];
+  const map = nodeMap({ ds: d, nodes, pods, revisions: [], now: NOW });
+  const rows = (key?: string) =>
+    nodeGroups(map, nodes, key).rows.map(
+      (r) =>
+        `${r.value || '(none)'}: ${r.nodes} nodes, ${r.new} new, ${r.old} old, ${r.none} none, ${r.unavailable} unavailable, ${r.held} held`,
+    );
+
+  test('by zone (the default): updated, old, without a pod, unavailable and held per zone; no label last', () => {
+    assert.deepEqual(rows(), [
+      'a: 2 nodes, 0 new, 2 old, 0 none, 0 unavailable, 1 held',
+      'b: 2 nodes, 2 new, 0 old, 0 none, 1 unavailable, 0 held',
+      '(none): 1 nodes, 0 new, 0 old, 1 none, 1 unavailable, 0 held',
+    ]);
+  });
+
+  test('by any other node label', () => {
+    assert.deepEqual(rows('pool'), [
+      'x: 2 nodes, 1 new, 1 old, 0 none, 0 unavailable, 1 held',
+      '(none): 3 nodes, 1 new, 1 old, 1 none, 2 unavailable, 0 held',
+    ]);
+  });
+
+  test('the keys to pick from: the zone first, then every label of the nodes, sorted', () => {
+    assert.deepEqual(nodeLabelKeys(nodes), [ZONE_LABEL, 'pool']);
+    assert.deepEqual(nodeLabelKeys([newNode('n', { b: '1', a: '2' })]), [ZONE_LABEL, 'a', 'b']);
+  });
+
+  test(`a label with a value per node: ${MAX_GROUPS - 1} groups listed, the rest folded into one`, () => {
+    const many = Array.from({ length: 120 }, (_, i) =>
+      newNode(`node-${String(i).padStart(3, '0')}`, { host: `h${i}` }),
+    );
+    const dd = ds();
+    const m = nodeMap({
+      ds: dd,
+      nodes: many,
+      pods: many.map((n) => ready(dd, n.metadata.name!, V2)),
+      revisions: [],
+      now: NOW,
+    });
+    const g = nodeGroups(m, many, 'host');
+    assert.equal(g.rows.length, MAX_GROUPS - 1);
+    assert.equal(g.folded, 120 - (MAX_GROUPS - 1));
+    assert.equal(g.other!.nodes, g.folded);
+    assert.equal(g.rows.reduce((n, r) => n + r.nodes, 0) + g.other!.nodes, 120);
+  });
+});
+
+describe('revisionRows: what `kubectl ads history` reads, with images', () => {
+  test('newest first; the update revision, the undo target (previous), the canary stable one; pods per revision', () => {
+    const d = ds(
+      { rollingUpdate: { canary: { nodes: 1 } } },
+      { canary: { revision: 'c3', stableRevision: 'b2', nodes: ['node-0'], phase: 'Observing' } },
+      'c3',
+    );
+    const withImage = (r: ControllerRevision, images: Record<string, string>, init?: Record<string, string>) => {
+      const entries = (m: Record<string, string>) => Object.entries(m).map(([name, image]) => ({ name, image }));
+      r.data = {
+        spec: {
+          template: {
+            $patch: 'replace',
+            spec: { containers: entries(images), ...(init ? { initContainers: entries(init) } : {}) },
+          },
+        },
+      };
+      return r;
+    };
+    const revisions = [
+      withImage(revision(d, 'a1', 1), { app: 'app:1' }),
+      withImage(revision(d, 'b2', 2), { app: 'app:2', sidecar: 'side:1' }),
+      withImage(revision(d, 'c3', 3), { app: 'app:3' }, { init: 'init:1' }),
+      withImage(revision(newDaemonSet({ name: 'other' }), 'zz', 9), { x: 'x' }),
+    ];
+    revisions[1]!.metadata.annotations = { 'kubernetes.io/change-cause': 'kubectl set image' };
+    const pods = [ready(d, 'node-0', 'c3'), ready(d, 'node-1', 'b2'), ready(d, 'node-2', 'b2')];
+    const m = nodeMap({ ds: d, nodes: addNodes(3), pods, revisions, now: NOW });
+    assert.deepEqual(revisionRows(d, revisions, m), [
+      {
+        number: 3,
+        hash: 'c3',
+        images: ['init=init:1', 'app=app:3'],
+        changeCause: '',
+        update: true,
+        undoTarget: false,
+        stable: false,
+        pods: 1,
+      },
+      {
+        number: 2,
+        hash: 'b2',
+        images: ['app=app:2', 'sidecar=side:1'],
+        changeCause: 'kubectl set image',
+        update: false,
+        undoTarget: true,
+        stable: true,
+        pods: 2,
+      },
+      {
+        number: 1,
+        hash: 'a1',
+        images: ['app=app:1'],
+        changeCause: '',
+        update: false,
+        undoTarget: false,
+        stable: false,
+        pods: 0,
+      },
+    ]);
+  });
+
+  test('one revision: nothing to undo to', () => {
+    const d = ds();
+    assert.deepEqual(
+      revisionRows(d, [revision(d, V2, 1)]).map((r) => r.undoTarget),
+      [false],
+    );
+  });
+});
+
+describe('canaryPodRows: the canary pods and their restarts', () => {
+  const restarting = (p: Pod, counts: number[], reason?: string) => {
+    p.status!.containerStatuses = counts.map((n, i) => ({
+      name: `c${i}`,
+      image: 'x',
+      imageID: '',
+      ready: false,
+      restartCount: n,
+      ...(reason && i === 0 ? { state: { waiting: { reason } } } : {}),
+    })) as never;
+    return p;
+  };
+  const CANARY_SPEC = { rollingUpdate: { canary: { nodes: 2 } } };
+  const status = { canary: { revision: V2, stableRevision: V1, nodes: ['node-1', 'node-2'], phase: 'Observing' } };
+
+  test('pods on status.canary.nodes, by node: restarts summed over containers, the waiting reason', () => {
+    const d = ds(CANARY_SPEC, status);
+    const pods = [
+      ready(d, 'node-0', V1),
+      restarting(newPod(d, 'node-2', { hash: V2, ready: false, name: 'p2' }), [3, 2], 'CrashLoopBackOff'),
+      restarting(ready(d, 'node-1', V2, { name: 'p1' }), [0]),
+      ready(d, 'node-1', V1, { name: 'p1-old', deleting: true }),
+      ready(newDaemonSet({ name: 'other' }), 'node-1', V2, { name: 'not-ours' }),
+    ];
+    assert.deepEqual(canaryPodRows(d, pods), [
+      { pod: 'p1', node: 'node-1', revision: 'new', ready: true, restarts: 0, reason: '' },
+      { pod: 'p2', node: 'node-2', revision: 'new', ready: false, restarts: 5, reason: 'CrashLoopBackOff' },
+    ]);
+  });
+
+  test('no canary in the spec, or a canary of an older revision: none', () => {
+    assert.deepEqual(canaryPodRows(ds({}, status), [ready(ds(), 'node-1', V2)]), []);
+    const older = ds(CANARY_SPEC, { canary: { ...status.canary, revision: 'v0' } });
+    assert.deepEqual(canaryPodRows(older, [ready(older, 'node-1', V2)]), []);
+  });
+});
+
+describe('conditionView', () => {
+  test('the Progressing condition as shown; undefined without one', () => {
+    const d = ds(
+      {},
+      {
+        conditions: [
+          { type: 'Available', status: 'True', reason: 'AllNodesAvailable', message: '' },
+          {
+            type: 'Progressing',
+            status: 'True',
+            reason: 'PartitionReached',
+            message: '2 of 4 nodes updated',
+            lastTransitionTime: '2024-01-01T00:00:30Z',
+          },
+        ],
+      },
+    );
+    assert.deepEqual(conditionView(d), {
+      type: 'Progressing',
+      status: 'True',
+      reason: 'PartitionReached',
+      message: '2 of 4 nodes updated',
+      lastTransitionTime: T0 + 30_000,
+    });
+    assert.equal(conditionView(ds()), undefined);
   });
 });

@@ -1,19 +1,37 @@
-// `kubectl ads dashboard`: a local web page of the Advanced DaemonSets' rollouts, live. It runs on the user's machine
-// only (127.0.0.1; nothing new runs in the cluster) with the user's kubeconfig, and only reads (list and watch).
+// `kubectl ads dashboard`: a local web page of the Advanced DaemonSets' rollouts, live, with the rollout's verbs as
+// buttons. It runs on the user's machine only (127.0.0.1; nothing new runs in the cluster) with the user's
+// kubeconfig: it reads (list and watch), and writes only when the user confirms an action in the page, with the
+// user's own rights (a Forbidden is the apiserver's, shown as such).
 //
-//   GET /                                        the page (assets.ts)
-//   GET /api/daemonsets                          the DaemonSets in scope (ListView, JSON)
-//   GET /api/stream                              the same, pushed on every change (server-sent events "list")
-//   GET /api/daemonsets/:namespace/:name         one DaemonSet: row, node × revision map, events (DetailView)
-//   GET /api/daemonsets/:namespace/:name/stream  the same, pushed on every change (server-sent events "detail")
-import fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+//   GET  /                                                the page (assets.ts), carrying this run's action token
+//   GET  /api/daemonsets                                  the DaemonSets in scope (ListView, JSON)
+//   GET  /api/stream                                      the same, pushed on every change (server-sent events "list")
+//   GET  /api/daemonsets/:namespace/:name[?groupBy=L]     one DaemonSet: row, node map, timeline... (DetailView)
+//   GET  /api/daemonsets/:namespace/:name/stream[?groupBy=L]  the same, pushed on every change (events "detail")
+//   POST /api/daemonsets/:namespace/:name/actions/:action pause, resume, partition, partition-step, canary-promote,
+//        canary-pause, canary-resume, canary-fail, undo (actions.ts: kubectl ads's own commands). Needs the token
+//        in X-ADS-Token and no foreign Origin; GET there is 405 and changes nothing.
+//
+// Why a token: a web page the user visits elsewhere can send a POST to 127.0.0.1 (a "simple" cross-site request
+// needs no CORS preflight), but cannot read this page to learn the token; the Origin check refuses such a request
+// even before that, and the Host check refuses DNS rebinding
+// (https://cheatsheetseries.owasp.org/cheatsheets/Cross-Site_Request_Forgery_Prevention_Cheat_Sheet.html).
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import fastify, {
+  type FastifyInstance,
+  type FastifyPluginAsync,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import sseModule, { type SSEPluginOptions } from '@fastify/sse';
 import { resources } from '../../src/k8s/client.ts';
 import { connect } from '../kubeconfig.ts';
 import { PluginError } from '../errors.ts';
 import pkg from '../../package.json' with { type: 'json' };
-import { loadAssets, UI_SCRIPT, type Assets } from './assets.ts';
-import { KubeSource, type DashboardSource } from './source.ts';
+import { actionErrorResponse, KubeActions, parseActionRequest, type DashboardActions } from './actions.ts';
+import { loadAssets, TOKEN_PLACEHOLDER, UI_SCRIPT, type Assets } from './assets.ts';
+import { KubeSource, type DashboardSource, type DetailOptions } from './source.ts';
+import { TOKEN_HEADER, type ActionResult } from './views.ts';
 
 // The package's module.exports is the plugin wrapped by fastify-plugin (its hooks must reach our routes); its types
 // describe that as the default export of an ES module, which TypeScript reads as the whole CommonJS module.
@@ -29,6 +47,8 @@ export interface DashboardOptions {
   namespace?: string;
   allNamespaces?: boolean;
   port?: number;
+  /** No actions: the page only shows (the dashboard as it was before it had buttons). */
+  readOnly?: boolean;
   /** Aborting it stops the server and the watches; `closed` resolves then. */
   signal?: AbortSignal;
   log?: (line: string) => void;
@@ -38,6 +58,37 @@ interface Params {
   namespace: string;
   name: string;
 }
+
+interface ActionParams extends Params {
+  action: string;
+}
+
+interface DetailQuery {
+  groupBy?: string;
+}
+
+export interface DashboardServerOptions {
+  /** Runs the actions; without it the dashboard is read-only (POSTs are refused, the page shows no buttons). */
+  actions?: DashboardActions;
+  /** The session's token (tests pass one); a random one otherwise. */
+  token?: string;
+  /** Where unexpected failures are logged (stack included; the page gets a plain message). */
+  log?: (line: string) => void;
+}
+
+/** A token for one run of the dashboard: 256 random bits. */
+export function newToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** Compares in constant time (hashes first, so the lengths match). */
+function sameToken(given: string, want: string): boolean {
+  const h = (v: string) => createHash('sha256').update(v).digest();
+  return timingSafeEqual(h(given), h(want));
+}
+
+const detailOptions = (q: DetailQuery | undefined): DetailOptions =>
+  typeof q?.groupBy === 'string' && q.groupBy !== '' ? { groupBy: q.groupBy } : {};
 
 /** Sent with every response of the dashboard (https://owasp.org/www-project-secure-headers/). */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
@@ -49,7 +100,16 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 };
 
 /** The HTTP server over a source (a live cluster's, or a test's). Not listening yet. */
-export async function createDashboardServer(source: DashboardSource, assets: Assets): Promise<FastifyInstance> {
+export async function createDashboardServer(
+  source: DashboardSource,
+  assets: Assets,
+  opts: DashboardServerOptions = {},
+): Promise<FastifyInstance> {
+  const token = opts.token ?? newToken();
+  const { actions } = opts;
+  const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  // The page learns the token from itself (a <meta> tag); a read-only dashboard hands out none.
+  const html = assets.html.replaceAll(TOKEN_PLACEHOLDER, actions ? token : '');
   // forceCloseConnections: the event streams stay open until the page goes; close() must not wait for them.
   const app = fastify({ logger: false, forceCloseConnections: true });
   await app.register(sse, { heartbeatInterval: 15_000 });
@@ -70,14 +130,14 @@ export async function createDashboardServer(source: DashboardSource, assets: Ass
   });
 
   app.get('/', async (_req, reply) =>
-    reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(assets.html),
+    reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(html),
   );
   app.get(`/${UI_SCRIPT}`, async (_req, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-cache').send(assets.script),
   );
   app.get('/api/daemonsets', async () => source.list());
-  app.get<{ Params: Params }>('/api/daemonsets/:namespace/:name', async (req, reply) => {
-    const view = await source.detail(req.params.namespace, req.params.name);
+  app.get<{ Params: Params; Querystring: DetailQuery }>('/api/daemonsets/:namespace/:name', async (req, reply) => {
+    const view = await source.detail(req.params.namespace, req.params.name, detailOptions(req.query));
     if (!view.found && view.synced) reply.code(404);
     return view;
   });
@@ -86,16 +146,75 @@ export async function createDashboardServer(source: DashboardSource, assets: Ass
     const stop = source.subscribeList((v) => void reply.sse.send({ event: 'list', data: v }).catch(() => undefined));
     reply.sse.onClose(stop);
   });
-  app.get<{ Params: Params }>('/api/daemonsets/:namespace/:name/stream', { sse: 'only' }, async (req, reply) => {
-    reply.sse.keepAlive();
-    const { namespace, name } = req.params;
-    const stop = source.subscribeDetail(
-      namespace,
-      name,
-      (v) => void reply.sse.send({ event: 'detail', data: v }).catch(() => undefined),
-    );
-    reply.sse.onClose(stop);
+  app.get<{ Params: Params; Querystring: DetailQuery }>(
+    '/api/daemonsets/:namespace/:name/stream',
+    { sse: 'only' },
+    async (req, reply) => {
+      reply.sse.keepAlive();
+      const { namespace, name } = req.params;
+      const stop = source.subscribeDetail(
+        namespace,
+        name,
+        (v) => void reply.sse.send({ event: 'detail', data: v }).catch(() => undefined),
+        detailOptions(req.query),
+      );
+      reply.sse.onClose(stop);
+    },
+  );
+
+  const refuse = (reply: FastifyReply, status: number, message: string) =>
+    reply
+      .code(status)
+      .type('application/json; charset=utf-8')
+      .send({ ok: false, message } satisfies ActionResult);
+  const actionPath = '/api/daemonsets/:namespace/:name/actions/:action';
+  // Before the body is read: a foreign Origin, no token or a wrong one is refused whatever it carries.
+  const guard = async (req: FastifyRequest, reply: FastifyReply) => {
+    const origin = req.headers.origin;
+    if (origin !== undefined && origin !== `http://${req.headers.host ?? ''}`)
+      return refuse(
+        reply,
+        403,
+        `kubectl ads dashboard: origin "${origin}" refused: actions come from the dashboard's own page`,
+      );
+    if (!actions) return refuse(reply, 403, 'kubectl ads dashboard runs with --read-only: actions are off');
+    const given = req.headers[TOKEN_HEADER];
+    if (typeof given !== 'string' || given === '' || !sameToken(given, token))
+      return refuse(
+        reply,
+        403,
+        `kubectl ads dashboard: missing or wrong ${TOKEN_HEADER} header: reload the page (each run of the dashboard has its own token)`,
+      );
+    // JSON only: a form or text/plain POST is what a cross-site page can send without a preflight.
+    const type = req.headers['content-type'];
+    if (type !== undefined && !/^application\/json\s*(;|$)/i.test(type))
+      return refuse(reply, 415, `error: the request body must be application/json, not ${type}`);
+  };
+  app.post<{ Params: ActionParams; Body: unknown }>(actionPath, { onRequest: guard }, async (req, reply) => {
+    const { namespace, name, action } = req.params;
+    const parsed = parseActionRequest(action, namespace, name, req.body);
+    if (!parsed.ok) return refuse(reply, 400, `error: ${parsed.message}`);
+    if (!source.has(namespace, name))
+      return refuse(reply, 404, `error: ${namespace}/${name} is not an Advanced DaemonSet this dashboard shows`);
+    try {
+      const out = await actions!.run(parsed.value);
+      log(`dashboard: ${parsed.value.command}: ${out.message}`);
+      return { ok: true, message: out.message, warnings: out.warnings } satisfies ActionResult;
+    } catch (err) {
+      const { status, message } = actionErrorResponse(err);
+      log(
+        `dashboard: ${parsed.value.command}: ${status >= 500 && err instanceof Error ? (err.stack ?? err.message) : message}`,
+      );
+      return refuse(reply, status, message);
+    }
   });
+  // An action is never a GET (a link, a prefetch, an <img> must not change anything).
+  app.get(actionPath, async (_req, reply) =>
+    reply
+      .code(405)
+      .header('allow', 'POST')
+      .send({ ok: false, message: 'actions are POST only' } satisfies ActionResult),
+  );
   app.addHook('onClose', async () => source.close());
   return app;
 }
@@ -126,7 +245,10 @@ export async function runDashboard(opts: DashboardOptions): Promise<{ url: strin
   );
   let app: FastifyInstance;
   try {
-    app = await createDashboardServer(source, await loadAssets(`ads dashboard · ${conn.contextName ?? conn.server}`));
+    app = await createDashboardServer(source, await loadAssets(`ads dashboard · ${conn.contextName ?? conn.server}`), {
+      ...(opts.readOnly ? {} : { actions: new KubeActions(conn) }),
+      log,
+    });
   } catch (err) {
     await source.close();
     conn.client.close();
@@ -144,7 +266,10 @@ export async function runDashboard(opts: DashboardOptions): Promise<{ url: strin
   }
   const address = app.server.address();
   const url = `http://${HOST}:${typeof address === 'object' && address ? address.port : port}/`;
-  log(`kubectl ads dashboard: ${scope} of ${conn.contextName ?? conn.server}, serving ${url} (Ctrl-C to stop)`);
+  log(
+    `kubectl ads dashboard: ${scope} of ${conn.contextName ?? conn.server}, serving ${url} (Ctrl-C to stop)` +
+      (opts.readOnly ? ', read-only' : ''),
+  );
   const closed = new Promise<void>((resolve) => {
     const stop = () => {
       app

@@ -5,7 +5,25 @@
 import type { DaemonSet } from '../../src/api/types.ts';
 import { resources, type KubeClient } from '../../src/k8s/client.ts';
 import type { ControllerRevision, Node, Pod } from '../../src/k8s/types.ts';
-import { daemonSetRows, daemonSetSelector, eventRows, nodeMap, type CoreEvent } from './model.ts';
+import { revisionHashLabel } from '../../src/daemonset/history.ts';
+import {
+  canaryPodRows,
+  conditionView,
+  daemonSetRow,
+  daemonSetRows,
+  daemonSetSelector,
+  eventRows,
+  holdCounts,
+  nodeGroups,
+  nodeMap,
+  ownedBy,
+  revisionRows,
+  updateRevisionOf,
+  ZONE_LABEL,
+  type CoreEvent,
+} from './model.ts';
+import type { HoldCounts } from './rollout.ts';
+import { observeRollout, rolloutPace, type RolloutHistory } from './timeline.ts';
 import type { DetailView, ListView } from './views.ts';
 
 export type { DetailView, ListView };
@@ -13,12 +31,24 @@ import { WatchedList } from './watch.ts';
 
 export type Unsubscribe = () => void;
 
+/** How the page wants the detail: the node label its per-zone breakdown groups by. */
+export interface DetailOptions {
+  groupBy?: string;
+}
+
 /** What the server needs; tests give it a fake. */
 export interface DashboardSource {
   list(): ListView;
   subscribeList(listener: (v: ListView) => void): Unsubscribe;
-  detail(namespace: string, name: string): Promise<DetailView>;
-  subscribeDetail(namespace: string, name: string, listener: (v: DetailView) => void): Unsubscribe;
+  detail(namespace: string, name: string, opts?: DetailOptions): Promise<DetailView>;
+  subscribeDetail(
+    namespace: string,
+    name: string,
+    listener: (v: DetailView) => void,
+    opts?: DetailOptions,
+  ): Unsubscribe;
+  /** Whether the DaemonSet is in the dashboard's scope (actions only touch those). */
+  has(namespace: string, name: string): boolean;
   close(): Promise<void>;
 }
 
@@ -47,9 +77,15 @@ export function throttle(fn: () => void, ms: number): { (): void; cancel(): void
   return call;
 }
 
+/** How often a watched DaemonSet's view is pushed even when nothing changed (its pace is a function of time). */
+export const PACE_REFRESH_MS = 5000;
+
 /** The watches of one DaemonSet, kept while some page looks at it. */
 class DetailWatch {
-  readonly listeners = new Set<(v: DetailView) => void>();
+  /** Each page's listener, with the node label it groups by. */
+  readonly listeners = new Map<(v: DetailView) => void, string>();
+  /** The holds of the last node map: the table's row of this DaemonSet counts its target from them too. */
+  holds?: HoldCounts;
   private readonly abort = new AbortController();
   /** Aborts the watches of the DaemonSet's current incarnation (uid). */
   private watchAbort?: AbortController;
@@ -58,6 +94,8 @@ class DetailWatch {
   private events?: WatchedList<CoreEvent>;
   private uid?: string;
   readonly notify: ReturnType<typeof throttle>;
+  /** Recomputes now and then without a watch event: elapsed time, rate and ETA move while the objects do not. */
+  private readonly ticker: NodeJS.Timeout;
 
   constructor(
     private readonly source: KubeSource,
@@ -66,9 +104,14 @@ class DetailWatch {
     throttleMs: number,
   ) {
     this.notify = throttle(() => {
-      const v = this.view();
-      for (const l of this.listeners) l(v);
+      const views = new Map<string, DetailView>();
+      for (const [l, groupBy] of this.listeners) {
+        let v = views.get(groupBy);
+        if (!v) views.set(groupBy, (v = this.view(groupBy)));
+        l(v);
+      }
     }, throttleMs);
+    this.ticker = setInterval(() => this.notify(), PACE_REFRESH_MS).unref();
     this.refresh();
   }
 
@@ -111,23 +154,45 @@ class DetailWatch {
     return !!(this.source.nodes().synced && this.pods?.synced && this.revisions?.synced && this.events?.synced);
   }
 
-  view(): DetailView {
+  view(groupBy = ZONE_LABEL): DetailView {
     const ds = this.source.findDaemonSet(this.namespace, this.name);
     const base = { namespace: this.namespace, name: this.name };
     if (!ds) return { ...base, synced: this.source.listSynced(), found: false, events: [] };
+    const now = Date.now();
+    const nodes = this.source.nodes().list();
+    const pods = this.pods?.list() ?? [];
+    const revisions = this.revisions?.list() ?? [];
+    const map = nodeMap({ ds, nodes, pods, revisions, now });
+    const holds = holdCounts(map);
+    if (JSON.stringify(holds) !== JSON.stringify(this.holds)) {
+      this.holds = holds;
+      // The table's row of this DaemonSet counts from the same holds: redraw it too.
+      this.source.notifyListChanged();
+    }
+    const row = daemonSetRow(ds, holds);
+    const progressing = conditionView(ds);
+    const hash = updateRevisionOf(ds);
+    const current = revisions.find((r) => ownedBy(r, ds) && revisionHashLabel(r) === hash);
+    const revisionCreated = Date.parse(current?.metadata.creationTimestamp ?? '') || undefined;
     return {
       ...base,
       synced: this.synced(),
       found: true,
-      row: daemonSetRows([ds])[0],
-      map: nodeMap({
-        ds,
-        nodes: this.source.nodes().list(),
-        pods: this.pods?.list() ?? [],
-        revisions: this.revisions?.list() ?? [],
-        now: Date.now(),
-      }),
+      row,
+      map,
       events: eventRows(this.events?.list() ?? [], ds),
+      ...(progressing ? { progressing } : {}),
+      timeline: this.source.history(ds)?.entries ?? [],
+      pace: rolloutPace({
+        history: this.source.history(ds),
+        progress: row.rollout.progress,
+        state: row.rollout.state,
+        ...(revisionCreated ? { revisionCreated } : {}),
+        now,
+      }),
+      groups: nodeGroups(map, nodes, groupBy),
+      revisionRows: revisionRows(ds, revisions, map),
+      canaryPods: canaryPodRows(ds, pods),
     };
   }
 
@@ -141,6 +206,7 @@ class DetailWatch {
   }
 
   close(): void {
+    clearInterval(this.ticker);
     this.notify.cancel();
     this.abort.abort();
   }
@@ -154,6 +220,8 @@ export class KubeSource implements DashboardSource {
   private readonly details = new Map<string, DetailWatch>();
   private readonly listListeners = new Set<(v: ListView) => void>();
   private readonly notifyList: ReturnType<typeof throttle>;
+  /** Each DaemonSet's rollout as seen so far (timeline.ts), by namespace/name. */
+  private readonly histories = new Map<string, RolloutHistory>();
   private readonly throttleMs: number;
   readonly log: (line: string) => void;
 
@@ -174,6 +242,7 @@ export class KubeSource implements DashboardSource {
       {
         namespace: scope.allNamespaces ? undefined : scope.namespace,
         onChange: () => {
+          this.observe();
           this.notifyList();
           for (const d of this.details.values()) d.refresh();
         },
@@ -185,6 +254,31 @@ export class KubeSource implements DashboardSource {
 
   listSynced(): boolean {
     return this.daemonSets.synced;
+  }
+
+  /** Records what changed in every DaemonSet since the last watch event (observeRollout keeps what did not). */
+  private observe(): void {
+    const now = Date.now();
+    const seen = new Set<string>();
+    for (const ds of this.daemonSets.list()) {
+      const k = `${ds.metadata.namespace ?? ''}/${ds.metadata.name ?? ''}`;
+      seen.add(k);
+      this.histories.set(k, observeRollout(this.histories.get(k), ds, now));
+    }
+    for (const k of this.histories.keys()) if (!seen.has(k)) this.histories.delete(k);
+  }
+
+  history(ds: DaemonSet): RolloutHistory | undefined {
+    const h = this.histories.get(`${ds.metadata.namespace ?? ''}/${ds.metadata.name ?? ''}`);
+    return h?.uid === ds.metadata.uid ? h : undefined;
+  }
+
+  notifyListChanged(): void {
+    this.notifyList();
+  }
+
+  has(namespace: string, name: string): boolean {
+    return this.findDaemonSet(namespace, name) !== undefined;
   }
 
   findDaemonSet(namespace: string, name: string): DaemonSet | undefined {
@@ -212,7 +306,10 @@ export class KubeSource implements DashboardSource {
       scope: this.scope.allNamespaces ? 'all namespaces' : `namespace ${this.scope.namespace ?? 'default'}`,
       server: this.client.server,
       synced: this.daemonSets.synced,
-      daemonSets: daemonSetRows(this.daemonSets.list()),
+      daemonSets: daemonSetRows(
+        this.daemonSets.list(),
+        (ds) => this.details.get(`${ds.metadata.namespace ?? ''}/${ds.metadata.name ?? ''}`)?.holds,
+      ),
     };
   }
 
@@ -233,20 +330,26 @@ export class KubeSource implements DashboardSource {
     return d;
   }
 
-  async detail(namespace: string, name: string): Promise<DetailView> {
+  async detail(namespace: string, name: string, opts: DetailOptions = {}): Promise<DetailView> {
     const d = this.detailWatch(namespace, name);
     try {
       await d.ready();
-      return d.view();
+      return d.view(opts.groupBy || ZONE_LABEL);
     } finally {
       if (d.listeners.size === 0) this.release(namespace, name, d);
     }
   }
 
-  subscribeDetail(namespace: string, name: string, listener: (v: DetailView) => void): Unsubscribe {
+  subscribeDetail(
+    namespace: string,
+    name: string,
+    listener: (v: DetailView) => void,
+    opts: DetailOptions = {},
+  ): Unsubscribe {
     const d = this.detailWatch(namespace, name);
-    d.listeners.add(listener);
-    listener(d.view());
+    const groupBy = opts.groupBy || ZONE_LABEL;
+    d.listeners.set(listener, groupBy);
+    listener(d.view(groupBy));
     return () => {
       d.listeners.delete(listener);
       if (d.listeners.size === 0) this.release(namespace, name, d);
@@ -256,6 +359,8 @@ export class KubeSource implements DashboardSource {
   private release(namespace: string, name: string, d: DetailWatch): void {
     d.close();
     this.details.delete(`${namespace}/${name}`);
+    // Its row goes back to the estimate from the status alone.
+    if (d.holds) this.notifyList();
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,6 @@
 // An in-memory DashboardSource for tests of the server and the page (plugin/dashboard/server.test.ts, and the
 // browser e2e at 1,000 nodes): views are set by the test and pushed to the subscribers as they change.
-import type { DashboardSource, Unsubscribe } from './source.ts';
+import type { DashboardSource, DetailOptions, Unsubscribe } from './source.ts';
 import type { DetailView, ListView } from './views.ts';
 
 export class StaticSource implements DashboardSource {
@@ -30,11 +30,21 @@ export class StaticSource implements DashboardSource {
     return this.details.get(`${namespace}/${name}`) ?? { namespace, name, synced: true, found: false, events: [] };
   }
 
-  async detail(namespace: string, name: string): Promise<DetailView> {
+  /** The options of each detail request and subscription, in order (what the page asked for). */
+  readonly detailOptions: DetailOptions[] = [];
+
+  async detail(namespace: string, name: string, opts: DetailOptions = {}): Promise<DetailView> {
+    this.detailOptions.push(opts);
     return this.detailOf(namespace, name);
   }
 
-  subscribeDetail(namespace: string, name: string, listener: (v: DetailView) => void): Unsubscribe {
+  subscribeDetail(
+    namespace: string,
+    name: string,
+    listener: (v: DetailView) => void,
+    opts: DetailOptions = {},
+  ): Unsubscribe {
+    this.detailOptions.push(opts);
     const k = `${namespace}/${name}`;
     const set = this.detailListeners.get(k) ?? new Set();
     this.detailListeners.set(k, set);
@@ -48,6 +58,14 @@ export class StaticSource implements DashboardSource {
     const k = `${view.namespace}/${view.name}`;
     this.details.set(k, view);
     for (const l of this.detailListeners.get(k) ?? []) l(view);
+  }
+
+  /** In scope: listed in the list view, or given a detail view. */
+  has(namespace: string, name: string): boolean {
+    return (
+      this.listView.daemonSets.some((r) => r.namespace === namespace && r.name === name) ||
+      this.details.get(`${namespace}/${name}`)?.found === true
+    );
   }
 
   /** Subscribers of every stream. */

@@ -11,8 +11,12 @@ export type CellRevision = 'new' | 'old' | 'none';
  */
 export type CellState = 'preparing-delete' | 'terminating' | 'missing' | 'unavailable' | 'available';
 
-/** Why a node keeps an old revision: the partition, or rollingUpdate.selector not matching the node. */
-export type CellHold = 'partition' | 'selector';
+/**
+ * Why a node keeps an old revision: the partition, rollingUpdate.selector not matching the node, or a canary of the
+ * update revision that has not been promoted (the node keeps the stable revision; while the canary is Paused or
+ * Failed, its own nodes too).
+ */
+export type CellHold = 'partition' | 'selector' | 'canary';
 
 export interface NodeCell {
   node: string;
@@ -52,6 +56,7 @@ export interface NodeMapCounts {
   canary: number;
   heldByPartition: number;
   heldBySelector: number;
+  heldByCanary: number;
 }
 
 export interface NodeMap {
@@ -71,6 +76,56 @@ export interface NodeMap {
   canary?: { phase: string; nodes: number };
   /** Nodes the DaemonSet neither targets nor has pods on (left off the map). */
   untargeted: number;
+}
+
+/**
+ * The rollout's state, one word for the table and the detail alike (rollout.ts rolloutView): failed (a Failed
+ * canary, ProgressDeadlineExceeded, an invalid rollingUpdate.selector), pending (a spec change not observed yet),
+ * complete, held (done up to what the partition and rollingUpdate.selector allow: Progressing reason PartitionReached),
+ * canary (Observing), canary-paused, paused (rollingUpdate.paused), progressing, ondelete.
+ */
+export type RolloutState =
+  'failed' | 'pending' | 'complete' | 'held' | 'canary' | 'canary-paused' | 'paused' | 'progressing' | 'ondelete';
+
+export type BadgeTone = 'ok' | 'info' | 'warn' | 'bad';
+
+export interface Badge {
+  /** Stable, for the CSS and the tests: the state, or held-partition, held-selector, held-canary, paused, canary. */
+  kind: string;
+  text: string;
+  /** The longer explanation (tooltip). */
+  title: string;
+  tone: BadgeTone;
+}
+
+/**
+ * Progress against what the rollout may update now: `target` nodes of `desired` (the partition, rollingUpdate.selector
+ * and an unpromoted canary keep the rest on their revision), counted as kubectl counts a partitioned StatefulSet.
+ */
+export interface RolloutProgress {
+  /** status.updatedNumberScheduled. */
+  updated: number;
+  /** The nodes the rollout may update: desired less what partition, selector and canary hold. */
+  target: number;
+  /** status.desiredNumberScheduled. */
+  desired: number;
+  /** status.numberAvailable. */
+  available: number;
+  /** false when target is an estimate (rollingUpdate.selector, and the dashboard does not watch the nodes' pods). */
+  exact: boolean;
+  /** 0-100, updated of target. */
+  percent: number;
+  /** "141 / 226 allowed (of 500)", "3 / 3". */
+  text: string;
+}
+
+export interface RolloutView {
+  state: RolloutState;
+  /** kubectl ads status's line (plugin/status.ts rolloutStatus), kubectl's wording where it has one. */
+  message: string;
+  /** The state's badge first, then what holds the rollout, paused, the canary phase. */
+  badges: Badge[];
+  progress: RolloutProgress;
 }
 
 /** One line of the DaemonSet list: the rollout's progress from the status the controller writes. */
@@ -94,6 +149,10 @@ export interface DaemonSetRow {
   observed: boolean;
   /** Observed, and every desired node runs an available pod of the update revision. */
   complete: boolean;
+  /** spec.updateStrategy.rollingUpdate.canary is set (the canary actions apply). */
+  hasCanary: boolean;
+  /** The one state computation the table and the detail share. */
+  rollout: RolloutView;
 }
 
 export interface EventRow {
@@ -116,6 +175,98 @@ export interface ListView {
   daemonSets: DaemonSetRow[];
 }
 
+/** A condition of status.conditions as shown. */
+export interface ConditionView {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+  /** ms since the epoch, 0 when absent. */
+  lastTransitionTime: number;
+}
+
+export type TimelineKind = 'revision' | 'progressing' | 'canary' | 'updated' | 'spec' | 'observed';
+
+/** One step of the rollout as the dashboard saw the object change (timeline.ts). */
+export interface TimelineEntry {
+  /** ms since the epoch. */
+  at: number;
+  kind: TimelineKind;
+  text: string;
+  /** The condition's or the canary's reason, when there is one. */
+  reason?: string;
+  /** Seen changing by the dashboard (true), or read from a timestamp the object carries (false). */
+  observed: boolean;
+}
+
+/** Rate, elapsed time and ETA of the rollout (timeline.ts rolloutPace). */
+export interface RolloutPace {
+  /** When the rollout of the update revision started (ms since the epoch), and how that is known. */
+  startedAt?: number;
+  startedFrom?: 'observed' | 'revision';
+  elapsedMs?: number;
+  /** Nodes updated per minute over the last `windowMs` (or since first seen, when shorter); undefined before 15 s. */
+  perMinute?: number;
+  windowMs: number;
+  /** To the allowed target at that rate; 0 when reached; undefined when there is no rate or nothing moves. */
+  etaMs?: number;
+  /** Why there is no ETA ("paused", "canary waits for promotion", "no progress in the window"...). */
+  etaNote?: string;
+}
+
+/** Nodes grouped by the value of one node label, e.g. topology.kubernetes.io/zone. */
+export interface NodeGroupRow {
+  /** The label value; '' for nodes without the label. */
+  value: string;
+  nodes: number;
+  new: number;
+  old: number;
+  /** Nodes without a live pod. */
+  none: number;
+  /** Cells not available (unavailable, terminating, PreparingDelete, missing). */
+  unavailable: number;
+  held: number;
+}
+
+export interface NodeGroups {
+  key: string;
+  /** Label keys present on the DaemonSet's nodes, to group by (sorted; the zone key first). */
+  keys: string[];
+  rows: NodeGroupRow[];
+  /** How many values were folded into `other` (too many to list: a label with a value per node). */
+  folded: number;
+  other?: NodeGroupRow;
+}
+
+/** One ControllerRevision of the DaemonSet, newest first. */
+export interface RevisionRow {
+  number: number;
+  hash: string;
+  /** "container=image", init containers first. */
+  images: string[];
+  changeCause: string;
+  /** The update revision (status.daemonSetHash / updateRevision): what new pods get. */
+  update: boolean;
+  /** The revision `undo` goes back to (the previous one). */
+  undoTarget: boolean;
+  /** The canary's stable revision. */
+  stable: boolean;
+  /** Live pods on it. */
+  pods: number;
+}
+
+/** A pod on a canary node (status.canary.nodes). */
+export interface CanaryPodRow {
+  pod: string;
+  node: string;
+  revision: CellRevision;
+  ready: boolean;
+  /** Sum of containerStatuses[].restartCount. */
+  restarts: number;
+  /** A waiting or terminated container's reason (CrashLoopBackOff, ErrImagePull...), '' when none. */
+  reason: string;
+}
+
 /** One DaemonSet: its row, node map and events; `found` false when it is not (or no longer) there. */
 export interface DetailView {
   namespace: string;
@@ -125,4 +276,46 @@ export interface DetailView {
   row?: DaemonSetRow;
   map?: NodeMap;
   events: EventRow[];
+  /** status.conditions Progressing. */
+  progressing?: ConditionView;
+  /** Oldest first. */
+  timeline?: TimelineEntry[];
+  pace?: RolloutPace;
+  groups?: NodeGroups;
+  revisionRows?: RevisionRow[];
+  canaryPods?: CanaryPodRow[];
+  /** Actions are enabled (not --read-only). */
+  actions?: boolean;
 }
+
+/** What the page may ask (POST /api/daemonsets/:namespace/:name/actions/:action). */
+export const ACTIONS = [
+  'pause',
+  'resume',
+  'partition',
+  'partition-step',
+  'canary-promote',
+  'canary-pause',
+  'canary-resume',
+  'canary-fail',
+  'undo',
+] as const;
+export type ActionName = (typeof ACTIONS)[number];
+
+/** The body of an action: `value` for partition (N or N%), `step` for partition-step, `toRevision` for undo. */
+export interface ActionBody {
+  value?: string;
+  step?: number | string;
+  toRevision?: number | string;
+}
+
+/** The answer to an action: what kubectl ads printed (its stdout line, and warnings from stderr). */
+export interface ActionResult {
+  ok: boolean;
+  message: string;
+  warnings?: string[];
+}
+
+/** The HTTP header that carries the session's token, and the <meta> name the page reads it from. */
+export const TOKEN_HEADER = 'x-ads-token';
+export const TOKEN_META = 'ads-token';
