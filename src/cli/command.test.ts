@@ -117,3 +117,23 @@ describe('flagsHelp', () => {
   for (const row of durations)
     test(`formatDuration: ${row.name}`, () => assert.equal(formatDuration(row.ms), row.want));
 });
+
+test('runMain: output piped into a reader that stops early ends quietly with the exit code, no stack trace', async () => {
+  const { spawn } = await import('node:child_process');
+  // A command that prints far more than a pipe holds; the reader closes after the first chunk.
+  const script = `
+    import { runMain } from ${JSON.stringify(new URL('./command.ts', import.meta.url).href)};
+    await runMain([{ name: 'big', summary: '', usage: '', run: async () => {
+      for (let i = 0; i < 2000; i++) process.stdout.write('x'.repeat(1024) + '\\n');
+      return 0;
+    } }], ['big']);`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  child.stdout.once('data', () => child.stdout.destroy());
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  assert.equal(code, 0, stderr);
+  assert.doesNotMatch(stderr, /EPIPE|at /, 'no stack trace');
+});

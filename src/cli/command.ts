@@ -318,6 +318,12 @@ export const topUsage = (commands: readonly Command[]) =>
  * else is a bug and keeps its stack.
  */
 export async function runMain(commands: readonly Command[], argv: string[]): Promise<void> {
+  // Output piped into a reader that stops early (`cluster status | head`): stop quietly, as a Go CLI does on SIGPIPE,
+  // instead of a stack trace from the unhandled EPIPE.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    process.exit(process.exitCode ?? 0);
+  });
   try {
     const [name, ...rest] = argv;
     if (!name || name === '--help' || name === '-h' || name === 'help') {
