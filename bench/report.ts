@@ -342,7 +342,7 @@ function webhookMemoryTable(w: WebhookMemoryResult): string[] {
         ]
       : []),
     '',
-    "Each review is a DaemonSet of as many minimal containers as fit under the body limit: the most defaulting work per byte. 200 answers carry a refusal: of its oversized patch, or (defaulting it needs about 110 MiB of heap) of the admission thread's memory limit, the thread being replaced; 429 answers are the concurrency or request-bytes limit (README, Admission webhook). The cgroup's peak counts page cache too.",
+    "Each review is a DaemonSet of as many minimal containers as fit under the body limit: the most defaulting work per byte. 200 answers carry a refusal: of its oversized patch, or (defaulting it needs about 110 MiB of heap) of the admission thread's memory limit, the thread being replaced; 429 answers are the concurrency or request-bytes limit (docs/api.md, admission webhook). The cgroup's peak counts page cache too.",
   ];
 }
 

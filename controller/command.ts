@@ -68,7 +68,7 @@ export const controllerFlags = {
   },
   'image-predownload': enumFlag(
     ['pods', 'imagepulljob', 'off'],
-    "with that gate on: pods pulls a rollout's new images ahead on nodes still running old pods with short-lived pull pods (README: image pre-download); imagepulljob creates Kruise ImagePullJobs instead (needs that CRD and kruise-daemon); off",
+    "with that gate on: pods pulls a rollout's new images ahead on nodes still running old pods with short-lived pull pods (docs/rollout-strategies.md: image pre-download); imagepulljob creates Kruise ImagePullJobs instead (needs that CRD and kruise-daemon); off",
     'pods',
   ),
   'kruise-pod-ready-gate': enumFlag(

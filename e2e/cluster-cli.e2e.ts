@@ -32,7 +32,7 @@ describe('cluster CLI', () => {
       assert.match(status.stdout, new RegExp(`kubectl: +${kubectl}`), 'status names the kubectl up pointed at');
       const nodes = await run(kubectl, ['--kubeconfig', state.kubeconfig, 'get', 'nodes', '-o', 'name']);
       assert.equal(nodes.stdout.trim().split('\n').length, 2);
-      // Zones as the README's canary example has them: two nodes per zone.
+      // Zones as the canary example of docs/rollout-strategies.md has them: two nodes per zone.
       const zones = await run(kubectl, ['--kubeconfig', state.kubeconfig, 'get', 'nodes', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.metadata.labels.topology\\.kubernetes\\.io/zone} {end}']); // prettier-ignore
       assert.equal(zones.stdout.trim(), 'kwok-node-000=zone-a kwok-node-001=zone-a');
       // `eval "$(cluster env)"` gives a shell this cluster's kubeconfig and the cluster's own kubectl and helm.

@@ -1,4 +1,4 @@
-// apps.kruise.io/v1beta1 next to v1alpha1 on the real control plane (README: API versions and conversion).
+// apps.kruise.io/v1beta1 next to v1alpha1 on the real control plane (docs/api.md: API versions and conversion).
 //
 // On the shared cluster, whose manager registered the conversion webhook by URL (e2e/run.ts): an object created in
 // v1alpha1 reads in v1beta1, and updated in v1beta1 reads back in v1alpha1, every field compared leaf by leaf with

@@ -1,4 +1,4 @@
-// e2e of the canary's health gates (README.md, "Canary with health gates"), with the failure images of the local
+// e2e of the canary's health gates (docs/rollout-strategies.md, "Canary with health gates"), with the failure images of the local
 // cluster (e2e/cluster/kwok-stages.yaml, proven in failure-images.e2e.ts): a crashing canary pauses
 // (autoPause.maxRestarts), then fails (autoFail.maxRestarts); its nodes go back to the stable revision, the rollout is
 // held until the template changes, and a fixed template restarts the canary on the same nodes. An image that cannot

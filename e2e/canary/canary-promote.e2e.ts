@@ -1,4 +1,4 @@
-// e2e of canaries that go well (README.md, "Canary with health gates"): a new revision first runs on the canary nodes
+// e2e of canaries that go well (docs/rollout-strategies.md, "Canary with health gates"): a new revision first runs on the canary nodes
 // only, labelled advanced-daemonset.io/canary, while every other node keeps the stable revision; Auto validation
 // promotes once every canary pod has been available for `duration`, Manual when the canary-validated annotation names
 // the revision; then the rolling update finishes. Canary nodes spread over spreadByNodeLabels and stay the same across

@@ -145,7 +145,7 @@ export class PodHistory {
 }
 
 // ------------------------------------------------------------------------------------------------
-// The canary contract (README.md, "Canary with health gates"): names as the tests rely on them, spelled out here
+// The canary contract (docs/rollout-strategies.md, "Canary with health gates"): names as the tests rely on them, spelled out here
 // rather than imported from src/, so a renamed constant there fails these tests.
 
 export const CANARY_POD_LABEL = 'advanced-daemonset.io/canary';

@@ -1,8 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { documentSnippets, parseSnippets, sessionSnippets, unmarkedShellBlocks, type Snippet } from './snippets.ts';
+import {
+  SNIPPET_DOCUMENTS,
+  documentSnippets,
+  parseSnippets,
+  sessionSnippets,
+  unmarkedShellBlocks,
+  type Snippet,
+} from './snippets.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 
@@ -118,5 +125,16 @@ test('the READMEs: every shell block is run by a test or says why not', () => {
     sessionSnippets(snippets, 'real-node').length,
     2,
     'the real-node blocks: cluster and image; helm install',
+  );
+});
+
+test('every document of docs/ with a shell block is one whose blocks are checked', () => {
+  const withShell = readdirSync(join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`)
+    .filter((f) => parseSnippets(readFileSync(join(root, f), 'utf8')).some((s) => s.lang === 'sh'));
+  assert.deepEqual(
+    withShell.filter((f) => !(SNIPPET_DOCUMENTS as readonly string[]).includes(f)),
+    [],
   );
 });

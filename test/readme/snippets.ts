@@ -12,8 +12,15 @@
 
 export type SnippetMode = 'run' | 'start' | 'save' | 'skip';
 
-/** The documents whose blocks are checked, in the order a session runs them (the chart's after the README's). */
-export const SNIPPET_DOCUMENTS = ['README.md', 'charts/advanced-daemonset/README.md'] as const;
+/** The documents whose blocks are checked, in the order a session runs them (the README's first, the chart's last). */
+export const SNIPPET_DOCUMENTS = [
+  'README.md',
+  'docs/api.md',
+  'docs/dashboard.md',
+  'docs/rollout-strategies.md',
+  'bench/README.md',
+  'charts/advanced-daemonset/README.md',
+] as const;
 
 export interface Snippet {
   /** The document, relative to the repository's root (set by the caller). */
