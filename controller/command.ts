@@ -1,5 +1,6 @@
 // `advanced-daemonset controller` and `advanced-daemonset manager` (controller + webhook in one
 // process, the default in a deployment, as kruise-manager).
+import { DEFAULT_KRUISE_POD_READY_GATE } from '../src/daemonset/pods.ts';
 import { hostname } from 'node:os';
 import { pino, type Logger } from 'pino';
 import {
@@ -74,7 +75,7 @@ export const controllerFlags = {
   'kruise-pod-ready-gate': enumFlag(
     ['always', 'when-needed'],
     'always: the KruisePodReady readiness gate on every pod, as Kruise, set True right after the create (one status write per pod); when-needed: only on pods of DaemonSets with lifecycle.preDelete.markPodNotReady, one write per pod fewer for very large clusters, but pods created without the gate cannot be made NotReady later (markPodNotReady turned on afterwards, ContainerRecreateRequest unreadyGracePeriodSeconds)',
-    'always',
+    DEFAULT_KRUISE_POD_READY_GATE,
   ),
   'daemonset-api-version': enumFlag(
     ['v1beta1', 'v1alpha1'],

@@ -14,11 +14,8 @@ import { planDaemonSet } from '../../src/daemonset/plan.ts';
 import { PlanMemo } from '../../src/daemonset/memo.ts';
 import { minDelay } from '../../src/daemonset/context.ts';
 import { STATUS_PROGRESS_INTERVAL_MS } from '../../src/daemonset/status.ts';
-import type {
-  DaemonSetSnapshot,
-  ImagePreDownloadMode,
-  KruisePodReadyGateMode,
-} from '../../src/daemonset/plan-types.ts';
+import type { DaemonSetSnapshot, ImagePreDownloadMode } from '../../src/daemonset/plan-types.ts';
+import { DEFAULT_KRUISE_POD_READY_GATE, type KruisePodReadyGateMode } from '../../src/daemonset/pods.ts';
 import type { BackoffState } from '../../src/daemonset/backoff.ts';
 import { labelSelectorMatches } from '../../src/k8s/labels.ts';
 import { isNotFound, resources, type KubeClient } from '../../src/k8s/client.ts';
@@ -112,7 +109,7 @@ export class DaemonSetController {
 
   constructor(opts: DaemonSetControllerOptions) {
     this.imagePreDownload = opts.imagePreDownload ?? 'pods';
-    this.kruisePodReadyGate = opts.kruisePodReadyGate ?? 'always';
+    this.kruisePodReadyGate = opts.kruisePodReadyGate ?? DEFAULT_KRUISE_POD_READY_GATE;
     this.access = daemonSetAccess(opts.apiVersion);
     this.baseClient = opts.client;
     this.client = opts.client;

@@ -6,7 +6,8 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe } from 'node:test';
-import { zeroCounters, type StatusCounters } from '../../src/daemonset/status.ts';
+import { zeroCounters } from '../../src/daemonset/status.ts';
+import type { StatusCounters } from '../../src/daemonset/plan-types.ts';
 import { binaries, repoRoot } from '../cluster/binaries.ts';
 import { clusterDown, clusterUp, fakeNode } from '../cluster/cluster.ts';
 import { installCrd } from '../cluster/crd.ts';

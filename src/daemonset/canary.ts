@@ -46,7 +46,7 @@ import {
 import { revisionHashLabel } from './history.ts';
 import { getInPlaceUpdateState, templateOfRevision } from './inplace.ts';
 import { newPod, podRevisionHash } from './pods.ts';
-import type { PlanEvent, PodCreate, PodPatch } from './plan-types.ts';
+import type { CanaryPlan, PlanEvent, PodCreate, PodPatch } from './plan-types.ts';
 import { isRollingUpdate, nodeSelectedForUpdate } from './strategy.ts';
 
 // ---- API shapes (src/api/schema.ts: the same in v1alpha1 and v1beta1) ----
@@ -633,36 +633,6 @@ export function nextCanaryPhase(input: CanaryPhaseInput): CanaryVerdict {
 }
 
 // ---- one sync ----
-
-export interface CanaryPlan {
-  /** status.canary to write; undefined when there is no canary (nothing stored, nothing to write). */
-  status?: CanaryStatus;
-  /**
-   * Per-node target revisions apply: the canary of the current revision is Observing, Paused or Failed. Otherwise
-   * every node targets the current revision, as without a canary.
-   */
-  active: boolean;
-  phase?: CanaryPhase;
-  /** The canary nodes that exist. */
-  nodes: ReadonlySet<string>;
-  /** The revision hash the other nodes keep (and the canary nodes go back to when Failed). */
-  stableHash: string;
-  /** The DaemonSet with the stable revision's template, to build its pods. */
-  stableDs?: DaemonSet;
-  /**
-   * The nodes the rolling update touches while active, each toward its target: the canary nodes (Observing: to the
-   * current revision; Failed: back to the stable one); none while Paused.
-   */
-  rollingNodes: readonly string[];
-  events: PlanEvent[];
-  /** Canary label upkeep (PatchReason CanaryLabel). */
-  podPatches: PodPatch[];
-  requeueAfterMs?: number;
-  /** Observing with every canary pod available: waiting on its clock or a person, not stuck (progress deadline). */
-  waiting: boolean;
-  /** Failed: every canary node runs an available pod of the stable revision again. */
-  rolledBack?: boolean;
-}
 
 /** The revision hash `nodeName` should run this sync. */
 export function targetHash(ctx: SyncContext, nodeName: string): string {

@@ -1,14 +1,11 @@
 // What every planning step shares within one sync: nodes with their eligibility, pods grouped by node, the hash.
 import type { DaemonSet } from '../api/types.ts';
-import type { CanaryPlan } from './canary.ts';
 import type { Node, Pod } from '../k8s/types.ts';
 import { nodeShouldRunDaemonPod, templateTolerations, type NodeEligibility } from './eligibility.ts';
 import type { PlanMemo, PodLookup, PodUpkeepCounts } from './memo.ts';
 import { newNodeState, type NodeState } from './node-state.ts';
 import { getNodesToDaemonPods } from './pods.ts';
-import type { PlanOptions } from './plan-types.ts';
-import type { CountersResult } from './status.ts';
-import type { NodesToUpdateStates } from './update.ts';
+import type { CanaryPlan, CountersResult, NodesToUpdateStates, PlanOptions } from './plan-types.ts';
 
 export interface SyncContext {
   ds: DaemonSet;

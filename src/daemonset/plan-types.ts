@@ -1,9 +1,10 @@
 // The data a sync plan is made of: what the shell (controller/) executes. See planDaemonSet in plan.ts.
-import type { DaemonSet, DaemonSetStatus } from '../api/types.ts';
-import type { ControllerRevision, Node, Pod } from '../k8s/types.ts';
+import type { CanaryPhase, CanaryStatus, DaemonSet, DaemonSetStatus } from '../api/types.ts';
+import type { ControllerRevision, KubeObject, Node, Pod } from '../k8s/types.ts';
 import type { BackoffState } from './backoff.ts';
 import type { PlanEventReason } from './events.ts';
-import type { ImagePreDownloadPlan, ImagePullJobPlan } from './predownload.ts';
+import type { KruisePodReadyGateMode } from './pods.ts';
+import type { NodeState } from './node-state.ts';
 
 /** Why a pod is deleted (for logs and tests; the events are SuccessfulDelete/FailedDelete as upstream). */
 export type DeleteReason =
@@ -174,18 +175,6 @@ export interface Plan {
 
 export type ImagePreDownloadMode = 'pods' | 'imagepulljob' | 'off';
 
-/**
- * --kruise-pod-ready-gate: which new pods get the KruisePodReady readiness gate. 'always' (the default), as Kruise's
- * pod webhook gives it to every pod a Kruise workload owns
- * (https://github.com/openkruise/kruise/blob/master/pkg/webhook/pod/mutating/pod_readiness.go): other Kruise
- * features hold a pod NotReady through it (lifecycle.preDelete.markPodNotReady, ContainerRecreateRequest's
- * unreadyGracePeriodSeconds), also on pods created before they were turned on. Each gate costs one status write per
- * pod created (the condition set True). 'when-needed' saves that write on very large clusters by giving the gate
- * only to pods of DaemonSets with lifecycle.preDelete.markPodNotReady; pods created without it can never be made
- * NotReady by those features.
- */
-export type KruisePodReadyGateMode = 'always' | 'when-needed';
-
 export interface PlanOptions {
   /** --assign-pods-by-scheduler (default true). */
   assignPodsByScheduler?: boolean;
@@ -194,7 +183,7 @@ export interface PlanOptions {
    * ('imagepulljob'), or not ('off', the default here).
    */
   imagePreDownload?: ImagePreDownloadMode;
-  /** --kruise-pod-ready-gate (default 'always'). */
+  /** --kruise-pod-ready-gate (default DEFAULT_KRUISE_POD_READY_GATE, pods.ts). */
   kruisePodReadyGate?: KruisePodReadyGateMode;
 }
 
@@ -228,4 +217,100 @@ export interface DaemonSetSnapshot {
   /** Image pre-download pull pods of this DaemonSet (label apps.kruise.io/image-predownload-daemonset-uid). */
   imagePullPods?: readonly Pod[];
   options?: PlanOptions;
+}
+
+// ---- the results of the planning stages, read by the later ones through SyncContext ----
+
+export interface StatusCounters {
+  desiredNumberScheduled: number;
+  currentNumberScheduled: number;
+  numberMisscheduled: number;
+  numberReady: number;
+  numberAvailable: number;
+  numberUnavailable: number;
+  updatedNumberScheduled: number;
+}
+
+export interface CountersResult {
+  counters: StatusCounters;
+  requeueAfterMs?: number;
+}
+
+/**
+ * The partition is at least the number of nodes selected by rollingUpdate.selector, so it keeps every selected node
+ * not updated yet on the old revision (it counts within the selected nodes, see filterDaemonPodsNodeToUpdate).
+ * Reported in the Progressing condition and an event, since Kruise, counting the partition over all nodes, may
+ * update some of them.
+ */
+export interface SelectorPartitionHold {
+  partition: number;
+  /** Selected nodes not updated yet, all kept on the old revision by the partition. */
+  held: number;
+  /** Nodes selected by rollingUpdate.selector. */
+  selected: number;
+  /** Nodes taking part in the rolling update: what Kruise counts the partition over. */
+  all: number;
+}
+
+export interface NodesToUpdate {
+  /** filterDaemonPodsNodeToUpdate: the nodes the rolling update may touch, in processing order. */
+  nodes: string[];
+  /** Set when a rollingUpdate.selector is given and the partition, at least the selected count, holds them all. */
+  hold?: SelectorPartitionHold;
+}
+
+/** NodesToUpdate with the states of `nodes` (same order), for the passes that read their pods. */
+export interface NodesToUpdateStates extends NodesToUpdate {
+  states: NodeState[];
+}
+
+export interface CanaryPlan {
+  /** status.canary to write; undefined when there is no canary (nothing stored, nothing to write). */
+  status?: CanaryStatus;
+  /**
+   * Per-node target revisions apply: the canary of the current revision is Observing, Paused or Failed. Otherwise
+   * every node targets the current revision, as without a canary.
+   */
+  active: boolean;
+  phase?: CanaryPhase;
+  /** The canary nodes that exist. */
+  nodes: ReadonlySet<string>;
+  /** The revision hash the other nodes keep (and the canary nodes go back to when Failed). */
+  stableHash: string;
+  /** The DaemonSet with the stable revision's template, to build its pods. */
+  stableDs?: DaemonSet;
+  /**
+   * The nodes the rolling update touches while active, each toward its target: the canary nodes (Observing: to the
+   * current revision; Failed: back to the stable one); none while Paused.
+   */
+  rollingNodes: readonly string[];
+  events: PlanEvent[];
+  /** Canary label upkeep (PatchReason CanaryLabel). */
+  podPatches: PodPatch[];
+  requeueAfterMs?: number;
+  /** Observing with every canary pod available: waiting on its clock or a person, not stuck (progress deadline). */
+  waiting: boolean;
+  /** Failed: every canary node runs an available pod of the stable revision again. */
+  rolledBack?: boolean;
+}
+
+export interface ImagePreDownloadPlan {
+  /** Pull pods to create (full manifests). */
+  creates: { nodeName: string; pod: Pod }[];
+  /** Pull pods to delete: finished, or cancelled. */
+  deletes: { podName: string; uid?: string; nodeName?: string; reason: 'Pulled' | 'PullFailed' | 'Cancelled' }[];
+  /** Annotations on old daemon pods recording that their node has the new images. */
+  podPatches: PodPatch[];
+  events: PlanEvent[];
+}
+
+export interface ImagePullJobPlan {
+  /** The current ControllerRevision, whose labels keep the state. */
+  revisionName: string;
+  /** ImagePullJobs to create (AlreadyExists counts as done). */
+  creates: KubeObject[];
+  /** Delete every ImagePullJob of this DaemonSet (label apps.kruise.io/image-predownload-daemonset-uid). */
+  deleteAll: boolean;
+  /** Labels to merge into the current ControllerRevision once the above succeeded. */
+  revisionLabels?: Record<string, string>;
 }

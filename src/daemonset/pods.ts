@@ -19,8 +19,21 @@ import {
   POD_TEMPLATE_GENERATION_LABEL,
 } from './constants.ts';
 import { templateTolerations } from './eligibility.ts';
-import type { KruisePodReadyGateMode } from './plan-types.ts';
 import { isInPlaceIfPossible } from './strategy.ts';
+
+/**
+ * --kruise-pod-ready-gate: which new pods get the KruisePodReady readiness gate. 'always' (the default), as Kruise's
+ * pod webhook gives it to every pod a Kruise workload owns
+ * (https://github.com/openkruise/kruise/blob/master/pkg/webhook/pod/mutating/pod_readiness.go): other Kruise
+ * features hold a pod NotReady through it (lifecycle.preDelete.markPodNotReady, ContainerRecreateRequest's
+ * unreadyGracePeriodSeconds), also on pods created before they were turned on. Each gate costs one status write per
+ * pod created (the condition set True). 'when-needed' saves that write on very large clusters by giving the gate
+ * only to pods of DaemonSets with lifecycle.preDelete.markPodNotReady; pods created without it can never be made
+ * NotReady by those features.
+ */
+export type KruisePodReadyGateMode = 'always' | 'when-needed';
+/** Kruise's behaviour: the gate on every pod. */
+export const DEFAULT_KRUISE_POD_READY_GATE: KruisePodReadyGateMode = 'always';
 
 export interface NewPodOptions {
   /**
@@ -28,12 +41,15 @@ export interface NewPodOptions {
    * false sets spec.nodeName and schedulerName kubernetes.io/daemonset-controller instead.
    */
   assignPodsByScheduler?: boolean;
-  /** --kruise-pod-ready-gate (plan-types.ts); default 'always'. */
+  /** --kruise-pod-ready-gate; default DEFAULT_KRUISE_POD_READY_GATE. */
   kruisePodReadyGate?: KruisePodReadyGateMode;
 }
 
 /** Whether new pods of `ds` get the KruisePodReady readiness gate (see KruisePodReadyGateMode). */
-export function needsKruisePodReadyGate(ds: DaemonSet, mode: KruisePodReadyGateMode = 'always'): boolean {
+export function needsKruisePodReadyGate(
+  ds: DaemonSet,
+  mode: KruisePodReadyGateMode = DEFAULT_KRUISE_POD_READY_GATE,
+): boolean {
   return mode === 'always' || ds.spec.lifecycle?.preDelete?.markPodNotReady === true;
 }
 

@@ -22,7 +22,7 @@ import {
 import { templateTolerations } from './eligibility.ts';
 import { templateOfRevision } from './inplace.ts';
 import { controllerRef, findUpdatedPodsOnNode } from './pods.ts';
-import type { PlanEvent, PodPatch } from './plan-types.ts';
+import type { ImagePreDownloadPlan, ImagePullJobPlan } from './plan-types.ts';
 import { hasUpdateSelector, isRollingUpdate, partitionCount, rollingUpdateBudget } from './strategy.ts';
 import { nodesToUpdate } from './update.ts';
 import { cmp } from './context.ts';
@@ -32,16 +32,6 @@ import { FAILED_PRE_DOWNLOAD_IMAGE_REASON } from './events.ts';
 export const PULL_POD_COMMAND = ['/bin/sh', '-c', 'exit 0'];
 export const DEFAULT_PREDOWNLOAD_PARALLELISM = 1;
 export const DEFAULT_PREDOWNLOAD_TIMEOUT_SECONDS = 300;
-
-export interface ImagePreDownloadPlan {
-  /** Pull pods to create (full manifests). */
-  creates: { nodeName: string; pod: Pod }[];
-  /** Pull pods to delete: finished, or cancelled. */
-  deletes: { podName: string; uid?: string; nodeName?: string; reason: 'Pulled' | 'PullFailed' | 'Cancelled' }[];
-  /** Annotations on old daemon pods recording that their node has the new images. */
-  podPatches: PodPatch[];
-  events: PlanEvent[];
-}
 
 function positiveIntAnnotation(ds: DaemonSet, key: string, fallback: number): number {
   const v = ds.metadata.annotations?.[key];
@@ -219,17 +209,6 @@ export const IMAGE_PULL_JOB_API_VERSION = 'apps.kruise.io/v1alpha1';
 export const IMAGE_PULL_JOB_KIND = 'ImagePullJob';
 /** Value of the revision's pre-predownload-created label once its jobs were deleted after the rollout. */
 export const IMAGE_PULL_JOBS_CLEANED = 'cleaned';
-
-export interface ImagePullJobPlan {
-  /** The current ControllerRevision, whose labels keep the state. */
-  revisionName: string;
-  /** ImagePullJobs to create (AlreadyExists counts as done). */
-  creates: KubeObject[];
-  /** Delete every ImagePullJob of this DaemonSet (label apps.kruise.io/image-predownload-daemonset-uid). */
-  deleteAll: boolean;
-  /** Labels to merge into the current ControllerRevision once the above succeeded. */
-  revisionLabels?: Record<string, string>;
-}
 
 /** Containers of the current template whose image differs from the same-named container of every old revision. */
 function changedContainers(current: ControllerRevision, old: readonly ControllerRevision[]): Container[] {

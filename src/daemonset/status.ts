@@ -13,6 +13,7 @@ import { isDaemonSetPaused, isRollingUpdate } from './strategy.ts';
 import { targetHash } from './canary.ts';
 import { INVALID_ROLLING_UPDATE_REASON } from './events.ts';
 import { labelSelectorErrors } from '../k8s/labels.ts';
+import type { CountersResult, StatusCounters } from './plan-types.ts';
 
 /**
  * Conditions written on status.conditions (Kruise and upstream never write any), usable with
@@ -75,16 +76,6 @@ export function isDaemonPodAvailable(pod: Pod, minReadySeconds: number, now: num
   return true;
 }
 
-export interface StatusCounters {
-  desiredNumberScheduled: number;
-  currentNumberScheduled: number;
-  numberMisscheduled: number;
-  numberReady: number;
-  numberAvailable: number;
-  numberUnavailable: number;
-  updatedNumberScheduled: number;
-}
-
 export interface StatusResult {
   status: DaemonSetStatus;
   changed: boolean;
@@ -103,11 +94,6 @@ export function zeroCounters(): StatusCounters {
     numberUnavailable: 0,
     updatedNumberScheduled: 0,
   };
-}
-
-export interface CountersResult {
-  counters: StatusCounters;
-  requeueAfterMs?: number;
 }
 
 /**

@@ -14,7 +14,7 @@ import {
   type PodFacts,
 } from './node-state.ts';
 import type { NodeToDaemonPods } from './pods.ts';
-import type { PodDelete } from './plan-types.ts';
+import type { NodesToUpdateStates, PodDelete } from './plan-types.ts';
 import { hasUpdateSelector, nodeSelectedForUpdate, partitionCount, rollingUpdateBudget } from './strategy.ts';
 import { targetHash } from './canary.ts';
 
@@ -34,34 +34,6 @@ function takesPart(s: NodeState): boolean {
 /** desiredNodeNames, as node states. */
 function desiredNodes(ctx: SyncContext): NodeState[] {
   return ctx.states.filter(takesPart);
-}
-
-/**
- * The partition is at least the number of nodes selected by rollingUpdate.selector, so it keeps every selected node
- * not updated yet on the old revision (it counts within the selected nodes, see filterDaemonPodsNodeToUpdate).
- * Reported in the Progressing condition and an event, since Kruise, counting the partition over all nodes, may
- * update some of them.
- */
-export interface SelectorPartitionHold {
-  partition: number;
-  /** Selected nodes not updated yet, all kept on the old revision by the partition. */
-  held: number;
-  /** Nodes selected by rollingUpdate.selector. */
-  selected: number;
-  /** Nodes taking part in the rolling update: what Kruise counts the partition over. */
-  all: number;
-}
-
-export interface NodesToUpdate {
-  /** filterDaemonPodsNodeToUpdate: the nodes the rolling update may touch, in processing order. */
-  nodes: string[];
-  /** Set when a rollingUpdate.selector is given and the partition, at least the selected count, holds them all. */
-  hold?: SelectorPartitionHold;
-}
-
-/** NodesToUpdate with the states of `nodes` (same order), for the passes that read their pods. */
-export interface NodesToUpdateStates extends NodesToUpdate {
-  states: NodeState[];
 }
 
 /**
