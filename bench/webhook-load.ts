@@ -11,8 +11,19 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import { percentile } from './lib/stats.ts';
-import type { LoadOptions } from './webhook.ts';
 import { sleep } from '../src/testing/wait.ts';
+
+/** What this load generator is given (as one JSON argument). */
+export interface LoadOptions {
+  url: string;
+  body: string;
+  /** PEM CA that signed the server's certificate. */
+  ca: string;
+  connections: number;
+  durationSeconds: number;
+  /** Requests per second for the whole run; absent: as fast as the server answers. */
+  overallRate?: number;
+}
 
 export interface LoadSummary {
   requests: number;

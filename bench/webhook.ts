@@ -16,7 +16,7 @@ import { handleAdmissionReview, mutateDaemonSet } from '../webhook/admission.ts'
 import { cpuSeconds } from './lib/proc.ts';
 import { runQueueWaitMs } from './webhook-load.ts';
 import { NODE } from './lib/programs.ts';
-import type { LoadSummary } from './webhook-load.ts';
+import type { LoadOptions, LoadSummary } from './webhook-load.ts';
 import { median, say } from './lib/stats.ts';
 
 const run = promisify(execFile);
@@ -190,18 +190,6 @@ async function startServer(
     child.once('error', reject);
   });
   return { child, ...(JSON.parse(first) as { port: number; maxInFlight?: number }) };
-}
-
-/** What webhook-load.ts is given (as one JSON argument). */
-export interface LoadOptions {
-  url: string;
-  body: string;
-  /** PEM CA that signed the server's certificate. */
-  ca: string;
-  connections: number;
-  durationSeconds: number;
-  /** Requests per second for the whole run; absent: as fast as the server answers. */
-  overallRate?: number;
 }
 
 async function load(opts: LoadOptions): Promise<LoadSummary> {

@@ -17,7 +17,6 @@ import https from 'node:https';
 import tls from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pkg from '../../package.json' with { type: 'json' };
-import type { LoadedKubeConfig } from './kubeconfig.ts';
 import { JsonLinesDecoder, ListItemDecoder } from './list-stream.ts';
 import type { KubeObject, ObjectMeta } from './types.ts';
 
@@ -670,7 +669,10 @@ export class KubeClient {
    * A client for a loaded kubeconfig (credentials resolved in the background). Usually reached
    * through kubeconfig.ts's createKubeClient.
    */
-  static fromKubeConfig(kc: LoadedKubeConfig, opts: KubeClientOptions = {}): KubeClient {
+  static fromKubeConfig(
+    kc: { server: string; restConfig: Promise<RestConfig> },
+    opts: KubeClientOptions = {},
+  ): KubeClient {
     return new KubeClient(kc.restConfig, opts, kc.server);
   }
 
