@@ -15,7 +15,9 @@ import {
 } from '../e2e/cluster/cluster.ts';
 import { installCrd, waitConversionWebhook } from '../e2e/cluster/crd.ts';
 import { startManager, type ManagerProcess } from '../e2e/lib/manager.ts';
-import { isNotFound, resources, type KubeClient, type ResourceType } from '../src/k8s/client.ts';
+import { isNotFound } from '../src/k8s/errors.ts';
+import { resources, type ResourceType } from '../src/k8s/resources.ts';
+import { type KubeClient } from '../src/k8s/client.ts';
 import { createKubeClient } from '../src/k8s/kubeconfig.ts';
 import { isPodReady } from '../src/k8s/pod.ts';
 import { getTargetNodeName } from '../src/k8s/scheduling.ts';

@@ -16,7 +16,8 @@ import {
 } from '../e2e/cluster/cluster.ts';
 import { installCrd, waitConversionWebhook } from '../e2e/cluster/crd.ts';
 import { startManager, type ManagerProcess } from '../e2e/lib/manager.ts';
-import { resources, type KubeClient } from '../src/k8s/client.ts';
+import { resources } from '../src/k8s/resources.ts';
+import { type KubeClient } from '../src/k8s/client.ts';
 import { createKubeClient } from '../src/k8s/kubeconfig.ts';
 import { sleep } from '../src/testing/wait.ts';
 import { cpuSeconds, peakRssMiB, rssMiB } from './lib/proc.ts';

@@ -21,15 +21,9 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  isAbortError,
-  isAlreadyExists,
-  isConflict,
-  isNotFound,
-  resources,
-  type KubeClient,
-  type ResourceType,
-} from '../src/k8s/client.ts';
+import { isAbortError, isAlreadyExists, isConflict, isNotFound } from '../src/k8s/errors.ts';
+import { resources, type ResourceType } from '../src/k8s/resources.ts';
+import { type KubeClient } from '../src/k8s/client.ts';
 import type { KubeObject } from '../src/k8s/types.ts';
 import { createCA, createLeaf, loadCA } from '../src/pki/pki.ts';
 

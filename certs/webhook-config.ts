@@ -6,8 +6,10 @@
 import { mkdirSync, writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { isIP } from 'node:net';
-import type { KubeClient, ResourceType } from '../src/k8s/client.ts';
-import { ApiError, isConflict, isNotFound, resources } from '../src/k8s/client.ts';
+import type { KubeClient } from '../src/k8s/client.ts';
+import type { ResourceType } from '../src/k8s/resources.ts';
+import { ApiError, isConflict, isNotFound } from '../src/k8s/errors.ts';
+import { resources } from '../src/k8s/resources.ts';
 import type { KubeObject } from '../src/k8s/types.ts';
 import { CONVERT_PATH, RESOURCE, SERVED_VERSIONS } from '../src/api/constants.ts';
 import { crdObject } from '../src/api/crd.ts';

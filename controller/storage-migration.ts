@@ -21,15 +21,10 @@
 // fails the whole run, which is retried with backoff.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { API_GROUP, KIND, PLURAL, RESOURCE } from '../src/api/constants.ts';
-import {
-  isAbortError,
-  isConflict,
-  isNotFound,
-  resources,
-  type KubeClient,
-  type ResourceType,
-} from '../src/k8s/client.ts';
-import { ApiError } from '../src/k8s/client.ts';
+import { isAbortError, isConflict, isNotFound } from '../src/k8s/errors.ts';
+import { resources, type ResourceType } from '../src/k8s/resources.ts';
+import { type KubeClient } from '../src/k8s/client.ts';
+import { ApiError } from '../src/k8s/errors.ts';
 import { objectKey, type KubeObject } from '../src/k8s/types.ts';
 import type { EventRecorder } from './runtime/events.ts';
 import { storageMigrationSkipped } from './runtime/metrics.ts';

@@ -21,7 +21,8 @@ import {
   ensureWebhookConfigurations,
   removeWebhookRegistration,
 } from '../certs/webhook-config.ts';
-import { isAbortError, type KubeClient } from '../src/k8s/client.ts';
+import { isAbortError } from '../src/k8s/errors.ts';
+import { type KubeClient } from '../src/k8s/client.ts';
 import type { WebhookLimits } from '../webhook/limits.ts';
 import { startWebhookServer, type WebhookServer } from '../webhook/server.ts';
 import { registry } from './runtime/metrics.ts';

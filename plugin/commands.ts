@@ -3,7 +3,9 @@
 // no-ops ("already paused") write nothing and exit 0, as kubectl rollout does.
 import type { DaemonSet } from '../src/api/types.ts';
 import { API_VERSION, API_VERSION_V1BETA1, KIND } from '../src/api/constants.ts';
-import { ApiError, isForbidden, isNotFound, resources, type KubeClient } from '../src/k8s/client.ts';
+import { ApiError, isForbidden, isNotFound } from '../src/k8s/errors.ts';
+import { resources } from '../src/k8s/resources.ts';
+import { type KubeClient } from '../src/k8s/client.ts';
 import type { ControllerRevision, KubeObject, Pod } from '../src/k8s/types.ts';
 import type { LabelSelector } from '../src/k8s/types.ts';
 import { boolFlag, intFlag, parseGoDuration, stringFlag, UsageError, type ParsedArgs } from './args.ts';

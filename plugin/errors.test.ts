@@ -1,7 +1,7 @@
 // What the user reads for each kind of failure: kubectl's lines, and for a 403 the missing permission.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApiError, TransportError } from '../src/k8s/client.ts';
+import { ApiError, TransportError } from '../src/k8s/errors.ts';
 import { explainError, missingPermission, parseResourcePath, PluginError } from './errors.ts';
 
 const forbidden = (verb: string, path: string, message: string) =>

@@ -1,6 +1,6 @@
 // What the user reads when something fails: kubectl's wording (`Error from server (NotFound): ...`, `Unable to connect
 // to the server: ...`), and for a 403 which permission is missing and how to check it. Never a stack trace.
-import { ApiError, TransportError } from '../src/k8s/client.ts';
+import { ApiError, TransportError } from '../src/k8s/errors.ts';
 
 /** A failure whose message is for the user as is (`error: <message>`), with the exit code to end with. */
 export class PluginError extends Error {

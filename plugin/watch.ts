@@ -2,7 +2,9 @@
 // change; on the server's routine end of a watch, watch again from the last version seen; on 410 Gone, or after a
 // broken connection, list again (client-go's reflector, reduced to what `status --watch` needs). Ends when `signal`
 // aborts; an API error other than 410 (403, 404 of the resource type) ends it with that error.
-import { isGone, type KubeClient, type ResourceType, TransportError } from '../src/k8s/client.ts';
+import { isGone, TransportError } from '../src/k8s/errors.ts';
+import { type KubeClient } from '../src/k8s/client.ts';
+import { type ResourceType } from '../src/k8s/resources.ts';
 import type { KubeObject } from '../src/k8s/types.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 

@@ -1,7 +1,9 @@
 // A list+watch mirror of one resource in one namespace, kept by the benchmark itself so that "done"
 // is judged from what the apiserver holds, the same way for every controller. Each change calls the
 // listeners; `until` resolves at the first change after which a predicate holds.
-import { isGone, type KubeClient, type ResourceType, type WatchEvent } from '../../src/k8s/client.ts';
+import { isGone } from '../../src/k8s/errors.ts';
+import { type KubeClient, type WatchEvent } from '../../src/k8s/client.ts';
+import { type ResourceType } from '../../src/k8s/resources.ts';
 import type { KubeObject } from '../../src/k8s/types.ts';
 import { say } from './stats.ts';
 

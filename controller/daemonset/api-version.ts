@@ -4,7 +4,7 @@
 // (v1alpha1), converted in-process by the pure function the /convert webhook runs (src/api/conversion.ts).
 import type { DaemonSet, DaemonSetStatus } from '../../src/api/types.ts';
 import { statusToV1beta1, toInternal } from '../../src/api/conversion.ts';
-import { resources, type ResourceType } from '../../src/k8s/client.ts';
+import { resources, type ResourceType } from '../../src/k8s/resources.ts';
 import type { ServedVersion } from '../../src/api/constants.ts';
 
 export interface DaemonSetAccess {

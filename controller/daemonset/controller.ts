@@ -18,7 +18,9 @@ import type { DaemonSetSnapshot, ImagePreDownloadMode } from '../../src/daemonse
 import { DEFAULT_KRUISE_POD_READY_GATE, type KruisePodReadyGateMode } from '../../src/daemonset/pods.ts';
 import type { BackoffState } from '../../src/daemonset/backoff.ts';
 import { labelSelectorMatches } from '../../src/k8s/labels.ts';
-import { isNotFound, resources, type KubeClient } from '../../src/k8s/client.ts';
+import { isNotFound } from '../../src/k8s/errors.ts';
+import { resources } from '../../src/k8s/resources.ts';
+import { type KubeClient } from '../../src/k8s/client.ts';
 import { objectKey, type ControllerRevision, type KubeObject, type Node, type Pod } from '../../src/k8s/types.ts';
 import { ignoreNotFound } from '../runtime/errors.ts';
 import type { EventRecorder } from '../runtime/events.ts';

@@ -33,16 +33,9 @@ import {
   SUCCESSFUL_UPDATE_POD_IN_PLACE_REASON,
 } from '../../src/daemonset/events.ts';
 import type { AfterManage, InPlaceUpdate, Plan, PodCreate, PodDelete } from '../../src/daemonset/plan-types.ts';
-import {
-  isAbortError,
-  isAlreadyExists,
-  isConflict,
-  isNotFound,
-  resources,
-  WriteRefusedError,
-  type KubeClient,
-  type ResourceType,
-} from '../../src/k8s/client.ts';
+import { isAbortError, isAlreadyExists, isConflict, isNotFound, WriteRefusedError } from '../../src/k8s/errors.ts';
+import { resources, type ResourceType } from '../../src/k8s/resources.ts';
+import { type KubeClient } from '../../src/k8s/client.ts';
 import { objectKey, type ControllerRevision, type Pod } from '../../src/k8s/types.ts';
 import { errorMessage as message, ignoreNotFound, newAggregate } from '../runtime/errors.ts';
 import type { EventRecorder } from '../runtime/events.ts';

@@ -1,7 +1,7 @@
 // Error helpers of the controller shell, as controller-runtime's client.IgnoreNotFound
 // (https://github.com/kubernetes-sigs/controller-runtime/blob/main/pkg/client/interfaces.go) and apimachinery's
 // utilerrors.NewAggregate (https://github.com/kubernetes/apimachinery/blob/master/pkg/util/errors/errors.go).
-import { isNotFound } from '../../src/k8s/client.ts';
+import { isNotFound } from '../../src/k8s/errors.ts';
 
 /**
  * `err`, or undefined when it is a NotFound: the object is gone, which for a delete or patch of a pod or revision

@@ -11,7 +11,10 @@
 // an event must never fail or slow down a reconcile. Hand-written because client-node has no
 // recorder, only the generated CoreV1Api.
 import { hostname } from 'node:os';
-import { isNotFound, resources, TokenBucket, type KubeClient } from '../../src/k8s/client.ts';
+import { isNotFound } from '../../src/k8s/errors.ts';
+import { resources } from '../../src/k8s/resources.ts';
+import { TokenBucket } from '../../src/k8s/rate-limit.ts';
+import { type KubeClient } from '../../src/k8s/client.ts';
 import type { KubeObject } from '../../src/k8s/types.ts';
 import { defaultLogger, type Logger } from './log.ts';
 

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import type { KubeClient } from '../../src/k8s/client.ts';
-import { resources } from '../../src/k8s/client.ts';
+import { resources } from '../../src/k8s/resources.ts';
 import type { Pod } from '../../src/k8s/types.ts';
 import {
   DeletedFinalStateUnknown,

@@ -22,14 +22,9 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  followSignals,
-  isAlreadyExists,
-  isConflict,
-  isNotFound,
-  resources,
-  type KubeClient,
-} from '../../src/k8s/client.ts';
+import { followSignals, type KubeClient } from '../../src/k8s/client.ts';
+import { isAlreadyExists, isConflict, isNotFound } from '../../src/k8s/errors.ts';
+import { resources } from '../../src/k8s/resources.ts';
 import type { Lease } from '../../src/k8s/types.ts';
 import { monotonic, type Clock } from './clock.ts';
 import { defaultLogger, type Logger } from './log.ts';

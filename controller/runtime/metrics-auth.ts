@@ -6,7 +6,8 @@
 // DaemonSet, are served to those only. The request of a client that is not allowed never reaches the registry.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { resources, type KubeClient } from '../../src/k8s/client.ts';
+import { resources } from '../../src/k8s/resources.ts';
+import { type KubeClient } from '../../src/k8s/client.ts';
 import type { KubeObject } from '../../src/k8s/types.ts';
 
 /** Cache lifetimes of controller-runtime's filter (its DelegatingAuthenticatorConfig and DelegatingAuthorizerConfig). */

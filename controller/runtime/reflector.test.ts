@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { pino } from 'pino';
 import type { KubeClient } from '../../src/k8s/client.ts';
-import { ApiError, resources } from '../../src/k8s/client.ts';
+import { ApiError } from '../../src/k8s/errors.ts';
+import { resources } from '../../src/k8s/resources.ts';
 import type { Pod } from '../../src/k8s/types.ts';
 import {
   DEFAULT_INACTIVITY_TIMEOUT_MS,

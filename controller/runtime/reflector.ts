@@ -20,18 +20,9 @@
 // unhealthy attempts grow the backoff, so a flapping apiserver is not hammered, while a watch
 // that simply expired is renewed at once.
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  ApiError,
-  apiErrorFromStatus,
-  apiVersionOf,
-  isGone,
-  type KubeList,
-  resourcePath,
-  type KubeClient,
-  type ResourceType,
-  type Status,
-  type WatchEvent,
-} from '../../src/k8s/client.ts';
+import { ApiError, apiErrorFromStatus, isGone, type Status } from '../../src/k8s/errors.ts';
+import { apiVersionOf, resourcePath, type ResourceType } from '../../src/k8s/resources.ts';
+import { type KubeList, type KubeClient, type WatchEvent } from '../../src/k8s/client.ts';
 import type { KubeObject } from '../../src/k8s/types.ts';
 import { defaultLogger, type Logger } from './log.ts';
 import { reflectorLastEventTimestamp, reflectorLists, reflectorWatches, reflectorWatchRestarts } from './metrics.ts';

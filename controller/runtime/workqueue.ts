@@ -4,7 +4,7 @@
 // p-queue and fastq give concurrency, but not "a key is queued at most once", "a key is never
 // processed by two workers at once", nor per-key exponential backoff.
 import { setImmediate } from 'node:timers/promises';
-import { TokenBucket } from '../../src/k8s/client.ts';
+import { TokenBucket } from '../../src/k8s/rate-limit.ts';
 import { defaultLogger, type Logger } from './log.ts';
 import {
   activeWorkers,

@@ -17,7 +17,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { crdObject } from '../../src/api/crd.ts';
-import { ApiError, KubeClient, resources } from '../../src/k8s/client.ts';
+import { ApiError } from '../../src/k8s/errors.ts';
+import { KubeClient } from '../../src/k8s/client.ts';
+import { resources } from '../../src/k8s/resources.ts';
 import { loadKubeConfig } from '../../src/k8s/kubeconfig.ts';
 import { getCrd, installCrd, waitConversionWebhook, waitEstablished } from '../cluster/crd.ts';
 import {

@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chartDir, helmOk } from '../../test/chart/helm.ts';
 import type { KubeClient } from '../../src/k8s/client.ts';
-import { resources } from '../../src/k8s/client.ts';
+import { resources } from '../../src/k8s/resources.ts';
 import type { KubeObject } from '../../src/k8s/types.ts';
 import { createKubeClient } from '../../src/k8s/kubeconfig.ts';
 import { retagImage } from '../../hack/image/manager.ts';

@@ -5,7 +5,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DaemonSet } from '../../src/api/types.ts';
-import { ApiError, TransportError, type KubeClient, type ResourceType } from '../../src/k8s/client.ts';
+import { ApiError, TransportError } from '../../src/k8s/errors.ts';
+import { type KubeClient } from '../../src/k8s/client.ts';
+import { type ResourceType } from '../../src/k8s/resources.ts';
 import type { ControllerRevision } from '../../src/k8s/types.ts';
 import { UsageError } from '../args.ts';
 import { canaryChange } from '../daemonset.ts';

@@ -4,7 +4,7 @@
 // conditional JSON patch), the same messages, the same apiserver errors in kubectl's words (plugin/errors.ts).
 // This file only turns a request into those arguments (parseActionRequest) and an outcome into an HTTP answer
 // (actionErrorResponse); both pure.
-import { ApiError, TransportError } from '../../src/k8s/client.ts';
+import { ApiError, TransportError } from '../../src/k8s/errors.ts';
 import { UsageError, type ParsedArgs } from '../args.ts';
 import { parsePartition } from '../daemonset.ts';
 import { explainError, PluginError } from '../errors.ts';

@@ -5,7 +5,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { until } from '../../src/testing/wait.ts';
-import { ApiError } from '../../src/k8s/client.ts';
+import { ApiError } from '../../src/k8s/errors.ts';
 import { PluginError } from '../errors.ts';
 import { createDashboardServer, newToken, SECURITY_HEADERS } from './server.ts';
 import { indexHtml, loadAssets } from './assets.ts';

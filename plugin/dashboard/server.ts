@@ -24,7 +24,7 @@ import fastify, {
   type FastifyRequest,
 } from 'fastify';
 import sseModule, { type SSEPluginOptions } from '@fastify/sse';
-import { resources } from '../../src/k8s/client.ts';
+import { resources } from '../../src/k8s/resources.ts';
 import { connect } from '../kubeconfig.ts';
 import { PluginError } from '../errors.ts';
 import pkg from '../../package.json' with { type: 'json' };

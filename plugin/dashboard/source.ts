@@ -3,7 +3,8 @@
 // recomputes the page's view with model.ts and hands it to the subscribers, at most every `throttleMs` (a rollout
 // of 1,000 nodes changes pods many times a second; the page needs a few frames a second).
 import type { DaemonSet } from '../../src/api/types.ts';
-import { resources, type KubeClient } from '../../src/k8s/client.ts';
+import { resources } from '../../src/k8s/resources.ts';
+import { type KubeClient } from '../../src/k8s/client.ts';
 import type { ControllerRevision, Node, Pod } from '../../src/k8s/types.ts';
 import { revisionHashLabel } from '../../src/daemonset/history.ts';
 import {

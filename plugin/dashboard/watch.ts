@@ -4,13 +4,9 @@
 // server ends the watch, relist after an error (410 Gone included) with a capped backoff. The controller's own
 // reflector lives in controller/runtime, which the plugin may not import.
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  apiErrorFromStatus,
-  resourcePath,
-  type KubeClient,
-  type ResourceType,
-  type Status,
-} from '../../src/k8s/client.ts';
+import { apiErrorFromStatus, type Status } from '../../src/k8s/errors.ts';
+import { resourcePath, type ResourceType } from '../../src/k8s/resources.ts';
+import { type KubeClient } from '../../src/k8s/client.ts';
 import type { KubeObject } from '../../src/k8s/types.ts';
 
 export interface WatchedListOptions {

@@ -4,25 +4,25 @@ import { getEventListeners } from 'node:events';
 import { FakeApiServer } from './testing/fake-apiserver.ts';
 import {
   ApiError,
-  DEFAULT_MAX_IN_FLIGHT,
-  defaultUserAgent,
-  followSignals,
   isAlreadyExists,
-  goJson,
   isConflict,
   isGone,
   isNotFound,
-  KubeClient,
-  MAX_IDLE_CONNECTIONS,
-  resourcePath,
-  RequestThrottle,
-  resources,
-  TokenBucket,
   TransportError,
   WriteRefusedError,
+} from './errors.ts';
+import {
+  DEFAULT_MAX_IN_FLIGHT,
+  defaultUserAgent,
+  followSignals,
+  goJson,
+  KubeClient,
+  MAX_IDLE_CONNECTIONS,
   type RequestObservation,
   type WatchEvent,
 } from './client.ts';
+import { resourcePath, resources } from './resources.ts';
+import { RequestThrottle, TokenBucket } from './rate-limit.ts';
 import type { KubeObject, Pod } from './types.ts';
 import { sleep, until } from '../testing/wait.ts';
 

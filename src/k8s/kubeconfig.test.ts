@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { createCA, createLeaf } from '../pki/pki.ts';
-import { isForbidden } from './client.ts';
+import { isForbidden } from './errors.ts';
 import { createKubeClient, currentNamespace, loadKubeConfig } from './kubeconfig.ts';
-import { resources } from './client.ts';
+import { resources } from './resources.ts';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
