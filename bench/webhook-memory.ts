@@ -135,7 +135,7 @@ export async function runWebhookMemoryBench(o: WebhookMemoryOptions): Promise<We
     });
     try {
       const pid = manager.child.pid ?? 0;
-      // Caches loaded (a manager's /readyz does not wait for them: controller/command.ts).
+      // Caches loaded (a manager's /readyz does not wait for them: cmd/advanced-daemonset/manager.ts).
       for (let i = 0; !readFileSync(manager.log, 'utf8').includes('"msg":"caches synced"'); i++) {
         if (i > 600) throw new Error('the manager did not sync its caches in 60 s');
         await sleep(100);

@@ -1,6 +1,6 @@
 // The DaemonSet CRD on a local cluster, as src/api/crd.ts builds it (the chart renders the same object as
 // templates/crd.yaml, test/chart checks they are equal): both versions served, v1beta1 stored, and no conversion
-// webhook until a manager started with --webhook-host registers its URL (controller/webhook-host.ts), or a test
+// webhook until a manager started with --webhook-host registers its URL (cmd/advanced-daemonset/webhook-host.ts), or a test
 // registers one (e2e/lib/conversion.ts). Used by the e2e harness, the demo and the benchmarks.
 import { crdObject, type ConversionClientConfig, type CrdOptions } from '../../src/api/crd.ts';
 import { API_VERSION, KIND, RESOURCE } from '../../src/api/constants.ts';

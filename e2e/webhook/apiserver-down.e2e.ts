@@ -1,4 +1,4 @@
-// The webhook starts while the apiserver is down (controller/webhook-host.ts, certs/startup.ts):
+// The webhook starts while the apiserver is down (cmd/advanced-daemonset/webhook-host.ts, certs/startup.ts):
 // a manager in `--webhook-host 127.0.0.1` mode bootstraps once (certificate in its cert dir,
 // webhook configurations registered), is stopped; the apiserver is stopped; the manager starts
 // again and serves admission at once over TLS with the earlier certificate while the apiserver

@@ -14,7 +14,7 @@ import { CERT_MODES } from '../../certs/modes.ts';
 import { crdConversion, webhookConfigurations } from '../../certs/webhook-config.ts';
 import { crdObject } from '../../src/api/crd.ts';
 import { assertDaemonSetWebhookPolicy } from '../../certs/testing/webhook-policy.ts';
-import { managerCommand, managerFlags } from '../../controller/command.ts';
+import { managerCommand, managerFlags } from '../../cmd/advanced-daemonset/manager.ts';
 import { parseFlags } from '../../src/cli/command.ts';
 import { CPU_REQUEST_ENV } from '../../src/cli/cpu.ts';
 import { chartDir, ciValues, find, helm, helmMissing, helmOk, render, templateArgs, type Rendered } from './helm.ts';

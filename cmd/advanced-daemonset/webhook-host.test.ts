@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { pino } from 'pino';
-import { issueMaterial, secretData, servingDnsNames, writeCertDir } from '../certs/bootstrap.ts';
-import type { KubeClient } from '../src/k8s/client.ts';
-import type { KubeObject } from '../src/k8s/types.ts';
-import { FakeApiServer, startForSuite } from '../src/k8s/testing/fake-apiserver.ts';
+import { issueMaterial, secretData, servingDnsNames, writeCertDir } from '../../certs/bootstrap.ts';
+import type { KubeClient } from '../../src/k8s/client.ts';
+import type { KubeObject } from '../../src/k8s/types.ts';
+import { FakeApiServer, startForSuite } from '../../src/k8s/testing/fake-apiserver.ts';
 import { startManagedWebhook, type ManagedWebhook } from './webhook-host.ts';
-import { sleep, until } from '../src/testing/wait.ts';
+import { sleep, until } from '../../src/testing/wait.ts';
 
 const NS = 'kruise-system';
 const SERVICE = 'ads-webhook';

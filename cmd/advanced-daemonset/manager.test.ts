@@ -2,8 +2,8 @@
 // --health-port / --metrics-port.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { UserError } from '../src/cli/command.ts';
-import { bindAddressFlag } from './command.ts';
+import { UserError } from '../../src/cli/command.ts';
+import { bindAddressFlag } from './manager.ts';
 
 describe('bindAddressFlag', () => {
   /** The metrics flags as the command passes them: --metrics-port counts as set only when given. */

@@ -11,21 +11,21 @@
 // bootstrap got one; until then it is not ready, and it does not exit.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { runCertificateBootstrap, servingDnsNames, startupRetryDelayMs } from '../certs/bootstrap.ts';
-import type { CertMode } from '../certs/modes.ts';
-import { planWebhookStartup, readServingFiles } from '../certs/startup.ts';
-import { RESOURCE } from '../src/api/constants.ts';
+import { runCertificateBootstrap, servingDnsNames, startupRetryDelayMs } from '../../certs/bootstrap.ts';
+import type { CertMode } from '../../certs/modes.ts';
+import { planWebhookStartup, readServingFiles } from '../../certs/startup.ts';
+import { RESOURCE } from '../../src/api/constants.ts';
 import {
   ensureCrdConversion,
   ensureLocalServingCertificate,
   ensureWebhookConfigurations,
   removeWebhookRegistration,
-} from '../certs/webhook-config.ts';
-import { isAbortError } from '../src/k8s/errors.ts';
-import { type KubeClient } from '../src/k8s/client.ts';
-import type { WebhookLimits } from '../webhook/limits.ts';
-import { startWebhookServer, type WebhookServer } from '../webhook/server.ts';
-import { registry } from './runtime/metrics.ts';
+} from '../../certs/webhook-config.ts';
+import { isAbortError } from '../../src/k8s/errors.ts';
+import { type KubeClient } from '../../src/k8s/client.ts';
+import type { WebhookLimits } from '../../webhook/limits.ts';
+import { startWebhookServer, type WebhookServer } from '../../webhook/server.ts';
+import { registry } from '../../controller/runtime/metrics.ts';
 
 export interface ManagedWebhookOptions {
   certDir: string;

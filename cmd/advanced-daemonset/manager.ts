@@ -1,6 +1,9 @@
-// `advanced-daemonset controller` and `advanced-daemonset manager` (controller + webhook in one
-// process, the default in a deployment, as kruise-manager).
-import { DEFAULT_KRUISE_POD_READY_GATE } from '../src/daemonset/pods.ts';
+// `advanced-daemonset controller` and `advanced-daemonset manager` (controller + webhook in one process, the default
+// in a deployment, as kruise-manager): the one place that turns flags into options and wires the components, each
+// started by its own function (controller/run.ts startController, webhook-host.ts startManagedWebhook, the probe and
+// metrics servers of controller/runtime), none of which knows its siblings. controller-runtime's manager.New plays
+// this part in Go (https://github.com/kubernetes-sigs/controller-runtime/blob/main/pkg/manager/manager.go).
+import { DEFAULT_KRUISE_POD_READY_GATE } from '../../src/daemonset/pods.ts';
 import { hostname } from 'node:os';
 import { pino, type Logger } from 'pino';
 import {
@@ -15,18 +18,18 @@ import {
   UserError,
   type Flags,
   type FlagValues,
-} from '../src/cli/command.ts';
-import { healthPortFlag, logLevelFlag, metricsPortFlag } from '../src/cli/common-flags.ts';
-import { parseFeatureGates, type FeatureGates } from '../src/cli/feature-gates.ts';
-import { CERT_MODES } from '../certs/modes.ts';
-import { newServingCertificate } from '../certs/webhook-config.ts';
-import { currentNamespace, loadKubeConfig } from '../src/k8s/kubeconfig.ts';
-import { startController, type ControllerRunOptions } from './run.ts';
-import { enableProcessMetrics, registry } from './runtime/metrics.ts';
-import { startMetricsServer, startProbeServer, type RunningServer } from './runtime/probes.ts';
-import { delegatingAuthorizer } from './runtime/metrics-auth.ts';
+} from '../../src/cli/command.ts';
+import { healthPortFlag, logLevelFlag, metricsPortFlag } from '../../src/cli/common-flags.ts';
+import { parseFeatureGates, type FeatureGates } from '../../src/cli/feature-gates.ts';
+import { CERT_MODES } from '../../certs/modes.ts';
+import { newServingCertificate } from '../../certs/webhook-config.ts';
+import { currentNamespace, loadKubeConfig } from '../../src/k8s/kubeconfig.ts';
+import { startController, type ControllerRunOptions } from '../../controller/run.ts';
+import { enableProcessMetrics, registry } from '../../controller/runtime/metrics.ts';
+import { startMetricsServer, startProbeServer, type RunningServer } from '../../controller/runtime/probes.ts';
+import { delegatingAuthorizer } from '../../controller/runtime/metrics-auth.ts';
 import { startManagedWebhook, type ManagedWebhook } from './webhook-host.ts';
-import { limitFlags, prefixed, webhookLimitsOf, webhookPortFlag } from '../webhook/command.ts';
+import { limitFlags, prefixed, webhookLimitsOf, webhookPortFlag } from '../../webhook/command.ts';
 
 export const controllerFlags = {
   kubeconfig: stringFlag('kubeconfig', { arg: 'FILE', defaultHelp: '$KUBECONFIG, in-cluster, ~/.kube/config' }),
