@@ -29,6 +29,7 @@ import {
   runHistory,
   runPartition,
   runPause,
+  runFreeze,
   runPods,
   runRestart,
   runStatus,
@@ -114,6 +115,25 @@ map; otherwise each new state is printed as a line.`,
     flags: [],
     args: DS,
     run: runPause(false),
+  },
+  {
+    name: 'freeze',
+    summary: 'Freeze the rollout: no pod created, deleted or updated, new nodes included',
+    usage: `${PROGRAM} freeze NAME
+
+Sets the annotation advanced-daemonset.io/rollout-frozen=true, as ExtendedDaemonSet's rollout-frozen: nothing is
+created or deleted (new nodes get no pod, failed pods stay) until unfreeze. pause, by contrast, stops updates only.`,
+    flags: [],
+    args: DS,
+    run: runFreeze(true),
+  },
+  {
+    name: 'unfreeze',
+    summary: 'Remove the freeze; what waited (new nodes, failed pods, the rollout) goes on',
+    usage: `${PROGRAM} unfreeze NAME`,
+    flags: [],
+    args: DS,
+    run: runFreeze(false),
   },
   {
     name: 'partition',

@@ -20,6 +20,7 @@ import {
   parsePartition,
   partitionPatch,
   pausePatch,
+  freezePatch,
   restartPatch,
   setPartition,
   stepPartition,
@@ -331,6 +332,23 @@ export function runPause(paused: boolean) {
       ctx.io.err(`warning: updateStrategy is OnDelete: rollingUpdate.paused has no effect until it is RollingUpdate\n`);
     await patchDaemonSet(client, ds, patch);
     line(ctx.io, nameLine(name, paused ? 'paused' : 'resumed'));
+    return 0;
+  };
+}
+
+/** `freeze` / `unfreeze`: ExtendedDaemonSet's rollout-frozen; unlike pause, new nodes get no pod either. */
+export function runFreeze(frozen: boolean) {
+  return async (ctx: Context): Promise<number> => {
+    const name = nameArg(ctx.args);
+    const { client, namespace } = ctx.conn();
+    const ds = await getDaemonSet(client, namespace, name);
+    const patch = freezePatch(ds, frozen);
+    if (!patch) {
+      line(ctx.io, nameLine(name, frozen ? 'already frozen' : 'already unfrozen'));
+      return 0;
+    }
+    await patchDaemonSet(client, ds, patch);
+    line(ctx.io, nameLine(name, frozen ? 'frozen' : 'unfrozen'));
     return 0;
   };
 }

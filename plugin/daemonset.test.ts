@@ -11,6 +11,7 @@ import {
   getRow,
   labelSelectorQuery,
   parsePartition,
+  freezePatch,
   pausePatch,
   rfc3339Local,
   setPartition,
@@ -253,6 +254,32 @@ describe('pause / resume', () => {
     test(c.name, () => {
       const p = pausePatch(ds({ rollingUpdate: { paused: c.paused } }), c.want);
       assert.deepEqual(p, c.patch ? { spec: { updateStrategy: { rollingUpdate: { paused: c.want } } } } : undefined);
+    });
+});
+
+describe('freeze / unfreeze (annotation advanced-daemonset.io/rollout-frozen)', () => {
+  const FROZEN = 'advanced-daemonset.io/rollout-frozen';
+  const cases: { name: string; value: string | undefined; want: boolean; patch: unknown }[] = [
+    { name: 'freeze', value: undefined, want: true, patch: { metadata: { annotations: { [FROZEN]: 'true' } } } },
+    { name: 'freeze a frozen one: no-op', value: 'true', want: true, patch: undefined },
+    {
+      name: 'freeze over "false": set to true',
+      value: 'false',
+      want: true,
+      patch: { metadata: { annotations: { [FROZEN]: 'true' } } },
+    },
+    {
+      name: 'unfreeze: the annotation removed',
+      value: 'true',
+      want: false,
+      patch: { metadata: { annotations: { [FROZEN]: null } } },
+    },
+    { name: 'unfreeze one not frozen: no-op', value: undefined, want: false, patch: undefined },
+  ];
+  for (const c of cases)
+    test(c.name, () => {
+      const d = ds(c.value === undefined ? {} : { annotations: { [FROZEN]: c.value } });
+      assert.deepEqual(freezePatch(d, c.want), c.patch);
     });
 });
 

@@ -9,6 +9,7 @@ import {
   CANARY_PAUSED_ANNOTATION,
   CANARY_RESUMED_ANNOTATION,
   CANARY_VALIDATED_ANNOTATION,
+  ROLLOUT_FROZEN_ANNOTATION,
 } from '../src/api/constants.ts';
 import { PluginError } from './errors.ts';
 import { age } from './printers.ts';
@@ -305,6 +306,17 @@ export function partitionPatch(value: PartitionValue): unknown {
 export function pausePatch(ds: DaemonSet, paused: boolean): unknown {
   const cur = ds.spec.updateStrategy?.rollingUpdate?.paused === true;
   return cur === paused ? undefined : { spec: { updateStrategy: { rollingUpdate: { paused } } } };
+}
+
+/**
+ * The merge patch of freeze/unfreeze (annotation ROLLOUT_FROZEN_ANNOTATION), or undefined when it is already so.
+ * Unfreezing removes the annotation (null in a merge patch).
+ */
+export function freezePatch(ds: DaemonSet, frozen: boolean): unknown {
+  const cur = ds.metadata.annotations?.[ROLLOUT_FROZEN_ANNOTATION] === 'true';
+  return cur === frozen
+    ? undefined
+    : { metadata: { annotations: { [ROLLOUT_FROZEN_ANNOTATION]: frozen ? 'true' : null } } };
 }
 
 /** The annotation `kubectl rollout restart` sets on the pod template. */

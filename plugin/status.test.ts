@@ -129,6 +129,17 @@ describe('rolloutStatus', () => {
         message: 'Waiting for daemon set "agent" rollout to finish: 2 out of 5 new pods have been updated...',
       },
       {
+        name: 'frozen (even when paused): not complete, says how to unfreeze',
+        d: {
+          annotations: { 'advanced-daemonset.io/rollout-frozen': 'true' },
+          rollingUpdate: { paused: true },
+          status: { ...counts(5, 1, 5), conditions: [progressing('Unknown', 'RolloutFrozen')] },
+        },
+        state: 'progressing',
+        message:
+          'Waiting for daemon set "agent" rollout to finish: 1 out of 5 new pods have been updated (frozen: unfreeze with "kubectl ads unfreeze agent")...',
+      },
+      {
         name: 'paused: not complete, says how to resume',
         d: {
           rollingUpdate: { paused: true },

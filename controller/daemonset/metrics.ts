@@ -96,6 +96,13 @@ const numberGauges: [Gauge<'namespace' | 'daemonset'>, (v: DaemonSetGaugeValues)
   [gauge('spec_strategy_rollingupdate_paused', 'Whether rollingUpdate.paused is set (1) or not (0).'), (v) => v.paused],
   [
     gauge(
+      'rollout_frozen',
+      'Whether the rollout is frozen by annotation advanced-daemonset.io/rollout-frozen (1: no pod is created, deleted or updated) or not (0).',
+    ),
+    (v) => v.frozen,
+  ],
+  [
+    gauge(
       'rollout_in_progress',
       '1 while the rollout of the update revision is not complete (generation not observed, or nodes not updated or not available), else 0.',
     ),

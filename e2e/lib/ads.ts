@@ -51,7 +51,14 @@ export interface AdsStatus {
 export interface AdsJson {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace: string; uid: string; generation?: number; labels?: Record<string, string> };
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    generation?: number;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
   spec: Record<string, unknown> & { template: { spec: Record<string, unknown> } };
   status?: AdsStatus;
 }

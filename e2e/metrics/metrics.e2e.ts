@@ -68,6 +68,7 @@ function expectedSeries(ds: AdsJson, spec: { partition: number; maxUnavailable: 
     ['spec_strategy_rollingupdate_partition', spec.partition],
     ['spec_strategy_rollingupdate_max_unavailable', spec.maxUnavailable],
     ['spec_strategy_rollingupdate_paused', spec.paused],
+    ['rollout_frozen', ds.metadata.annotations?.['advanced-daemonset.io/rollout-frozen'] === 'true' ? 1 : 0],
     ['status_canary_phase{phase="none"}', 1],
     [
       'rollout_in_progress',

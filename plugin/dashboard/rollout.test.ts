@@ -136,6 +136,17 @@ describe('rolloutView', () => {
       badges: ['paused', 'held-partition:held by partition: 1'],
     },
     {
+      name: 'frozen: its own state, before paused and the canary',
+      ds: {
+        annotations: { 'advanced-daemonset.io/rollout-frozen': 'true' },
+        rollingUpdate: { paused: true },
+        status: { ...counts(4, 1), ...progressing('Unknown', 'RolloutFrozen') },
+      },
+      state: 'frozen',
+      text: '1 / 4',
+      badges: ['frozen', 'paused'],
+    },
+    {
       name: 'paused: its own state; the partition still shows',
       ds: { rollingUpdate: { paused: true, partition: 1 }, status: counts(4, 1) },
       state: 'paused',

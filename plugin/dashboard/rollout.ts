@@ -9,7 +9,7 @@
 // https://github.com/kubernetes/kubernetes/blob/master/staging/src/k8s.io/kubectl/pkg/polymorphichelpers/rollout_status.go),
 // not against every desired node: 141 of the 226 nodes the partition allows is "141 / 226 allowed (of 500)", not 28%.
 import type { DaemonSet } from '../../src/api/types.ts';
-import { isDaemonSetPaused, isRollingUpdate, partitionCount } from '../../src/daemonset/strategy.ts';
+import { isDaemonSetPaused, isRollingUpdate, isRolloutFrozen, partitionCount } from '../../src/daemonset/strategy.ts';
 import { canarySpec, currentCanary } from '../daemonset.ts';
 import { rolloutStatus, type RolloutStatus } from '../status.ts';
 import type { Badge, RolloutProgress, RolloutState, RolloutView } from './views.ts';
@@ -29,6 +29,7 @@ const STATE_BADGE: Record<RolloutState, Omit<Badge, 'title'>> = {
   pending: { kind: 'pending', text: 'not observed', tone: 'info' },
   complete: { kind: 'complete', text: 'complete', tone: 'ok' },
   held: { kind: 'held', text: 'partition reached', tone: 'ok' },
+  frozen: { kind: 'frozen', text: 'frozen', tone: 'warn' },
   canary: { kind: 'canary', text: 'canary observing', tone: 'info' },
   'canary-paused': { kind: 'canary-paused', text: 'canary paused', tone: 'warn' },
   paused: { kind: 'paused', text: 'paused', tone: 'warn' },
@@ -43,6 +44,7 @@ function stateOf(ds: DaemonSet, s: RolloutStatus): RolloutState {
   if (s.state === 'failed') return 'failed';
   if (s.state === 'complete') return s.updated < s.desired ? 'held' : 'complete';
   if ((ds.metadata.generation ?? 0) > (ds.status?.observedGeneration ?? 0)) return 'pending';
+  if (isRolloutFrozen(ds)) return 'frozen';
   const canary = canarySpec(ds) ? currentCanary(ds) : undefined;
   if (canary?.phase === 'Observing') return 'canary';
   if (canary?.phase === 'Paused') return 'canary-paused';

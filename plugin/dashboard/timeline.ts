@@ -240,6 +240,7 @@ export function rolloutPace(input: PaceInput): RolloutPace {
   if (state === 'failed') out.etaNote = 'failed: no progress until fixed';
   else if (state === 'complete' || state === 'held' || left <= 0) out.etaMs = 0;
   else if (state === 'paused') out.etaNote = 'paused';
+  else if (state === 'frozen') out.etaNote = 'frozen';
   else if (state === 'canary' || state === 'canary-paused') out.etaNote = 'waiting for the canary';
   else if (state === 'pending') out.etaNote = 'spec change not observed yet';
   else if (out.perMinute === undefined) out.etaNote = 'measuring the rate';

@@ -85,7 +85,16 @@ export interface NodeMap {
  * canary (Observing), canary-paused, paused (rollingUpdate.paused), progressing, ondelete.
  */
 export type RolloutState =
-  'failed' | 'pending' | 'complete' | 'held' | 'canary' | 'canary-paused' | 'paused' | 'progressing' | 'ondelete';
+  | 'failed'
+  | 'pending'
+  | 'complete'
+  | 'held'
+  | 'frozen'
+  | 'canary'
+  | 'canary-paused'
+  | 'paused'
+  | 'progressing'
+  | 'ondelete';
 
 export type BadgeTone = 'ok' | 'info' | 'warn' | 'bad';
 

@@ -54,6 +54,13 @@ export const IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION = 'apps.kruise.io/imag
 export const IMAGE_PREDOWNLOAD_CREATED_LABEL = 'apps.kruise.io/pre-predownload-created';
 export const IMAGE_PREDOWNLOAD_IGNORED_LABEL = 'apps.kruise.io/image-predownload-ignored';
 
+/**
+ * "true": the rollout is frozen, as ExtendedDaemonSet's extendeddaemonset.datadoghq.com/rollout-frozen: no daemon pod of
+ * the DaemonSet is created, deleted or updated in place (new nodes included, failed pods left) until it is removed.
+ * rollingUpdate.paused, next to it, only stops updates.
+ */
+export const ROLLOUT_FROZEN_ANNOTATION = 'advanced-daemonset.io/rollout-frozen';
+
 // Canary (rollingUpdate.canary): our own keys. The controls are annotations on the DaemonSet, so `kubectl annotate`
 // works and the spec stays owned by whoever applies it.
 /** Pod label, "true" on the canary pods while the canary runs (removed when it is promoted or fails). */

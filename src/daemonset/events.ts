@@ -24,6 +24,8 @@ export const INVALID_ROLLING_UPDATE_REASON = 'InvalidRollingUpdate';
  * event; it counts the partition over all nodes, so the same spec moves nodes there.
  */
 export const PARTITION_HOLDS_SELECTED_NODES = 'PartitionHoldsSelectedNodes';
+/** Normal: the rollout is frozen (annotation advanced-daemonset.io/rollout-frozen); also the Progressing reason. */
+export const ROLLOUT_FROZEN_REASON = 'RolloutFrozen';
 /** Warning: a pull pod of the image pre-download failed (planner) or could not be created (shell). */
 export const FAILED_PRE_DOWNLOAD_IMAGE_REASON = 'FailedPreDownloadImage';
 // Canary (canary.ts); the messages name the revision, the nodes or pod, and the reason.
@@ -57,6 +59,7 @@ export type PlanEventReason =
   | typeof HASH_COLLISION_REASON
   | typeof INVALID_ROLLING_UPDATE_REASON
   | typeof PARTITION_HOLDS_SELECTED_NODES
+  | typeof ROLLOUT_FROZEN_REASON
   | typeof FAILED_PRE_DOWNLOAD_IMAGE_REASON
   | typeof CANARY_STARTED_REASON
   | typeof CANARY_PAUSED_REASON

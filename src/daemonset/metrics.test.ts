@@ -51,6 +51,7 @@ const base: DaemonSetGaugeValues = {
   partition: 0,
   maxUnavailable: 1,
   paused: 0,
+  frozen: 0,
   conditions: [],
   canaryPhase: NO_CANARY_PHASE,
   rolloutInProgress: 0,

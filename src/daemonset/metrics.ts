@@ -4,7 +4,13 @@
 // status counters as they are, spec values resolved to numbers of nodes, conditions as one 0/1 series per status.
 // README.md "Metrics and alerts" documents every series.
 import type { DaemonSet, DaemonSetStatus } from '../api/types.ts';
-import { isDaemonSetPaused, isRollingUpdate, partitionCount, rollingUpdateBudget } from './strategy.ts';
+import {
+  isDaemonSetPaused,
+  isRolloutFrozen,
+  isRollingUpdate,
+  partitionCount,
+  rollingUpdateBudget,
+} from './strategy.ts';
 
 /** The value of kruise_daemonset_status_canary_phase's `phase` label while status.canary.phase is not set. */
 export const NO_CANARY_PHASE = 'none';
@@ -30,6 +36,8 @@ export interface DaemonSetGaugeValues {
   maxUnavailable?: number;
   /** rollingUpdate.paused (RollingUpdate only), 1 or 0. */
   paused: number;
+  /** The rollout frozen by annotation (isRolloutFrozen), 1 or 0. */
+  frozen: number;
   /** Each status condition present, by type: which of CONDITION_STATUSES it has. */
   conditions: { type: string; status: ConditionStatusLabel }[];
   /** status.canary.phase when the object has one, else NO_CANARY_PHASE. */
@@ -112,6 +120,7 @@ export function daemonSetGauges(ds: DaemonSet, view: PlannerView): DaemonSetGaug
     partition: partitionCount(ds, desired),
     ...(maxUnavailable !== undefined ? { maxUnavailable } : {}),
     paused: isDaemonSetPaused(ds) ? 1 : 0,
+    frozen: isRolloutFrozen(ds) ? 1 : 0,
     conditions: (status?.conditions ?? []).map((c) => ({ type: c.type, status: conditionStatus(c.status) })),
     canaryPhase: canaryPhase(status),
     rolloutInProgress: rolloutComplete(ds, status) || partitionReached(ds, status) ? 0 : 1,

@@ -113,6 +113,8 @@ export type PlanStage =
   | 'ExpectationsPending'
   /** manage had creates/deletes/lifecycle patches: those + status (observedGeneration kept). */
   | 'Managed'
+  /** Rollout frozen (isRolloutFrozen): no pod created, deleted or updated; history cleanup, status. */
+  | 'Frozen'
   /** Full sync: rolling update, history cleanup, status with observedGeneration. */
   | 'Complete';
 

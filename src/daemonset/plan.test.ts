@@ -496,6 +496,58 @@ describe('rollingUpdate.paused', () => {
   });
 });
 
+describe('rollout frozen (annotation advanced-daemonset.io/rollout-frozen, as ExtendedDaemonSet)', () => {
+  test('no pod created (new node), deleted (failed pod, template change) or updated in place; status current; one event', () => {
+    const ds = newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { maxUnavailable: '100%' } });
+    const c = new FakeCluster(ds, addNodes(3));
+    c.sync();
+    c.markReady();
+    c.ds.metadata.annotations = { ...c.ds.metadata.annotations, 'advanced-daemonset.io/rollout-frozen': 'true' };
+    const [first] = expectSyncDaemonSets(c, 0, 0, 'frozen');
+    assert.equal(first?.stage, 'Frozen');
+    assert.deepEqual(
+      first?.events.map((e) => [e.type, e.reason]),
+      [['Normal', 'RolloutFrozen']],
+    );
+    const progressing = (d: DaemonSet) => d.status?.conditions?.find((x) => x.type === 'Progressing');
+    assert.deepEqual([progressing(c.ds)?.status, progressing(c.ds)?.reason], ['Unknown', 'RolloutFrozen']);
+    assert.match(
+      progressing(c.ds)?.message ?? '',
+      /rollout frozen by annotation advanced-daemonset.io\/rollout-frozen=true/,
+    );
+    c.setImage('v2');
+    c.nodes = [...c.nodes, newNode('node-9')];
+    c.pods = c.pods.map((x) => (x.spec.nodeName === 'node-0' ? { ...x, status: { ...x.status, phase: 'Failed' } } : x));
+    const [p] = expectSyncDaemonSets(c, 0, 0, 'still frozen: new image, new node, failed pod');
+    assert.deepEqual(p?.inPlaceUpdates, []);
+    assert.deepEqual(p?.events, [], 'said once');
+    assert.equal(c.ds.status?.observedGeneration, c.ds.metadata.generation, 'the new generation is observed');
+    assert.equal(c.ds.status?.desiredNumberScheduled, 4, 'status follows the nodes');
+    // Unfrozen: everything waiting happens.
+    delete c.ds.metadata.annotations!['advanced-daemonset.io/rollout-frozen'];
+    expectSyncDaemonSets(c, 1, 1, 'the failed pod deleted, the new node filled');
+    assert.notEqual(progressing(c.ds)?.reason, 'RolloutFrozen');
+  });
+
+  test('frozen beats paused; "false" or another value does not freeze', () => {
+    for (const [value, frozen] of [
+      ['true', true],
+      ['false', false],
+      ['yes', false],
+    ] as const) {
+      const ds = newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { paused: true } });
+      ds.metadata.annotations = { 'advanced-daemonset.io/rollout-frozen': value };
+      const p = plan(ds, addNodes(2));
+      assert.equal(
+        p.creates.length,
+        frozen ? 0 : 2,
+        `${value}: a paused DaemonSet still fills new nodes unless frozen`,
+      );
+      assert.equal(p.stage === 'Frozen', frozen, value);
+    }
+  });
+});
+
 describe('lifecycle.preDelete', () => {
   test('a hooked pod is labelled PreparingDelete (KruisePodReady False with markPodNotReady) and deleted once released', () => {
     const ds = newDaemonSet({

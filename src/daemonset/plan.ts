@@ -15,14 +15,15 @@ import { canPodInPlaceUpdate, inPlaceRefreshPatch, planInPlaceUpdate } from './i
 import { kruisePodReadyPatch } from './pods.ts';
 import { planImagePreDownload, planImagePullJobs } from './predownload.ts';
 import type { AfterManage, DaemonSetSnapshot, Plan, PodDelete, PodPatch } from './plan-types.ts';
-import { calculateStatus, CONDITION_PROGRESSING, selectorPartitionHoldMessage } from './status.ts';
-import { burstReplicas, isDaemonSetPaused, isInPlaceIfPossible, isRollingUpdate } from './strategy.ts';
+import { calculateStatus, CONDITION_PROGRESSING, frozenMessage, selectorPartitionHoldMessage } from './status.ts';
+import { burstReplicas, isDaemonSetPaused, isInPlaceIfPossible, isRolloutFrozen, isRollingUpdate } from './strategy.ts';
 import { rollingUpdate } from './update.ts';
 import {
   HASH_COLLISION_REASON,
   INVALID_ROLLING_UPDATE_REASON,
   INVALID_SELECTOR_REASON,
   PARTITION_HOLDS_SELECTED_NODES,
+  ROLLOUT_FROZEN_REASON,
   SELECTING_ALL_REASON,
 } from './events.ts';
 
@@ -181,6 +182,17 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot, memo?: PlanMemo): Pla
   // 4. Expectations gate.
   if (snapshot.expectationsSatisfied === false) return finishWithStatus(plan, ctx, false, history.collisionCount);
 
+  // A frozen rollout (ExtendedDaemonSet's rollout-frozen): nothing is created, deleted or updated in place, pull pods
+  // included; history, readiness upkeep and status go on. Said once, when the stored Progressing does not say it.
+  if (isRolloutFrozen(ds)) {
+    plan.stage = 'Frozen';
+    const stored = ds.status?.conditions?.find((c) => c.type === CONDITION_PROGRESSING);
+    if (stored?.reason !== ROLLOUT_FROZEN_REASON)
+      plan.events.push({ type: 'Normal', reason: ROLLOUT_FROZEN_REASON, message: frozenMessage() });
+    plan.revisions.delete.push(...cleanupHistory(ds, history.old, pods, keptRevisions(ctx)));
+    return finishWithStatus(plan, ctx, true, history.collisionCount);
+  }
+
   // Pre-download images ahead of the rollout (Kruise runs it here too, before manage).
   if (snapshot.options?.imagePreDownload === 'pods') {
     const pre = planImagePreDownload(ctx, snapshot.imagePullPods ?? []);
@@ -298,8 +310,11 @@ function finishSync(
   }
 
   // 7. cleanupHistory (sees every owned pod, terminating and terminal ones included).
-  // The stable revision of a canary is kept even when no pod runs it (its pods are built from it).
-  const keep = ctx.canary?.active ? new Set([ctx.canary.stableHash]) : undefined;
-  out.revisionDeletes.push(...cleanupHistory(ds, history.old, pods, keep));
+  out.revisionDeletes.push(...cleanupHistory(ds, history.old, pods, keptRevisions(ctx)));
   return out;
+}
+
+/** The stable revision of a canary is kept even when no pod runs it (its pods are built from it). */
+function keptRevisions(ctx: SyncContext): ReadonlySet<string> | undefined {
+  return ctx.canary?.active ? new Set([ctx.canary.stableHash]) : undefined;
 }

@@ -9,9 +9,10 @@ import { IN_PLACE_UPDATE_READY } from './constants.ts';
 import { memo, minDelay, type SyncContext } from './context.ts';
 import { factsDaemonAvailable, factsWaitingTimeMs } from './node-state.ts';
 import { nodesToUpdateResult } from './update.ts';
-import { isDaemonSetPaused, isRollingUpdate } from './strategy.ts';
+import { isDaemonSetPaused, isRolloutFrozen, isRollingUpdate } from './strategy.ts';
+import { ROLLOUT_FROZEN_ANNOTATION } from '../api/constants.ts';
 import { targetHash } from './canary.ts';
-import { INVALID_ROLLING_UPDATE_REASON } from './events.ts';
+import { INVALID_ROLLING_UPDATE_REASON, ROLLOUT_FROZEN_REASON } from './events.ts';
 import { labelSelectorErrors } from '../k8s/labels.ts';
 import type { CountersResult, StatusCounters } from './plan-types.ts';
 
@@ -186,7 +187,8 @@ const MOVING_REASONS = new Set(['Updating', 'CanaryObserving']);
  * only for a failure (TimedOutReason), True otherwise, a finished rollout too (NewReplicaSetAvailable).
  */
 export function progressingStatus(reason: string): ConditionStatus {
-  if (reason === 'Paused' || reason === CANARY_PAUSED_CONDITION_REASON) return 'Unknown';
+  if (reason === 'Paused' || reason === CANARY_PAUSED_CONDITION_REASON || reason === ROLLOUT_FROZEN_REASON)
+    return 'Unknown';
   if (
     reason === PROGRESS_DEADLINE_EXCEEDED_REASON ||
     reason === CANARY_FAILED_CONDITION_REASON ||
@@ -194,6 +196,11 @@ export function progressingStatus(reason: string): ConditionStatus {
   )
     return 'False';
   return 'True';
+}
+
+/** What a frozen rollout says, in its event and its Progressing message. */
+export function frozenMessage(): string {
+  return `rollout frozen by annotation ${ROLLOUT_FROZEN_ANNOTATION}=true: no pod is created, deleted or updated until it is removed`;
 }
 
 /** Progressing False: no progress for spec.progressDeadlineSeconds (Deployment's TimedOutReason). */
@@ -274,7 +281,11 @@ function conditionsOf(ctx: SyncContext, next: DaemonSetStatus): ConditionsResult
   const selectorErrors = observed && !complete && isRollingUpdate(ds) ? updateSelectorErrors(ds) : [];
   const canary = ctx.canary;
   const c = canary?.active ? canary.status : undefined;
-  if (observed && c && (c.phase === 'Failed' || !isDaemonSetPaused(ds))) {
+  if (observed && isRolloutFrozen(ds)) {
+    progressing = false;
+    progressingReason = ROLLOUT_FROZEN_REASON;
+    progressingMessage = `${counts}; ${frozenMessage()}`;
+  } else if (observed && c && (c.phase === 'Failed' || !isDaemonSetPaused(ds))) {
     const about = `canary of revision ${c.revision} on ${nodeCount(c.nodes.length)} (${c.nodes.join(', ')})`;
     if (c.phase === 'Failed') {
       progressing = false;

@@ -2,6 +2,7 @@
 // rollingUpdate.selector, paused, progressive creation and burstReplicas. Kruise names from
 // pkg/controller/daemonset/daemonset_util.go; upstream from pkg/controller/daemon/util.
 import type { DaemonSet } from '../api/types.ts';
+import { ROLLOUT_FROZEN_ANNOTATION } from '../api/constants.ts';
 import type { Node } from '../k8s/types.ts';
 import { getScaledValueFromIntOrPercent, type IntOrStringValue } from '../k8s/intstr.ts';
 import { isEmptyLabelSelector, labelSelectorMatches } from '../k8s/labels.ts';
@@ -85,6 +86,11 @@ export function rollingUpdateBudget(ds: DaemonSet, desiredNumberScheduled: numbe
 /** rollingUpdate.paused (only the rolling-update step pauses). */
 export function isDaemonSetPaused(ds: DaemonSet): boolean {
   return isRollingUpdate(ds) && ds.spec.updateStrategy?.rollingUpdate?.paused === true;
+}
+
+/** The annotation ROLLOUT_FROZEN_ANNOTATION is "true": no pod is created, deleted or updated in place. */
+export function isRolloutFrozen(ds: DaemonSet): boolean {
+  return ds.metadata.annotations?.[ROLLOUT_FROZEN_ANNOTATION] === 'true';
 }
 
 /**
