@@ -318,39 +318,46 @@ function finish(io: Io, s: RolloutStatus): number {
 
 // ------------------------------------------------------------------------------------------------
 
-export function runPause(paused: boolean) {
+/**
+ * A command that sets a switch of the DaemonSet (`patchOf` gives the patch, or undefined when it is already so) and
+ * says `word` ("paused", "frozen", ...), or "already <word>" without writing.
+ */
+function runSwitch(
+  patchOf: (ds: DaemonSet) => unknown,
+  word: string,
+  warning: (ds: DaemonSet) => string | undefined = () => undefined,
+) {
   return async (ctx: Context): Promise<number> => {
     const name = nameArg(ctx.args);
     const { client, namespace } = ctx.conn();
     const ds = await getDaemonSet(client, namespace, name);
-    const patch = pausePatch(ds, paused);
+    const patch = patchOf(ds);
     if (!patch) {
-      line(ctx.io, nameLine(name, paused ? 'already paused' : 'already resumed'));
+      line(ctx.io, nameLine(name, `already ${word}`));
       return 0;
     }
-    if (ds.spec.updateStrategy?.type === 'OnDelete')
-      ctx.io.err(`warning: updateStrategy is OnDelete: rollingUpdate.paused has no effect until it is RollingUpdate\n`);
+    const warn = warning(ds);
+    if (warn) ctx.io.err(`warning: ${warn}\n`);
     await patchDaemonSet(client, ds, patch);
-    line(ctx.io, nameLine(name, paused ? 'paused' : 'resumed'));
+    line(ctx.io, nameLine(name, word));
     return 0;
   };
 }
 
+export function runPause(paused: boolean) {
+  return runSwitch(
+    (ds) => pausePatch(ds, paused),
+    paused ? 'paused' : 'resumed',
+    (ds) =>
+      ds.spec.updateStrategy?.type === 'OnDelete'
+        ? 'updateStrategy is OnDelete: rollingUpdate.paused has no effect until it is RollingUpdate'
+        : undefined,
+  );
+}
+
 /** `freeze` / `unfreeze`: ExtendedDaemonSet's rollout-frozen; unlike pause, new nodes get no pod either. */
 export function runFreeze(frozen: boolean) {
-  return async (ctx: Context): Promise<number> => {
-    const name = nameArg(ctx.args);
-    const { client, namespace } = ctx.conn();
-    const ds = await getDaemonSet(client, namespace, name);
-    const patch = freezePatch(ds, frozen);
-    if (!patch) {
-      line(ctx.io, nameLine(name, frozen ? 'already frozen' : 'already unfrozen'));
-      return 0;
-    }
-    await patchDaemonSet(client, ds, patch);
-    line(ctx.io, nameLine(name, frozen ? 'frozen' : 'unfrozen'));
-    return 0;
-  };
+  return runSwitch((ds) => freezePatch(ds, frozen), frozen ? 'frozen' : 'unfrozen');
 }
 
 export async function runPartition(ctx: Context): Promise<number> {

@@ -636,6 +636,10 @@ describe('helm chart', { skip: helmMissing() }, () => {
   });
 
   describe('the CRD: a template (upgraded by Helm), kept on uninstall, with the conversion webhook', () => {
+    /** [name, served, storage] of each version of a rendered CRD. */
+    const servedAndStored = (crd: Rendered) =>
+      crd.spec.versions.map((v: { name: string; served: boolean; storage: boolean }) => [v.name, v.served, v.storage]);
+
     for (const storageVersion of ['v1beta1', 'v1alpha1'] as const) {
       test(`crd.storageVersion ${storageVersion}: equal to src/api/crd.ts, converting through the webhook Service`, async () => {
         const objects = await render(
@@ -647,17 +651,10 @@ describe('helm chart', { skip: helmMissing() }, () => {
           conversion: { service: { ...conversionService, path: '/convert' } },
         }) as unknown as Rendered;
         assert.deepEqual(crd.spec, want.spec);
-        assert.deepEqual(
-          crd.spec.versions.map((v: { name: string; served: boolean; storage: boolean }) => [
-            v.name,
-            v.served,
-            v.storage,
-          ]),
-          [
-            ['v1alpha1', true, storageVersion === 'v1alpha1'],
-            ['v1beta1', true, storageVersion === 'v1beta1'],
-          ],
-        );
+        assert.deepEqual(servedAndStored(crd), [
+          ['v1alpha1', true, storageVersion === 'v1alpha1'],
+          ['v1beta1', true, storageVersion === 'v1beta1'],
+        ]);
         // The same conversion block the manager registers (certs/webhook-config.ts), but for the caBundle.
         const expected = crdConversion({ service: conversionService }, '') as { webhook: { clientConfig: object } };
         delete (expected.webhook.clientConfig as { caBundle?: string }).caBundle;
@@ -681,17 +678,10 @@ describe('helm chart', { skip: helmMissing() }, () => {
         conversion: { service: { ...conversionService, path: '/convert' } },
       }) as unknown as Rendered;
       assert.deepEqual(crd.spec, want.spec);
-      assert.deepEqual(
-        crd.spec.versions.map((v: { name: string; served: boolean; storage: boolean }) => [
-          v.name,
-          v.served,
-          v.storage,
-        ]),
-        [
-          ['v1alpha1', true, true],
-          ['v1beta1', false, false],
-        ],
-      );
+      assert.deepEqual(servedAndStored(crd), [
+        ['v1alpha1', true, true],
+        ['v1beta1', false, false],
+      ]);
       assert.equal(flag(objects, 'daemonset-api-version'), 'v1alpha1');
       assert.equal(flag(await render({}), 'daemonset-api-version'), undefined, 'the default reads v1beta1');
     });
