@@ -227,7 +227,13 @@ export interface AdsSample {
   updatedNumberScheduled?: number;
   numberAvailable?: number;
   canary?: CanaryStatusJson;
-  progressing?: { status: string; reason?: string; message?: string; lastTransitionTime?: string };
+  progressing?: {
+    status: string;
+    reason?: string;
+    message?: string;
+    lastTransitionTime?: string;
+    lastUpdateTime?: string;
+  };
 }
 
 /**

@@ -32,6 +32,8 @@ export interface Condition {
   reason?: string;
   message?: string;
   lastTransitionTime?: string;
+  /** Progressing, with progressDeadlineSeconds: the last progress (as a Deployment condition). */
+  lastUpdateTime?: string;
 }
 
 export interface AdsStatus {
