@@ -7,7 +7,7 @@
 //
 // planCanary(ctx, revisions) decides one sync: which nodes are canary nodes (selectCanaryNodes), how healthy their
 // pods are (judgeCanaryPod), the phase (nextCanaryPhase), status.canary, events, canary labels and requeue. The rest
-// of the planner asks targetHash(ctx, node) which revision a node should run and newPodForNode for the pod to create.
+// of the planner asks targetHash(ctx, node) which revision a node should run (manage.ts newPodForNode builds its pod).
 import type { Canary, CanaryPhase, CanaryStatus, CanaryValidation, DaemonSet } from '../api/types.ts';
 import type { ControllerRevision, LabelSelector, Node, Pod } from '../k8s/types.ts';
 import {
@@ -45,8 +45,8 @@ import {
 } from './events.ts';
 import { revisionHashLabel } from './history.ts';
 import { getInPlaceUpdateState, templateOfRevision } from './inplace.ts';
-import { newPod, podRevisionHash } from './pods.ts';
-import type { CanaryPlan, PlanEvent, PodCreate, PodPatch } from './plan-types.ts';
+import { podRevisionHash } from './pods.ts';
+import type { CanaryPlan, PlanEvent, PodPatch } from './plan-types.ts';
 import { isRollingUpdate, nodeSelectedForUpdate } from './strategy.ts';
 
 // ---- API shapes (src/api/schema.ts: the same in v1alpha1 and v1beta1) ----
@@ -639,20 +639,6 @@ export function targetHash(ctx: SyncContext, nodeName: string): string {
   const c = ctx.canary;
   if (!c?.active) return ctx.hash;
   return c.phase !== 'Failed' && c.nodes.has(nodeName) ? ctx.hash : c.stableHash;
-}
-
-/** The pod to create on `nodeName`: of its target revision; on a running canary's node, labelled as canary pod. */
-export function newPodForNode(ctx: SyncContext, nodeName: string): PodCreate {
-  const hash = targetHash(ctx, nodeName);
-  const c = ctx.canary;
-  if (hash !== ctx.hash && c?.stableDs) {
-    return { nodeName, revisionHash: hash, pod: newPod(c.stableDs, nodeName, hash, ctx.opts) };
-  }
-  const pod = newPod(ctx.ds, nodeName, ctx.hash, ctx.opts);
-  if (c?.active && c.phase !== 'Failed' && c.nodes.has(nodeName)) {
-    pod.metadata.labels = { ...(pod.metadata.labels ?? {}), [CANARY_POD_LABEL]: 'true' };
-  }
-  return { nodeName, revisionHash: ctx.hash, pod };
 }
 
 const ROLLED_BACK_NOTE = 'the canary nodes run the stable revision again';

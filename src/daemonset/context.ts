@@ -42,13 +42,13 @@ export interface SyncContext {
   canary?: CanaryPlan;
   /**
    * Values several steps derive from the same state (rolling update, status conditions, the afterManage part),
-   * computed once per sync on first use; see memo().
+   * computed once per sync on first use; see derivedOnce(). (Not PlanMemo, memo.ts, which outlives a sync.)
    */
-  readonly memo: SyncMemo;
+  readonly derived: SyncDerived;
 }
 
 /** Derived values of one sync; each is filled by the function named in its comment. */
-export interface SyncMemo {
+export interface SyncDerived {
   /** nodesToUpdateResult (update.ts). */
   nodesToUpdate?: NodesToUpdateStates;
   /** calculateCounters (status.ts). */
@@ -61,12 +61,12 @@ export interface SyncMemo {
  * The value `key` of this sync, computed by `compute` on first use. The context does not change during a sync, so
  * a derived value never goes stale; computing it once keeps a plan linear in nodes when several steps need it.
  */
-export function memo<K extends keyof SyncMemo>(
+export function derivedOnce<K extends keyof SyncDerived>(
   ctx: SyncContext,
   key: K,
-  compute: () => NonNullable<SyncMemo[K]>,
-): NonNullable<SyncMemo[K]> {
-  return (ctx.memo[key] ??= compute());
+  compute: () => NonNullable<SyncDerived[K]>,
+): NonNullable<SyncDerived[K]> {
+  return (ctx.derived[key] ??= compute());
 }
 
 /** True when the nodes are in name order already (the controller's node cache hands them over that way). */
@@ -110,7 +110,7 @@ export function newSyncContext(
       hash,
       now,
       opts,
-      memo: {},
+      derived: {},
     };
   }
   const sorted = sortedByName(nodes) ? (nodes as Node[]) : [...nodes].sort(byName);
@@ -154,7 +154,7 @@ export function newSyncContext(
     hash,
     now,
     opts,
-    memo: {},
+    derived: {},
   };
 }
 

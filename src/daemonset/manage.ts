@@ -17,11 +17,13 @@ import {
   isPodHooked,
   isPodPreDeleting,
   isPodUpdated,
+  newPod,
   PRE_DELETE_HOLDER,
   preparingDeletePatch,
 } from './pods.ts';
+import { CANARY_POD_LABEL } from './constants.ts';
 import type { PlanEvent, PodCreate, PodDelete, PodPatch } from './plan-types.ts';
-import { newPodForNode, targetHash } from './canary.ts';
+import { targetHash } from './canary.ts';
 import {
   allowSurge,
   burstReplicas,
@@ -233,11 +235,25 @@ export interface SyncNodesResult {
   podPatches: PodPatch[];
 }
 
+/** The pod to create on `nodeName`: of its target revision; on a running canary's node, labelled as canary pod. */
+export function newPodForNode(ctx: SyncContext, nodeName: string): PodCreate {
+  const hash = targetHash(ctx, nodeName);
+  const c = ctx.canary;
+  if (hash !== ctx.hash && c?.stableDs) {
+    return { nodeName, revisionHash: hash, pod: newPod(c.stableDs, nodeName, hash, ctx.opts) };
+  }
+  const pod = newPod(ctx.ds, nodeName, ctx.hash, ctx.opts);
+  if (c?.active && c.phase !== 'Failed' && c.nodes.has(nodeName)) {
+    pod.metadata.labels = { ...(pod.metadata.labels ?? {}), [CANARY_POD_LABEL]: 'true' };
+  }
+  return { nodeName, revisionHash: ctx.hash, pod };
+}
+
 /**
  * syncNodes (pure part): lifecycle preDelete first (a hooked pod is not deleted but labelled PreparingDelete with a
  * timestamp, and with markPodNotReady its KruisePodReady condition is set False held by the hook), then creates and
  * deletes each capped at burstReplicas. New pods are built from the current template and hash, or, beside a canary,
- * from the node's target revision (newPodForNode, canary.ts).
+ * from the node's target revision (newPodForNode).
  */
 export function syncNodes(
   ctx: SyncContext,

@@ -6,7 +6,7 @@ import type { Pod } from '../k8s/types.ts';
 import { formatTime, getPodCondition, hasReadinessGate, isPodAvailable, parseTime } from '../k8s/pod.ts';
 import { canonicalJson } from '../k8s/hash.ts';
 import { IN_PLACE_UPDATE_READY } from './constants.ts';
-import { memo, minDelay, type SyncContext } from './context.ts';
+import { derivedOnce, minDelay, type SyncContext } from './context.ts';
 import { factsDaemonAvailable, factsWaitingTimeMs } from './node-state.ts';
 import { nodesToUpdateResult } from './update.ts';
 import { isDaemonSetPaused, isRolloutFrozen, isRollingUpdate } from './strategy.ts';
@@ -105,7 +105,7 @@ export function zeroCounters(): StatusCounters {
  * new untolerated NoSchedule taint whose pod keeps running). numberUnavailable = desired - available.
  */
 export function calculateCounters(ctx: SyncContext): CountersResult {
-  return memo(ctx, 'counters', () => countersOf(ctx));
+  return derivedOnce(ctx, 'counters', () => countersOf(ctx));
 }
 
 function countersOf(ctx: SyncContext): CountersResult {
@@ -140,7 +140,7 @@ function countersOf(ctx: SyncContext): CountersResult {
 
 /** Nodes (eligible) that still need work the strategy allows now; see the conditions doc above. */
 function pendingNodes(ctx: SyncContext): number {
-  return memo(ctx, 'pendingNodes', () => countPendingNodes(ctx));
+  return derivedOnce(ctx, 'pendingNodes', () => countPendingNodes(ctx));
 }
 
 function countPendingNodes(ctx: SyncContext): number {

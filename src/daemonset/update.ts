@@ -4,7 +4,7 @@
 import type { DaemonSet } from '../api/types.ts';
 import type { Node } from '../k8s/types.ts';
 import { labelSelectorErrors } from '../k8s/labels.ts';
-import { cmp, memo, type SyncContext } from './context.ts';
+import { cmp, derivedOnce, type SyncContext } from './context.ts';
 import {
   factsAvailable,
   factsNilOrPreDeleting,
@@ -53,7 +53,7 @@ export function nodesToUpdate(ctx: SyncContext): string[] {
 export function nodesToUpdateResult(ctx: SyncContext): NodesToUpdateStates {
   const canary = ctx.canary;
   if (canary?.active) {
-    return memo(ctx, 'nodesToUpdate', () => {
+    return derivedOnce(ctx, 'nodesToUpdate', () => {
       const nodes: NodeState[] = [];
       for (const n of canary.rollingNodes) {
         const s = ctx.stateByName.get(n);
@@ -63,7 +63,7 @@ export function nodesToUpdateResult(ctx: SyncContext): NodesToUpdateStates {
       return nodesToUpdateInOrder(ctx.ds, hash, 0, nodes, false, false);
     });
   }
-  return memo(ctx, 'nodesToUpdate', () =>
+  return derivedOnce(ctx, 'nodesToUpdate', () =>
     nodesToUpdateInOrder(ctx.ds, ctx.hash, partitionCount(ctx.ds, ctx.desired), ctx.states, true),
   );
 }
