@@ -101,9 +101,32 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
   const log = opts.logger;
   const metrics = opts.metrics ?? webhookMetrics();
   const limits = webhookLimits(opts.limits);
+  const app = newServer(opts, limits);
+  const pool =
+    opts.admissionPool ??
+    startAdmissionPool({
+      logger: log,
+      maxQueue: limits.maxInFlight,
+      ...(opts.pool ? { settings: opts.pool } : {}),
+    });
+  app.addHook('onClose', () => pool.close());
+  acceptRawBodies(app, limits.bodyLimit);
+  const tooMany = limitRequests(app, limits, metrics);
+  observeRequests(app, metrics);
+  answerErrors(app, limits.bodyLimit);
+  addAdmissionRoutes(app, pool, tooMany);
+  addConversionRoute(app, pool, tooMany, metrics);
+  return app;
+}
+
+/**
+ * The Fastify server with the limits that hold before any request is read: TLS policy and handshake timeout, idle,
+ * header and request timeouts, the connection caps.
+ */
+function newServer(opts: WebhookAppOptions, limits: WebhookLimits): FastifyInstance {
   const { bodyLimit } = limits;
   const app = fastify({
-    loggerInstance: log,
+    loggerInstance: opts.logger,
     // One log line per admission (with key and uid) comes from the handler; Fastify's own would double it.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit,
@@ -136,23 +159,28 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
   // per 10 minutes by default); no client of a webhook needs it (TLS 1.3 has none), so it ends the connection.
   app.server.on('secureConnection', (socket: TLSSocket) => socket.disableRenegotiation());
   leaveUnusedConnectionsIdle(app.server);
+  return app;
+}
 
-  const pool =
-    opts.admissionPool ??
-    startAdmissionPool({
-      logger: log,
-      maxQueue: limits.maxInFlight,
-      ...(opts.pool ? { settings: opts.pool } : {}),
-    });
-  app.addHook('onClose', () => pool.close());
-
+/** Every body is taken as raw bytes, whatever its content type (see below). */
+function acceptRawBodies(app: FastifyInstance, bodyLimit: number): void {
   // Every body is JSON, whatever the content type says: kept as the raw bytes here, decoded and parsed in the
   // admission thread (a 3.5 MiB body takes about 90 ms to parse), to which the bytes are moved, not copied.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_req, body, done) => {
     done(null, body);
   });
+}
 
+/** The answer to a request beyond a limit (429); the routes use it when the pool's queue is full. */
+type TooMany = (req: FastifyRequest, reply: FastifyReply, webhook: string, bytes?: number) => FastifyReply;
+
+/**
+ * The limits on requests being handled and on request bytes held (both answered 429 with Retry-After), and the
+ * in-flight gauge; returns the 429 answer for the routes.
+ */
+function limitRequests(app: FastifyInstance, limits: WebhookLimits, metrics: WebhookMetrics): TooMany {
+  const { bodyLimit } = limits;
   /**
    * Requests being handled, by kind: from the moment their whole body has arrived until their response is closed
    * (sent, or the client went away). Not from their headers: a body sent slowly would hold a slot until the request
@@ -236,6 +264,11 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     reply.raw.once('close', () => handling[kind]--);
   });
 
+  return tooMany;
+}
+
+/** Requests and latency by webhook, code and verdict. */
+function observeRequests(app: FastifyInstance, metrics: WebhookMetrics): void {
   app.addHook('onResponse', async (req, reply) => {
     const t = timings.get(req);
     if (!t?.webhook) return;
@@ -244,7 +277,10 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     metrics.requests.inc({ webhook: t.webhook, code: String(reply.statusCode), verdict });
     metrics.latency.observe({ webhook: t.webhook, verdict }, seconds);
   });
+}
 
+/** 413 with the limit named for a body too large; 4xx and 500 as messages, never a stack trace; 404 by path. */
+function answerErrors(app: FastifyInstance, bodyLimit: number): void {
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
     if (status === 413) {
@@ -269,7 +305,10 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
   app.setNotFoundHandler((req, reply) => {
     void reply.code(404).send({ message: `no webhook at ${req.url.split('?')[0] ?? ''}` });
   });
+}
 
+/** The mutating and validating webhooks: small reviews on this thread, the others in the admission pool. */
+function addAdmissionRoutes(app: FastifyInstance, pool: AdmissionPool, tooMany: TooMany): void {
   for (const [path, { name, webhook }] of Object.entries(WEBHOOKS)) {
     app.post(path, async (req, reply) => {
       const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
@@ -297,6 +336,15 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
         .send(outcome.text);
     });
   }
+}
+
+/** The CRD's conversion webhook: small requests on this thread, the others in the pool. */
+function addConversionRoute(
+  app: FastifyInstance,
+  pool: AdmissionPool,
+  tooMany: TooMany,
+  metrics: WebhookMetrics,
+): void {
   app.post(CONVERT_PATH, async (req, reply) => {
     const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     const outcome: ConversionOutcome | 'full' =
@@ -326,7 +374,6 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     else req.log.info(fields, 'conversion');
     return reply.code(outcome.httpStatus).header('content-type', 'application/json; charset=utf-8').send(outcome.text);
   });
-  return app;
 }
 
 /**
