@@ -65,12 +65,35 @@ export interface ManagedWebhook {
 }
 
 export async function startManagedWebhook(opts: ManagedWebhookOptions, signal: AbortSignal): Promise<ManagedWebhook> {
-  const log = opts.logger.child({ component: 'webhook' });
-  const stopped = new AbortController();
-  const background = AbortSignal.any([signal, stopped.signal]);
-  let server: WebhookServer | undefined;
-  let stopping = false;
-  const startServer = async () => {
+  const run = new WebhookRun(opts, signal);
+  if (opts.host) return startOutOfCluster(opts, opts.host, run);
+  if (opts.certMode !== 'self-signed') {
+    // cert-manager / external: the certificate is mounted; nothing here needs the apiserver.
+    await run.startServer();
+    return run.managed(Promise.resolve());
+  }
+  return startSelfSigned(opts, run);
+}
+
+/** One webhook server's life: started once its certificate is there, stopped (and unregistered) by stop(). */
+class WebhookRun {
+  readonly log: Logger;
+  /** Aborts when the manager stops or the webhook is stopped: ends the background registration and bootstrap. */
+  readonly background: AbortSignal;
+  server: WebhookServer | undefined;
+  stopping = false;
+  private readonly stopped = new AbortController();
+
+  constructor(
+    private readonly opts: ManagedWebhookOptions,
+    signal: AbortSignal,
+  ) {
+    this.log = opts.logger.child({ component: 'webhook' });
+    this.background = AbortSignal.any([signal, this.stopped.signal]);
+  }
+
+  async startServer(): Promise<WebhookServer> {
+    const opts = this.opts;
     const s = await startWebhookServer({
       certDir: opts.certDir,
       port: opts.port,
@@ -79,99 +102,108 @@ export async function startManagedWebhook(opts: ManagedWebhookOptions, signal: A
       healthPort: null,
       metricsPort: null,
       registry,
-      logger: log,
+      logger: this.log,
       drainDelayMs: opts.drainMs,
       ...(opts.limits ? { limits: opts.limits } : {}),
     });
-    if (stopping) await s.stop();
+    if (this.stopping) await s.stop();
     else {
-      server = s;
+      this.server = s;
       // The port is known only now (0 picks a free one); in self-signed mode without a certificate this comes
       // after the bootstrap, later than 'manager started'.
-      log.info({ webhookPort: s.port }, 'webhook serving');
+      this.log.info({ webhookPort: s.port }, 'webhook serving');
     }
     return s;
-  };
-  const managed = (bootstrapped: Promise<void>, unregister?: () => Promise<void>): ManagedWebhook => {
+  }
+
+  managed(bootstrapped: Promise<void>, unregister?: () => Promise<void>): ManagedWebhook {
     // Nobody has to await it; a rejection (stopped first) must not be unhandled.
     bootstrapped.catch(() => {});
+    const port = () => this.server?.port ?? this.opts.port;
     return {
       get port() {
-        return server?.port ?? opts.port;
+        return port();
       },
-      ready: () => !stopping && (server?.ready() ?? false),
+      ready: () => !this.stopping && (this.server?.ready() ?? false),
       bootstrapped,
       stop: async () => {
-        stopping = true;
-        stopped.abort();
-        await server?.stop();
+        this.stopping = true;
+        this.stopped.abort();
+        await this.server?.stop();
         await unregister?.();
       },
     };
-  };
+  }
+}
 
-  if (opts.host) {
-    const host = opts.host;
-    const cert = await ensureLocalServingCertificate(opts.certDir, [host]);
-    log.info(
-      { certDir: opts.certDir, reused: cert.reused, ...(cert.reason ? { reason: cert.reason } : {}) },
-      cert.reused ? 'serving the certificate of the cert dir' : 'made a new serving certificate',
+/**
+ * Out of cluster (--webhook-host): a certificate of its own for the host, then the webhook configurations and the
+ * CRD's conversion registered by URL (retried until done); taken back on stop unless --webhook-keep-registration.
+ */
+async function startOutOfCluster(opts: ManagedWebhookOptions, host: string, run: WebhookRun): Promise<ManagedWebhook> {
+  const { log, background } = run;
+  const cert = await ensureLocalServingCertificate(opts.certDir, [host]);
+  log.info(
+    { certDir: opts.certDir, reused: cert.reused, ...(cert.reason ? { reason: cert.reason } : {}) },
+    cert.reused ? 'serving the certificate of the cert dir' : 'made a new serving certificate',
+  );
+  const s = await run.startServer();
+  const url = `https://${host.includes(':') ? `[${host}]` : host}:${s.port}`;
+  const bootstrapped = retryUntilDone(
+    'register webhook configurations',
+    () =>
+      ensureWebhookConfigurations(opts.client, {
+        name: opts.configurationName,
+        endpoint: { url },
+        caBundle: cert.caBundle,
+        timeoutSeconds: opts.timeoutSeconds,
+      }),
+    { log, signal: background, retryDelayMs: opts.retryDelayMs },
+  )
+    .then(() => {
+      log.info({ url, configuration: opts.configurationName }, 'webhook configurations registered');
+      // The CRD must exist (it is applied before the manager runs); until it does, this is retried.
+      return retryUntilDone(
+        'register the CRD conversion webhook',
+        () => ensureCrdConversion(opts.client, { endpoint: { url }, caBundle: cert.caBundle }),
+        { log, signal: background, retryDelayMs: opts.retryDelayMs },
+      );
+    })
+    .then(() => {
+      log.info({ url, crd: RESOURCE }, 'CRD conversion webhook registered');
+      log.info({ mode: 'webhook-host' }, 'webhook bootstrap complete');
+    });
+  return run.managed(bootstrapped, () => unregister(opts, url, log));
+}
+
+/** Takes back what startOutOfCluster registered for `url`, within 10 s; logs what to delete when it cannot. */
+async function unregister(opts: ManagedWebhookOptions, url: string, log: Logger): Promise<void> {
+  if (opts.keepRegistration) {
+    log.info({ url }, 'webhook configurations and CRD conversion URL kept (--webhook-keep-registration)');
+    return;
+  }
+  try {
+    // Bounded: with the apiserver unreachable, exiting matters more (the log then says what to delete).
+    const removed = await removeWebhookRegistration(opts.client, {
+      name: opts.configurationName,
+      url,
+      signal: AbortSignal.timeout(10_000),
+    });
+    log.info({ url, removed }, 'webhook registration removed');
+  } catch (err) {
+    log.error(
+      { err, url },
+      `could not remove the webhook registration: delete the webhook configurations ${opts.configurationName}-mutating and -validating`,
     );
-    const s = await startServer();
-    const url = `https://${host.includes(':') ? `[${host}]` : host}:${s.port}`;
-    const bootstrapped = retryUntilDone(
-      'register webhook configurations',
-      () =>
-        ensureWebhookConfigurations(opts.client, {
-          name: opts.configurationName,
-          endpoint: { url },
-          caBundle: cert.caBundle,
-          timeoutSeconds: opts.timeoutSeconds,
-        }),
-      { log, signal: background, retryDelayMs: opts.retryDelayMs },
-    )
-      .then(() => {
-        log.info({ url, configuration: opts.configurationName }, 'webhook configurations registered');
-        // The CRD must exist (it is applied before the manager runs); until it does, this is retried.
-        return retryUntilDone(
-          'register the CRD conversion webhook',
-          () => ensureCrdConversion(opts.client, { endpoint: { url }, caBundle: cert.caBundle }),
-          { log, signal: background, retryDelayMs: opts.retryDelayMs },
-        );
-      })
-      .then(() => {
-        log.info({ url, crd: RESOURCE }, 'CRD conversion webhook registered');
-        log.info({ mode: 'webhook-host' }, 'webhook bootstrap complete');
-      });
-    const unregister = async () => {
-      if (opts.keepRegistration) {
-        log.info({ url }, 'webhook configurations and CRD conversion URL kept (--webhook-keep-registration)');
-        return;
-      }
-      try {
-        // Bounded: with the apiserver unreachable, exiting matters more (the log then says what to delete).
-        const removed = await removeWebhookRegistration(opts.client, {
-          name: opts.configurationName,
-          url,
-          signal: AbortSignal.timeout(10_000),
-        });
-        log.info({ url, removed }, 'webhook registration removed');
-      } catch (err) {
-        log.error(
-          { err, url },
-          `could not remove the webhook registration: delete the webhook configurations ${opts.configurationName}-mutating and -validating`,
-        );
-      }
-    };
-    return managed(bootstrapped, unregister);
   }
+}
 
-  if (opts.certMode !== 'self-signed') {
-    // cert-manager / external: the certificate is mounted; nothing here needs the apiserver.
-    await startServer();
-    return managed(Promise.resolve());
-  }
-
+/**
+ * In the chart's self-signed mode: serve the certificate files left from before at once when they are still good,
+ * and run the certificate bootstrap (the Secret, caBundle injection, renewal), starting the server once it has one.
+ */
+function startSelfSigned(opts: ManagedWebhookOptions, run: WebhookRun): Promise<ManagedWebhook> {
+  const { log } = run;
   const plan = planWebhookStartup({
     mode: 'self-signed',
     files: readServingFiles(opts.certDir),
@@ -180,29 +212,31 @@ export async function startManagedWebhook(opts: ManagedWebhookOptions, signal: A
   });
   log.info({ certDir: opts.certDir, plan: plan.serve, reason: plan.reason }, 'webhook start-up');
   // Files first, then the server: it loads them at start and reloads them on renewal.
-  if (plan.serve === 'cached') await startServer();
-  const bootstrapped = runCertificateBootstrap({
-    client: opts.client,
-    namespace: opts.namespace,
-    secretName: opts.certSecretName,
-    serviceName: opts.serviceName,
-    certDir: opts.certDir,
-    webhookConfigurationName: opts.configurationName,
-    crdName: RESOURCE,
-    signal: background,
-    logger: opts.logger.child({ component: 'certificates' }),
-    ...(opts.retryDelayMs ? { retryDelayMs: opts.retryDelayMs } : {}),
-    onCertificateChanged: () => void server?.reloadCertificates(),
-  }).then(async () => {
-    if (server) {
-      // The Secret may hold another certificate than the cached files (renewed meanwhile).
-      if (await server.reloadCertificates()) log.info('serving the certificate of the Secret');
-    } else if (!stopping) {
-      await startServer();
-    }
-    log.info({ mode: 'self-signed' }, 'webhook bootstrap complete');
+  const served = plan.serve === 'cached' ? run.startServer() : Promise.resolve(undefined);
+  return served.then(() => {
+    const bootstrapped = runCertificateBootstrap({
+      client: opts.client,
+      namespace: opts.namespace,
+      secretName: opts.certSecretName,
+      serviceName: opts.serviceName,
+      certDir: opts.certDir,
+      webhookConfigurationName: opts.configurationName,
+      crdName: RESOURCE,
+      signal: run.background,
+      logger: opts.logger.child({ component: 'certificates' }),
+      ...(opts.retryDelayMs ? { retryDelayMs: opts.retryDelayMs } : {}),
+      onCertificateChanged: () => void run.server?.reloadCertificates(),
+    }).then(async () => {
+      if (run.server) {
+        // The Secret may hold another certificate than the cached files (renewed meanwhile).
+        if (await run.server.reloadCertificates()) log.info('serving the certificate of the Secret');
+      } else if (!run.stopping) {
+        await run.startServer();
+      }
+      log.info({ mode: 'self-signed' }, 'webhook bootstrap complete');
+    });
+    return run.managed(bootstrapped);
   });
-  return managed(bootstrapped);
 }
 
 /**
