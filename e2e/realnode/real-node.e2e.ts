@@ -209,6 +209,7 @@ describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_00
     // A clean install prints no warning (an empty kubernetes.io/tls Secret made the apiserver warn "tls: failed to
     // find any PEM data in certificate input").
     assert.doesNotMatch(r.stderr, /warning/i, r.stderr);
+    assert.doesNotMatch(r.output, /WARNING/, 'NOTES: the out-of-cluster manager took its configurations back');
     const crd = await kubectlJson<KubeObject>(['get', 'crd', 'daemonsets.apps.kruise.io']);
     assert.equal(crd.metadata.labels?.['app.kubernetes.io/managed-by'], 'Helm', "the CRD is the release's now");
     assert.equal(crd.metadata.annotations?.['meta.helm.sh/release-name'], RELEASE);
