@@ -275,10 +275,12 @@ describe('admission pool', () => {
     });
     const facts = `in process one review took ${inProcessMs.toFixed(0)} ms; 4 through the pool took ${elapsedMs.toFixed(0)} ms with the event loop delayed ${maxDelayMs.toFixed(0)} ms at most`;
     t.diagnostic(facts);
-    // The event loop is never held for more than a fraction of one review, let alone four (the main thread only
-    // reads each body and hands it to the thread). Relative to the in-process time, measured on the same machine
-    // at the same moment, so that a busy machine slows both alike (unloaded: 25-30 ms against 530-730 ms).
-    assert.ok(maxDelayMs < inProcessMs / 4, facts);
+    // The event loop is never held for as long as one review, let alone four (the main thread only reads each body
+    // and hands it to the thread): had a review run on it, the delay would be at least inProcessMs. Relative to the
+    // in-process time, measured on the same machine at the same moment, so that a busy machine slows both alike
+    // (unloaded: 25-30 ms against 530-730 ms; with the other test files running on 2 cores, up to 142 ms against
+    // 507 ms, which a margin of a quarter review failed on): half a review separates the two cases with room to spare.
+    assert.ok(maxDelayMs < inProcessMs / 2, facts);
     assert.ok(elapsedMs > inProcessMs, facts);
   });
 });
