@@ -31,7 +31,7 @@ import type { CountersResult, StatusCounters } from './plan-types.ts';
  *   an available pod, or an old pod on a node the strategy may update now) or `CanaryObserving`; done:
  *   `RolloutComplete`, `PartitionReached` (every node the partition/selector allows is updated and available; the rest
  *   stays old on purpose), `OnDelete` (old pods are replaced only when deleted); paused (Unknown): `Paused`
- *   (rollingUpdate.paused), `CanaryPaused`; failed (False): `CanaryFailed`, `InvalidRollingUpdate`,
+ *   (rollingUpdate.paused), `CanaryPaused`, `RolloutFrozen` (annotation rollout-frozen); failed (False): `CanaryFailed`, `InvalidRollingUpdate`,
  *   `ProgressDeadlineExceeded`. A step is waited for by its reason (`kubectl wait
  *   --for=jsonpath='{.status.conditions[?(@.type=="Progressing")].reason}'=PartitionReached`) or `kubectl ads status`.
  *   When rollingUpdate.selector is set and the partition (counted within the selected nodes) keeps every selected
