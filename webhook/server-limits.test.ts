@@ -321,6 +321,31 @@ describe('connections: idle ones closed, open ones capped', () => {
     assert.match(answer, /"uid":"in-flight"/);
   }); // prettier-ignore
 
+  test('while draining, each answer closes its connection (Connection: close), so no client reuses one being closed', async () => {
+    const server = await startWebhookServer({ certDir: dir, port: 0, host: '127.0.0.1', logger, drainDelayMs: 1_000 });
+    const body = JSON.stringify(admissionReview(daemonSetManifest(), { uid: 'during-drain' }));
+    const request = `POST ${MUTATE_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const ask = async () => {
+      const s = await idleTls(server.port);
+      s.on('error', () => {});
+      let answer = '';
+      s.setEncoding('utf8');
+      s.on('data', (c: string) => (answer += c));
+      s.write(request);
+      await until('an answer', () => /"uid":"during-drain"/.test(answer) && answer, 5_000);
+      return { s, answer };
+    };
+    const before = await ask();
+    assert.match(before.answer, /^connection: keep-alive\r$/im, 'kept alive while serving');
+    before.s.destroy();
+    const stopped = server.stop();
+    const during = await ask();
+    assert.match(during.answer, /^HTTP\/1.1 200/);
+    assert.match(during.answer, /^connection: close\r$/im, 'closed after the answer while draining');
+    await until('the server to close that connection', () => closedAt.has(during.s), 2_000);
+    await stopped;
+  }); // prettier-ignore
+
   for (const slowClients of [8, 64])
     test(`${slowClients} clients trickling their bodies take no slot: a review is served beside them; a body not in by the request timeout gets 408`, async () => {
       const server = await startWebhookServer({

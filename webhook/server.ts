@@ -126,6 +126,11 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   const stop = () => {
     stopping ??= (async () => {
       draining = true;
+      // Every answer from now on closes its connection (Connection: close): a client that sent a request during
+      // the drain then opens its next one elsewhere, rather than reusing this one just as it is closed below (a
+      // request written into a connection being closed gets "connection reset by peer", and the apiserver does
+      // not retry a POST).
+      connections.closeAfterEachResponse();
       const drainDelayMs = opts.drainDelayMs ?? 5_000;
       log.info({ drainDelayMs }, 'webhook draining');
       await new Promise((r) => setTimeout(r, drainDelayMs));
@@ -168,10 +173,11 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
  * once and each busy one as soon as its response is sent (Node's closeIdleConnections() misses connections
  * that completed the TLS handshake and never sent a request).
  */
-function trackConnections(server: HttpsServer): { closeWhenIdle(): void } {
+function trackConnections(server: HttpsServer): { closeWhenIdle(): void; closeAfterEachResponse(): void } {
   const sockets = new Set<Socket>();
   const busy = new Map<Socket, number>();
   let closing = false;
+  let keepAlive = true;
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
@@ -180,6 +186,8 @@ function trackConnections(server: HttpsServer): { closeWhenIdle(): void } {
     // The raw TCP socket under the TLS one: the one 'connection' reported.
     const socket = ((req.socket as unknown as { _parent?: Socket })._parent ?? req.socket) as Socket;
     busy.set(socket, (busy.get(socket) ?? 0) + 1);
+    // Node then answers with Connection: close and ends the connection after the response.
+    if (!keepAlive) res.shouldKeepAlive = false;
     res.once('close', () => {
       const n = (busy.get(socket) ?? 1) - 1;
       if (n > 0) return void busy.set(socket, n);
@@ -188,6 +196,9 @@ function trackConnections(server: HttpsServer): { closeWhenIdle(): void } {
     });
   });
   return {
+    closeAfterEachResponse() {
+      keepAlive = false;
+    },
     closeWhenIdle() {
       closing = true;
       for (const socket of sockets) if (!busy.has(socket)) socket.destroy();
