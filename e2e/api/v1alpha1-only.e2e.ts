@@ -9,11 +9,16 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { installCrd } from '../cluster/crd.ts';
 import { KubectlError, apply, createTestNodes, kubectl } from '../lib/kube.ts';
-import { adsManifest, describeOnPrivateCluster, getAds, imagePatch, patchAds, waitRolledOut } from '../lib/ads.ts';
+import {
+  adsManifest,
+  describeOnPrivateCluster,
+  getAds,
+  imagePatch,
+  kubectlAds,
+  patchAds,
+  waitRolledOut,
+} from '../lib/ads.ts';
 import { startManager, type ManagerProcess } from '../lib/manager.ts';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
-import { repoRoot } from '../cluster/binaries.ts';
 
 describeOnPrivateCluster('a CRD that serves only v1alpha1', { timeout: 300_000, crd: false }, (cluster) => {
   let manager: ManagerProcess;
@@ -51,10 +56,7 @@ describeOnPrivateCluster('a CRD that serves only v1alpha1', { timeout: 300_000, 
     assert.notEqual(after.status?.daemonSetHash, ds.status?.daemonSetHash, 'a new revision rolled out');
     assert.equal((await getAds('default', 'agent')).status?.updatedNumberScheduled, nodes.length);
     // The plugin reads v1alpha1, served in both modes (exit 0 when complete; a non-zero exit throws).
-    const { stdout } = await promisify(execFile)(join(repoRoot, 'bin', 'kubectl-ads'), [
-      ...['status', 'agent', '-n', 'default', '--watch=false', '--kubeconfig', cluster.kubeconfig],
-    ]);
-    assert.match(stdout, /successfully rolled out/);
+    assert.match(await kubectlAds(['status', 'agent', '-n', 'default', '--watch=false']), /successfully rolled out/);
     assert.equal(await manager.stop(), 0);
   });
 });

@@ -1,7 +1,8 @@
 // Helpers for e2e tests of the Advanced DaemonSet controller: manifests, status and pod queries,
 // revisions, events, a streaming pod watcher that checks invariants at every change, and
 // control of extra manager processes (leader election).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,6 +78,14 @@ export interface AdsOptions {
   updateStrategy?: unknown;
   minReadySeconds?: number;
   revisionHistoryLimit?: number;
+}
+
+/** `kubectl ads ARGS` (bin/kubectl-ads) against the suite's cluster: its stdout, trimmed; a non-zero exit throws. */
+export async function kubectlAds(args: string[]): Promise<string> {
+  const { stdout } = await promisify(execFile)(join(repoRoot, 'bin', 'kubectl-ads'), args, {
+    env: { ...process.env, KUBECONFIG: kubeconfig() },
+  });
+  return stdout.trim();
 }
 
 /** An apps.kruise.io/v1alpha1 DaemonSet selecting `app: <name>`, confined to the test's nodes. */

@@ -49,20 +49,14 @@ export class SnippetSession {
     }
     const started = Date.now();
     const child = this.spawn(`${s.text}\nenv -0 > ${JSON.stringify(this.envFile)}\n`);
-    let output = '';
-    let stderr = '';
-    child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr!.on('data', (c: Buffer) => {
-      output += c.toString();
-      stderr += c.toString();
-    });
+    const out = capture(child);
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
     clearTimeout(timer);
     const seconds = (Date.now() - started) / 1000;
     if (code !== 0) {
       throw new Error(
-        `${s.file ?? 'README.md'}:${s.line}: the block exited ${code} after ${seconds.toFixed(1)}s:\n${s.text}\n---\n${output}`,
+        `${where(s)}: the block exited ${code} after ${seconds.toFixed(1)}s:\n${s.text}\n---\n${out.output}`,
       );
     }
     this.env = Object.fromEntries(
@@ -72,25 +66,22 @@ export class SnippetSession {
         .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
     );
     this.count(s);
-    return { code, output, stderr, seconds };
+    return { code, output: out.output, stderr: out.stderr, seconds };
   }
 
   /** Starts a `start` block in the background and waits until its ready command succeeds. */
   async start(s: Snippet, timeoutMs = 120_000): Promise<void> {
     const child = this.spawn(s.text);
-    let output = '';
-    child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+    const out = capture(child);
     let exited: number | null | undefined;
     child.on('close', (c) => (exited = c));
     this.background.push(child);
     const state = await until(
-      `${s.file ?? 'README.md'}:${s.line}: ready (${s.ready})`,
+      `${where(s)}: ready (${s.ready})`,
       async () => (exited !== undefined ? 'exited' : (await this.probe(s.ready!)) === 0 && 'ready'),
       { timeoutMs, intervalMs: 500 },
     );
-    if (state === 'exited')
-      throw new Error(`${s.file ?? 'README.md'}:${s.line}: exited ${exited} before ready:\n${output}`);
+    if (state === 'exited') throw new Error(`${where(s)}: exited ${exited} before ready:\n${out.output}`);
     this.count(s);
   }
 
@@ -139,4 +130,18 @@ export class SnippetSession {
       (l, i) => l.trim() !== '' && !l.trim().startsWith('#') && !(lines[i - 1] ?? '').trimEnd().endsWith('\\'),
     ).length;
   }
+}
+
+/** Where a block stands, as `file:line`. */
+const where = (s: Snippet) => `${s.file ?? 'README.md'}:${s.line}`;
+
+/** What a process prints: stdout and stderr as they came, and stderr alone. */
+function capture(child: ChildProcess): { readonly output: string; readonly stderr: string } {
+  const out = { output: '', stderr: '' };
+  child.stdout!.on('data', (c: Buffer) => (out.output += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => {
+    out.output += c.toString();
+    out.stderr += c.toString();
+  });
+  return out;
 }

@@ -5,29 +5,19 @@
 // lets everything that waited happen.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { repoRoot } from '../cluster/binaries.ts';
-import { eventually, kubeconfig } from '../lib/kube.ts';
+import { eventually } from '../lib/kube.ts';
 import {
   addNodeToGroup,
   adsPods,
   condition,
   eventsFor,
   getAds,
+  kubectlAds,
   labelNode,
   patchAds,
   waitRolledOut,
 } from '../lib/ads.ts';
 import { assertUnchanged, fixture, layout, rolledOutDaemonSet, waitLayout, waitNewRevision } from './lib.ts';
-
-const ads = async (args: string[]) =>
-  (
-    await promisify(execFile)(join(repoRoot, 'bin', 'kubectl-ads'), args, {
-      env: { ...process.env, KUBECONFIG: kubeconfig() },
-    })
-  ).stdout.trim();
 
 describe('rollout freeze next to pause', { timeout: 300_000 }, () => {
   const f = fixture('frozen', 3);
@@ -39,8 +29,8 @@ describe('rollout freeze next to pause', { timeout: 300_000 }, () => {
     const paused = await rolledOutDaemonSet(f, 'paused', { options: strategy });
     await patchAds(f.ns, 'paused', { spec: { updateStrategy: { rollingUpdate: { paused: true } } } });
 
-    assert.equal(await ads(['freeze', 'frozen', '-n', f.ns]), 'daemonset.apps.kruise.io/frozen frozen');
-    assert.equal(await ads(['freeze', 'frozen', '-n', f.ns]), 'daemonset.apps.kruise.io/frozen already frozen');
+    assert.equal(await kubectlAds(['freeze', 'frozen', '-n', f.ns]), 'daemonset.apps.kruise.io/frozen frozen');
+    assert.equal(await kubectlAds(['freeze', 'frozen', '-n', f.ns]), 'daemonset.apps.kruise.io/frozen already frozen');
     const said = await eventually('Progressing Unknown, reason RolloutFrozen', async () => {
       const c = condition(await getAds(f.ns, 'frozen'), 'Progressing');
       return c?.status === 'Unknown' && c.reason === 'RolloutFrozen' && c;
@@ -65,7 +55,7 @@ describe('rollout freeze next to pause', { timeout: 300_000 }, () => {
     assert.equal(events.length, 1, 'one RolloutFrozen event');
 
     // Unfrozen: the new node gets a pod, the unselected node's pod goes, and the new template rolls out.
-    assert.equal(await ads(['unfreeze', 'frozen', '-n', f.ns]), 'daemonset.apps.kruise.io/frozen unfrozen');
+    assert.equal(await kubectlAds(['unfreeze', 'frozen', '-n', f.ns]), 'daemonset.apps.kruise.io/frozen unfrozen');
     await waitRolledOut(f.ns, 'frozen', 3);
     await waitLayout(f.ns, 'frozen', layout([n[0]!, n[1]!, added], v2));
     assert.notEqual(condition(await getAds(f.ns, 'frozen'), 'Progressing')?.reason, 'RolloutFrozen');

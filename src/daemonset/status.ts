@@ -179,9 +179,6 @@ function condition(
 
 type ConditionStatus = 'True' | 'False' | 'Unknown';
 
-/** Progressing reasons while the rollout moves: the progress deadline runs then. */
-const MOVING_REASONS = new Set(['Updating', 'CanaryObserving']);
-
 /**
  * Progressing's status for its reason, in Deployment's convention: Unknown while paused (DeploymentPaused), False
  * only for a failure (TimedOutReason), True otherwise, a finished rollout too (NewReplicaSetAvailable).
@@ -209,6 +206,9 @@ export const PROGRESS_DEADLINE_EXCEEDED_REASON = 'ProgressDeadlineExceeded';
 export const CANARY_OBSERVING_REASON = 'CanaryObserving';
 export const CANARY_PAUSED_CONDITION_REASON = 'CanaryPaused';
 export const CANARY_FAILED_CONDITION_REASON = 'CanaryFailed';
+
+/** Progressing reasons while the rollout moves: the progress deadline runs then. */
+const MOVING_REASONS = new Set(['Updating', CANARY_OBSERVING_REASON]);
 
 /** spec.progressDeadlineSeconds; undefined (no deadline) when absent, as Deployment's HasProgressDeadline. */
 export function progressDeadlineSeconds(ds: SyncContext['ds']): number | undefined {
