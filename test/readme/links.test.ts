@@ -6,15 +6,17 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 
 const root = join(import.meta.dirname, '..', '..');
-const documents = [
-  'README.md',
-  'bench/README.md',
-  'bench/HISTORY.md',
-  'charts/advanced-daemonset/README.md',
-  ...readdirSync(join(root, 'docs'))
-    .filter((f) => f.endsWith('.md'))
-    .map((f) => `docs/${f}`),
-];
+const SKIP = new Set(['node_modules', 'dist', '.git', '.cache', 'coverage']);
+/** Every Markdown document of the repository. */
+function markdownFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((entry) => {
+    if (SKIP.has(entry)) return [];
+    const p = join(dir, entry);
+    if (statSync(p).isDirectory()) return markdownFiles(p);
+    return p.endsWith('.md') ? [relative(root, p)] : [];
+  });
+}
+const documents = markdownFiles(root);
 
 /** GitHub's heading anchor: lower case, punctuation but '-' and '_' dropped, spaces to '-'. */
 export function githubAnchor(heading: string): string {

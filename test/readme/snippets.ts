@@ -15,6 +15,8 @@ export type SnippetMode = 'run' | 'start' | 'save' | 'skip';
 /** The documents whose blocks are checked, in the order a session runs them (the README's first, the chart's last). */
 export const SNIPPET_DOCUMENTS = [
   'README.md',
+  'docs/manager.md',
+  'docs/plugin.md',
   'docs/api.md',
   'docs/dashboard.md',
   'docs/rollout-strategies.md',
