@@ -1,10 +1,21 @@
-// The admission worker pool: piscina (https://github.com/piscinajs/piscina) threads that run admission-worker.ts,
-// so that parsing, defaulting and validating a review, up to 0.9 s of CPU for a maximum-size one, never blocks the
-// event loop that renews the controller's lease and answers /healthz. Each thread has a bounded heap
-// (limits.ts, admissionPoolSettings); a thread that dies (out of memory, a crash) fails only its own request, which
-// is refused with a message naming the limit, and piscina starts another in its place. A thread that runs out of
-// heap in a review after it ran others may have been filled by them rather than by this one: that review runs
-// again, once, on a fresh thread, and is refused only if it exceeds the heap there too.
+// The admission worker pool: piscina (https://github.com/piscinajs/piscina) threads that run admission-worker.ts.
+//
+// Why it exists, measured on 2 cores (the one place these reasons are kept; app.ts has the thresholds): every
+// review of a real DaemonSet is small (a few KiB) and is handled on the main thread in 0.02-0.05 ms
+// (admitOnMainThread), less than the trip to a thread and back, so the pool is idle in a healthy cluster and its
+// threads end after POOL_IDLE_CLOSE_MS. It earns its lines against large and hostile reviews, which any client that
+// may write DaemonSets can send: a maximum-size AdmissionReview costs 0.5 s of CPU (webhook/pool.test.ts measures
+// 507-533 ms in process), a hostile ConversionReview 120 ms and 76 MiB of heap. On the main thread, the in-flight
+// cap's worth of those back to back would stall the event loop that renews the controller's Lease (renewDeadline
+// 10 s, retried every 2 s) and answers /healthz for seconds, and could exhaust the heap the controller's caches
+// share; in the pool they cost the main thread a hand-over, and at worst a thread's bounded heap. Running admission
+// as a Deployment of its own would isolate it too, at the price of a second image entrypoint, Service and RBAC
+// to keep in step; the pool gives the same isolation inside the one process the chart runs.
+//
+// Each thread has a bounded heap (limits.ts, admissionPoolSettings); a thread that dies (out of memory, a crash)
+// fails only its own request, which is refused with a message naming the limit, and piscina starts another in its
+// place. A thread that runs out of heap in a review after it ran others may have been filled by them rather than by
+// this one: that review runs again, once, on a fresh thread, and is refused only if it exceeds the heap there too.
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -87,61 +98,11 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
   if (!existsSync(workerFile))
     throw new Error(`the admission worker ${workerFile} is missing (the build puts it beside the bundle)`);
   const settings = { ...admissionPoolSettings(readUsableCores(), readMemoryLimit()), ...opts.settings };
-  // What each running task's thread reported (TaskReport): its earlier tasks, and whom the review is for.
-  const started = new Map<number, { earlierTasks?: number; who?: ReviewIdentity }>();
-  const idleCloseMs = opts.idleCloseMs ?? POOL_IDLE_CLOSE_MS;
-  let pool: Piscina<AdmissionTask, SerializedOutcome | ConversionOutcome> | undefined;
-  let running = 0;
-  let idleTimer: NodeJS.Timeout | undefined;
-  let closed = false;
-
-  // The threads start with the first task and end POOL_IDLE_CLOSE_MS after the last one: see there.
-  const open = () => {
-    // The message failed() answers as "the webhook is stopping".
-    if (closed) throw new Error('Terminating worker thread');
-    clearTimeout(idleTimer);
-    idleTimer = undefined;
-    if (pool) return pool;
-    const p = new Piscina<AdmissionTask, SerializedOutcome | ConversionOutcome>({
-      filename: workerFile,
-      // All threads at once, as the pool opens, not one by one as tasks come: piscina starts a thread on demand
-      // (minThreads below maxThreads) and a thread that then dies before it is ready leaves the queued task waiting
-      // for good.
-      minThreads: settings.threads,
-      maxThreads: settings.threads,
-      maxQueue: opts.maxQueue,
-      // First come, first served: by default a task that finds no free thread goes back to the queue's tail, and
-      // under a stream of slow reviews the first ones waited 18 s while later ones were served in 2 s.
-      stricterFIFO: true,
-      resourceLimits: {
-        maxOldGenerationSizeMb: settings.heapMiB,
-        maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MIB,
-      },
-    });
-    // A thread's error with no task of its own would otherwise be an unhandled 'error' event: the process would exit.
-    p.on('error', (err: unknown) => log.error({ err }, 'admission worker failed'));
-    p.on('message', (m: unknown) => {
-      const r = m as Partial<TaskReport>;
-      const known = typeof r.admissionTask === 'number' ? started.get(r.admissionTask) : undefined;
-      if (!known) return;
-      if (r.earlierTasks !== undefined) known.earlierTasks = r.earlierTasks;
-      if (r.who) known.who = r.who;
-    });
-    log.debug({ threads: settings.threads, heapMiB: settings.heapMiB }, 'admission threads started');
-    pool = p;
-    return p;
-  };
-  const done = () => {
-    if (--running > 0 || closed) return;
-    idleTimer = setTimeout(() => {
-      const p = pool;
-      pool = undefined;
-      idleTimer = undefined;
-      log.debug('admission threads ended: idle');
-      void p?.destroy();
-    }, idleCloseMs);
-    idleTimer.unref();
-  };
+  const threads = new IdleClosingThreads(log, settings, {
+    workerFile,
+    maxQueue: opts.maxQueue,
+    idleCloseMs: opts.idleCloseMs ?? POOL_IDLE_CLOSE_MS,
+  });
   let nextId = 0;
 
   const run = async (webhook: AdmissionTask['webhook'], raw: Buffer) => {
@@ -152,73 +113,23 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
     const moved =
       raw.byteLength >= TRANSFER_MIN_BYTES && raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength;
     const body = moved ? raw : raw.toString('utf8');
-    running++;
-    try {
-      for (let attempt = 1; ; attempt++) {
-        const id = nextId++;
-        const report: { earlierTasks?: number; who?: ReviewIdentity } = {};
-        started.set(id, report);
-        try {
-          return await open().run({ id, webhook, body }, moved ? { transferList: [raw.buffer as ArrayBuffer] } : {});
-        } catch (err) {
-          if (err instanceof Error && err.message === 'Task queue is at limit') return 'full';
-          // Out of memory on a thread that had run other tasks: they may have filled its heap, so this review is not
-          // yet known to exceed it. It runs again on a fresh thread (piscina replaces the one that died).
-          if (attempt === 1 && !moved && isOutOfMemory(err) && (report.earlierTasks ?? 0) > 0) {
-            log.info(
-              {
-                uid: report.who?.uid,
-                key: report.who?.key,
-                earlierTasks: report.earlierTasks,
-                heapMiB: settings.heapMiB,
-              },
-              'admission thread ran out of memory after earlier tasks; running the review again on a fresh thread',
-            );
-            continue;
-          }
-          return failed(err, report.who);
-        } finally {
-          started.delete(id);
-        }
+    for (let attempt = 1; ; attempt++) {
+      const id = nextId++;
+      const result = await threads.run({ id, webhook, body }, moved ? [raw.buffer as ArrayBuffer] : undefined);
+      if (!('err' in result)) return result.answer;
+      const { err, report } = result;
+      if (err instanceof Error && err.message === 'Task queue is at limit') return 'full';
+      // Out of memory on a thread that had run other tasks: they may have filled its heap, so this review is not
+      // yet known to exceed it. It runs again on a fresh thread (piscina replaces the one that died).
+      if (attempt === 1 && !moved && isOutOfMemory(err) && (report.earlierTasks ?? 0) > 0) {
+        log.info(
+          { uid: report.who?.uid, key: report.who?.key, earlierTasks: report.earlierTasks, heapMiB: settings.heapMiB },
+          'admission thread ran out of memory after earlier tasks; running the review again on a fresh thread',
+        );
+        continue;
       }
-    } finally {
-      done();
+      return failedAnswer(err, report.who, settings.heapMiB, log);
     }
-  };
-
-  /** The answer for a request whose thread died or was stopped: never a 5xx without a message. */
-  const failed = (err: unknown, who: ReviewIdentity | undefined): SerializedOutcome => {
-    const code = (err as { code?: string } | undefined)?.code;
-    const outOfMemory = isOutOfMemory(err);
-    // Terminated: the pool is being closed (the server is stopping).
-    const terminated = err instanceof Error && err.message === 'Terminating worker thread';
-    const status = outOfMemory ? 413 : terminated ? 503 : 500;
-    const message = outOfMemory
-      ? `handling this admission request took more memory than the webhook's limit of ${settings.heapMiB} MiB per admission thread; the object is far larger than any DaemonSet needs: use fewer containers, ports or volumes`
-      : terminated
-        ? 'the webhook is stopping; retry'
-        : 'internal error: the admission thread handling this request exited';
-    const fields = { uid: who?.uid, key: who?.key, heapMiB: settings.heapMiB, code };
-    if (outOfMemory) log.warn({ ...fields, err }, 'admission request refused: out of memory in the admission thread');
-    else if (!terminated) log.error({ ...fields, err }, 'admission thread failed');
-    const base = {
-      verdict: 'errored' as const,
-      message,
-      ...(who ? { uid: who.uid, key: who.key, operation: who.operation } : {}),
-    };
-    if (who) {
-      // The uid is known: an errored review, which the apiserver shows as this request's error.
-      const body = {
-        apiVersion: who.apiVersion,
-        kind: 'AdmissionReview' as const,
-        response: complete(errored(status, message), who.uid),
-      };
-      return { ...base, httpStatus: 200, body, text: JSON.stringify(body) };
-    }
-    // Not even the envelope was read: an HTTP error whose metav1.Status body carries the message.
-    const reason = status === 413 ? 'RequestEntityTooLarge' : status === 503 ? 'ServiceUnavailable' : 'InternalError';
-    const body = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code: status };
-    return { ...base, httpStatus: status, body: { message }, text: JSON.stringify(body) };
   };
 
   return {
@@ -227,18 +138,149 @@ export function startAdmissionPool(opts: AdmissionPoolOptions): AdmissionPool {
     convert: async (raw) => {
       const answer = await run('convert', raw);
       if (answer === 'full' || 'counts' in answer) return answer;
-      // The thread died (failed() above): its Status, counted as errored.
+      // The thread died (failedAnswer): its Status, counted as errored.
       const { httpStatus, text, message } = answer;
       return { httpStatus, text, verdict: 'errored', counts: [], ...(message ? { message } : {}) };
     },
-    threads: () => pool?.threads.length ?? 0,
-    close: async () => {
-      closed = true;
-      clearTimeout(idleTimer);
-      await pool?.destroy();
-      pool = undefined;
-    },
+    threads: () => threads.size(),
+    close: () => threads.close(),
   };
+}
+
+/** What a running task's thread reported (TaskReport): its earlier tasks, and whom the review is for. */
+interface RunningTask {
+  earlierTasks?: number;
+  who?: ReviewIdentity;
+}
+
+type TaskResult = SerializedOutcome | ConversionOutcome;
+
+/**
+ * The piscina threads: started, all at once, with the first task, and ended `idleCloseMs` after the last one
+ * (POOL_IDLE_CLOSE_MS says why). run() never throws: it returns the answer, or the error with what the task's
+ * thread reported before it failed.
+ */
+class IdleClosingThreads {
+  private pool: Piscina<AdmissionTask, TaskResult> | undefined;
+  private readonly running = new Map<number, RunningTask>();
+  private idleTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly log: Logger,
+    private readonly settings: AdmissionPoolSettings,
+    private readonly opts: { workerFile: string; maxQueue: number; idleCloseMs: number },
+  ) {}
+
+  async run(
+    task: AdmissionTask,
+    transferList: ArrayBuffer[] | undefined,
+  ): Promise<{ answer: TaskResult } | { err: unknown; report: RunningTask }> {
+    const report: RunningTask = {};
+    this.running.set(task.id, report);
+    try {
+      const pool = this.open();
+      return { answer: await pool.run(task, transferList ? { transferList } : {}) };
+    } catch (err) {
+      return { err, report };
+    } finally {
+      this.running.delete(task.id);
+      this.scheduleIdleClose();
+    }
+  }
+
+  size(): number {
+    return this.pool?.threads.length ?? 0;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.idleTimer);
+    await this.pool?.destroy();
+    this.pool = undefined;
+  }
+
+  private open(): Piscina<AdmissionTask, TaskResult> {
+    // The message failedAnswer() answers as "the webhook is stopping".
+    if (this.closed) throw new Error('Terminating worker thread');
+    clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+    if (this.pool) return this.pool;
+    const { threads, heapMiB } = this.settings;
+    const p = new Piscina<AdmissionTask, TaskResult>({
+      filename: this.opts.workerFile,
+      // All threads at once, as the pool opens, not one by one as tasks come: piscina starts a thread on demand
+      // (minThreads below maxThreads) and a thread that then dies before it is ready leaves the queued task waiting
+      // for good.
+      minThreads: threads,
+      maxThreads: threads,
+      maxQueue: this.opts.maxQueue,
+      // First come, first served: by default a task that finds no free thread goes back to the queue's tail, and
+      // under a stream of slow reviews the first ones waited 18 s while later ones were served in 2 s.
+      stricterFIFO: true,
+      resourceLimits: { maxOldGenerationSizeMb: heapMiB, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MIB },
+    });
+    // A thread's error with no task of its own would otherwise be an unhandled 'error' event: the process would exit.
+    p.on('error', (err: unknown) => this.log.error({ err }, 'admission worker failed'));
+    p.on('message', (m: unknown) => {
+      const r = m as Partial<TaskReport>;
+      const known = typeof r.admissionTask === 'number' ? this.running.get(r.admissionTask) : undefined;
+      if (!known) return;
+      if (r.earlierTasks !== undefined) known.earlierTasks = r.earlierTasks;
+      if (r.who) known.who = r.who;
+    });
+    this.log.debug({ threads, heapMiB }, 'admission threads started');
+    this.pool = p;
+    return p;
+  }
+
+  private scheduleIdleClose(): void {
+    if (this.running.size > 0 || this.closed) return;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      const p = this.pool;
+      this.pool = undefined;
+      this.idleTimer = undefined;
+      this.log.debug('admission threads ended: idle');
+      void p?.destroy();
+    }, this.opts.idleCloseMs);
+    this.idleTimer.unref();
+  }
+}
+
+/** The answer for a request whose thread died or was stopped: never a 5xx without a message. */
+function failedAnswer(err: unknown, who: ReviewIdentity | undefined, heapMiB: number, log: Logger): SerializedOutcome {
+  const code = (err as { code?: string } | undefined)?.code;
+  const outOfMemory = isOutOfMemory(err);
+  // Terminated: the pool is being closed (the server is stopping).
+  const terminated = err instanceof Error && err.message === 'Terminating worker thread';
+  const status = outOfMemory ? 413 : terminated ? 503 : 500;
+  const message = outOfMemory
+    ? `handling this admission request took more memory than the webhook's limit of ${heapMiB} MiB per admission thread; the object is far larger than any DaemonSet needs: use fewer containers, ports or volumes`
+    : terminated
+      ? 'the webhook is stopping; retry'
+      : 'internal error: the admission thread handling this request exited';
+  const fields = { uid: who?.uid, key: who?.key, heapMiB, code };
+  if (outOfMemory) log.warn({ ...fields, err }, 'admission request refused: out of memory in the admission thread');
+  else if (!terminated) log.error({ ...fields, err }, 'admission thread failed');
+  const base = {
+    verdict: 'errored' as const,
+    message,
+    ...(who ? { uid: who.uid, key: who.key, operation: who.operation } : {}),
+  };
+  if (who) {
+    // The uid is known: an errored review, which the apiserver shows as this request's error.
+    const body = {
+      apiVersion: who.apiVersion,
+      kind: 'AdmissionReview' as const,
+      response: complete(errored(status, message), who.uid),
+    };
+    return { ...base, httpStatus: 200, body, text: JSON.stringify(body) };
+  }
+  // Not even the envelope was read: an HTTP error whose metav1.Status body carries the message.
+  const reason = status === 413 ? 'RequestEntityTooLarge' : status === 503 ? 'ServiceUnavailable' : 'InternalError';
+  const body = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code: status };
+  return { ...base, httpStatus: status, body: { message }, text: JSON.stringify(body) };
 }
 
 function isOutOfMemory(err: unknown): boolean {

@@ -78,48 +78,15 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   let draining = false;
   const ready = () => !draining;
 
-  const extra: Server[] = [];
-  const listenPlain = async (p: number, handler: RequestListener): Promise<number> => {
-    // Limits of their own, not the HTTPS port's: a flood there must not take the probes' connections.
-    const server = createProbeHttpServer(handler);
-    extra.push(server);
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(p, host, () => resolve());
-    });
-    return (server.address() as AddressInfo).port;
-  };
-
-  let healthPort: number | undefined;
-  let metricsPort: number | undefined;
+  let plain: PlainServers;
   try {
-    if (opts.healthPort !== undefined && opts.healthPort !== null) {
-      healthPort = await listenPlain(opts.healthPort, (req, res) => {
-        const path = (req.url ?? '').split('?')[0];
-        if (path === '/healthz' || path === '/livez') return void res.writeHead(200).end('ok');
-        if (path === '/readyz')
-          return void (ready() ? res.writeHead(200).end('ok') : res.writeHead(503).end('draining'));
-        res.writeHead(404).end('not found');
-      });
-    }
-    if (opts.metricsPort !== undefined && opts.metricsPort !== null) {
-      metricsPort = await listenPlain(opts.metricsPort, (req, res) => {
-        if ((req.url ?? '').split('?')[0] !== '/metrics') return void res.writeHead(404).end('not found');
-        metrics.registry.metrics().then(
-          (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
-          (err: unknown) => {
-            log.error({ err }, 'metrics collection failed');
-            res.writeHead(500).end('metrics collection failed');
-          },
-        );
-      });
-    }
+    plain = await listenPlainServers(opts, host, ready, metrics.registry);
   } catch (err) {
     certs.close();
     await app.close();
-    await Promise.all(extra.map((s) => new Promise((r) => s.close(r))));
     throw err;
   }
+  const { healthPort, metricsPort } = plain;
   log.info({ port, host, healthPort, metricsPort, certDir: opts.certDir }, 'webhook server listening');
 
   let stopping: Promise<void> | undefined;
@@ -140,14 +107,7 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
       // hold it until its idle timeout. Those go now; one still answering goes once its response is sent.
       connections.closeWhenIdle();
       await closed;
-      // Probes and scrapes keep nothing worth finishing: their connections go at once.
-      await Promise.all(
-        extra.map((s) => {
-          const done = new Promise((r) => s.close(r));
-          s.closeAllConnections();
-          return done;
-        }),
-      );
+      await plain.close();
       log.info('webhook server stopped');
     })();
     return stopping;
@@ -166,6 +126,74 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
       ),
     stop,
   };
+}
+
+interface PlainServers {
+  healthPort?: number;
+  metricsPort?: number;
+  /** Closes both at once: probes and scrapes keep nothing worth finishing. */
+  close(): Promise<void>;
+}
+
+/** The plain-HTTP /healthz + /readyz and /metrics servers, each only when its port is given. */
+async function listenPlainServers(
+  opts: WebhookServerOptions,
+  host: string,
+  ready: () => boolean,
+  registry: Registry,
+): Promise<PlainServers> {
+  const servers: Server[] = [];
+  const close = () =>
+    Promise.all(
+      servers.map((s) => {
+        const done = new Promise<void>((r) => s.close(() => r()));
+        s.closeAllConnections();
+        return done;
+      }),
+    ).then(() => undefined);
+  const listen = async (p: number, handler: RequestListener): Promise<number> => {
+    // Limits of their own, not the HTTPS port's: a flood there must not take the probes' connections.
+    const server = createProbeHttpServer(handler);
+    servers.push(server);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(p, host, () => resolve());
+    });
+    return (server.address() as AddressInfo).port;
+  };
+  try {
+    const healthPort =
+      opts.healthPort === undefined || opts.healthPort === null
+        ? undefined
+        : await listen(opts.healthPort, (req, res) => {
+            const path = (req.url ?? '').split('?')[0];
+            if (path === '/healthz' || path === '/livez') return void res.writeHead(200).end('ok');
+            if (path === '/readyz')
+              return void (ready() ? res.writeHead(200).end('ok') : res.writeHead(503).end('draining'));
+            res.writeHead(404).end('not found');
+          });
+    const metricsPort =
+      opts.metricsPort === undefined || opts.metricsPort === null
+        ? undefined
+        : await listen(opts.metricsPort, (req, res) => {
+            if ((req.url ?? '').split('?')[0] !== '/metrics') return void res.writeHead(404).end('not found');
+            registry.metrics().then(
+              (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+              (err: unknown) => {
+                opts.logger.error({ err }, 'metrics collection failed');
+                res.writeHead(500).end('metrics collection failed');
+              },
+            );
+          });
+    return {
+      ...(healthPort !== undefined ? { healthPort } : {}),
+      ...(metricsPort !== undefined ? { metricsPort } : {}),
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
 }
 
 /**
