@@ -89,7 +89,6 @@ export const LIFECYCLE_TIMESTAMP_ANNOTATION = 'lifecycle.apps.kruise.io/timestam
 export const INPLACE_UPDATE_STATE_ANNOTATION = 'apps.kruise.io/inplace-update-state';
 /** Older key, still read. */
 export const INPLACE_UPDATE_STATE_ANNOTATION_OLD = 'inplace-update-state';
-export const RUNTIME_CONTAINERS_META_ANNOTATION = 'apps.kruise.io/runtime-containers-meta';
 
 // Pod readiness gates / conditions.
 export const KRUISE_POD_READY = 'KruisePodReady';
