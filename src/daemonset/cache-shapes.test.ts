@@ -63,7 +63,7 @@ describe('cachedNode and cachedPod', () => {
     assert.deepEqual(cachedNode({ metadata: { name: 'x' }, spec: {}, status: {} }).spec, {}, 'an empty spec stays');
   });
 
-  test('a pod keeps identity, ownership, node, images, gates, conditions and container states', () => {
+  test('a pod keeps identity, ownership, node, images, resources, gates, conditions and container states', () => {
     const ds = newDaemonSet();
     const lean = newPod(ds, 'n1', { name: 'p1', hash: 'h1', ready: true });
     lean.metadata.finalizers = ['example.com/hold'];
@@ -103,7 +103,7 @@ describe('cachedNode and cachedPod', () => {
       },
       spec: {
         nodeName: 'n1',
-        containers: [{ name: 'foo', image: 'foo/bar' }],
+        containers: [{ name: 'foo', image: 'foo/bar', resources: full.spec.containers[0]!.resources }],
         affinity: { nodeAffinity: lean.spec.affinity?.nodeAffinity },
         readinessGates: [{ conditionType: 'KruisePodReady' }],
       },
@@ -120,11 +120,13 @@ describe('cachedNode and cachedPod', () => {
             restartCount: 2,
             state: { running: { startedAt: 'x' } },
             lastState: { terminated: { exitCode: 1, reason: 'Error', finishedAt: 'y' } },
+            resources: full.status?.containerStatuses?.[0]?.resources,
           },
         ],
         initContainerStatuses: [{ name: 'init', image: 'i', imageID: 'i@1', ready: true, restartCount: 0 }],
       },
     });
+    assert.ok(trimmed.spec.containers[0]!.resources, 'the full pod had resources');
     assert.deepEqual(full, before, 'the input is not changed');
     assert.ok(full.metadata.managedFields && full.spec.volumes && full.status?.podIP, 'the full pod had them');
   });

@@ -214,8 +214,8 @@ export function cachedNode(node: Node, previous?: Node): Node {
 /**
  * The spec fields the planner reads on existing pods: the node it is for (nodeName, else the matchFields affinity
  * term, getTargetNodeName), containers' names and images (in-place update completion, images to pre-download),
- * readinessGates (KruisePodReady, InPlaceUpdateReady). Volumes, env, probes, resources, tolerations and the rest
- * are the kubelet's and the scheduler's.
+ * readinessGates (KruisePodReady, InPlaceUpdateReady), containers' resources and resizePolicy (in-place resize).
+ * Volumes, env, probes, tolerations and the rest are the kubelet's and the scheduler's.
  */
 function cachedPodSpec(spec: PodSpec | undefined): PodSpec {
   const out: PodSpec = { ...pick(spec, ['nodeName']), containers: hashConsed(containerImages(spec?.containers)) };
@@ -225,10 +225,19 @@ function cachedPodSpec(spec: PodSpec | undefined): PodSpec {
   return out;
 }
 
+/**
+ * Name and image of each container, and its resources and resizePolicy when set (in-place resize, resize.ts: what
+ * the pod holds against what its revision asks for). The containers of a DaemonSet's pods are alike, so they are
+ * hash-consed as one part; a pod that holds per-node resources holds the list of its node group.
+ */
 function containerImages(containers: PodSpec['containers'] | undefined): PodSpec['containers'] {
-  return (containers ?? []).map((c) =>
-    c.image === undefined ? { name: intern(c.name) } : { name: intern(c.name), image: intern(c.image) },
-  );
+  return (containers ?? []).map((c) => {
+    const out: PodSpec['containers'][number] = { name: intern(c.name) };
+    if (c.image !== undefined) out.image = intern(c.image);
+    if (c.resources !== undefined) out.resources = c.resources;
+    if (c.resizePolicy !== undefined) out.resizePolicy = c.resizePolicy;
+    return out;
+  });
 }
 
 /** apiVersion and kind, when present (interned: the same two strings on every object of a kind). */
@@ -240,7 +249,8 @@ function typeMeta(from: KubeObject, to: KubeObject): void {
 /**
  * What is read of a container status: the in-place update's imageID and image comparison, restartCount
  * (in-place update state, canary health), ready/started, state and lastState (canary: waiting reasons, last
- * termination). Resources, volume mounts, containerID and user are not.
+ * termination), resources (a resize is done when they report the spec's). Volume mounts, containerID, user and
+ * allocatedResources are not.
  */
 const CONTAINER_STATUS_KEYS = [
   'name',
@@ -251,6 +261,7 @@ const CONTAINER_STATUS_KEYS = [
   'restartCount',
   'state',
   'lastState',
+  'resources',
 ] as const satisfies readonly (keyof ContainerStatus)[];
 
 function containerStatuses(list: unknown): ContainerStatus[] | undefined {
@@ -265,13 +276,14 @@ function containerStatuses(list: unknown): ContainerStatus[] | undefined {
 }
 
 /**
- * Phase (terminal pods, pull pods), conditions whole (Ready and its lastTransitionTime for availability,
+ * Phase (terminal pods, pull pods), observedGeneration, conditions whole (Ready and its lastTransitionTime for availability,
  * KruisePodReady's message listing its holders, InPlaceUpdateReady, which a revert writes back as it was) and the
  * container statuses of every kind (canary health counts init and ephemeral containers too).
  */
 function cachedPodStatus(status: PodStatus | undefined): PodStatus | undefined {
   if (!status) return undefined;
-  const out: PodStatus = pick(status, ['phase']);
+  // observedGeneration: whether the kubelet has seen a resize (resize.ts, resizeProgress).
+  const out: PodStatus = pick(status, ['phase', 'observedGeneration']);
   if (out.phase !== undefined) out.phase = intern(out.phase);
   if (status.conditions) {
     out.conditions = status.conditions.map((c) => {
