@@ -8,7 +8,7 @@ import type { ImagePreDownloadMode } from '../src/daemonset/plan-types.ts';
 import type { KruisePodReadyGateMode } from '../src/daemonset/pods.ts';
 import { EventRecorder } from './runtime/events.ts';
 import { LeaderElector } from './runtime/leaderelection.ts';
-import type { Logger } from './runtime/log.ts';
+import type { Logger } from '../src/k8s/log.ts';
 import { observeRestClientRequest } from './runtime/metrics.ts';
 import { runStorageMigration } from './storage-migration.ts';
 

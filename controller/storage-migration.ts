@@ -29,8 +29,8 @@ import { objectKey, type KubeObject } from '../src/k8s/types.ts';
 import type { EventRecorder } from './runtime/events.ts';
 import { storageMigrationSkipped } from './runtime/metrics.ts';
 import { errorMessage } from './runtime/errors.ts';
-import { monotonic } from './runtime/clock.ts';
-import type { Logger } from './runtime/log.ts';
+import { monotonic } from '../src/k8s/clock.ts';
+import type { Logger } from '../src/k8s/log.ts';
 
 /** The part of a CustomResourceDefinition the migration reads. */
 export interface CrdVersions {

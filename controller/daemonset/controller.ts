@@ -34,7 +34,7 @@ import {
   type IndexFunc,
   waitForCacheSync,
 } from '../runtime/informer.ts';
-import type { Logger } from '../runtime/log.ts';
+import type { Logger } from '../../src/k8s/log.ts';
 import { WorkQueue, runWorkers, type ReconcileResult } from '../runtime/workqueue.ts';
 import { pullPodsKey, SyncExecutor } from './executor.ts';
 import { DaemonSetMetrics } from './metrics.ts';

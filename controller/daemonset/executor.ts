@@ -40,8 +40,8 @@ import { objectKey, type ControllerRevision, type Pod } from '../../src/k8s/type
 import { errorMessage as message, ignoreNotFound, newAggregate } from '../runtime/errors.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { ResourceVersionExpectations, UIDTrackingControllerExpectations } from '../runtime/expectations.ts';
-import { monotonic } from '../runtime/clock.ts';
-import type { Logger } from '../runtime/log.ts';
+import { monotonic } from '../../src/k8s/clock.ts';
+import type { Logger } from '../../src/k8s/log.ts';
 import { slowStartBatch } from '../runtime/slowstart.ts';
 import type { DaemonSetMetrics } from './metrics.ts';
 import type { WorkQueue } from '../runtime/workqueue.ts';

@@ -16,7 +16,7 @@ import { resources } from '../../src/k8s/resources.ts';
 import { TokenBucket } from '../../src/k8s/rate-limit.ts';
 import { type KubeClient } from '../../src/k8s/client.ts';
 import type { KubeObject } from '../../src/k8s/types.ts';
-import { defaultLogger, type Logger } from './log.ts';
+import { defaultLogger, type Logger } from '../../src/k8s/log.ts';
 
 export type EventType = 'Normal' | 'Warning';
 

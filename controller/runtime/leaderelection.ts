@@ -26,8 +26,8 @@ import { followSignals, type KubeClient } from '../../src/k8s/client.ts';
 import { isAlreadyExists, isConflict, isNotFound } from '../../src/k8s/errors.ts';
 import { resources } from '../../src/k8s/resources.ts';
 import type { Lease } from '../../src/k8s/types.ts';
-import { monotonic, type Clock } from './clock.ts';
-import { defaultLogger, type Logger } from './log.ts';
+import { monotonic, type Clock } from '../../src/k8s/clock.ts';
+import { defaultLogger, type Logger } from '../../src/k8s/log.ts';
 import { leaderElectionMasterStatus } from './metrics.ts';
 
 export interface LeaderCallbacks {

@@ -24,7 +24,7 @@ import { ApiError, apiErrorFromStatus, isGone, type Status } from '../../src/k8s
 import { apiVersionOf, resourcePath, type ResourceType } from '../../src/k8s/resources.ts';
 import { type KubeList, type KubeClient, type WatchEvent } from '../../src/k8s/client.ts';
 import type { KubeObject } from '../../src/k8s/types.ts';
-import { defaultLogger, type Logger } from './log.ts';
+import { defaultLogger, type Logger } from '../../src/k8s/log.ts';
 import { reflectorLastEventTimestamp, reflectorLists, reflectorWatches, reflectorWatchRestarts } from './metrics.ts';
 
 /** What the reflector feeds. The informer implements it (store + event handlers). */

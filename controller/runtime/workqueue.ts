@@ -5,7 +5,7 @@
 // processed by two workers at once", nor per-key exponential backoff.
 import { setImmediate } from 'node:timers/promises';
 import { TokenBucket } from '../../src/k8s/rate-limit.ts';
-import { defaultLogger, type Logger } from './log.ts';
+import { defaultLogger, type Logger } from '../../src/k8s/log.ts';
 import {
   activeWorkers,
   maxConcurrentReconciles,
@@ -19,7 +19,7 @@ import {
   workqueueRetries,
   workqueueWorkDuration,
 } from './metrics.ts';
-import { monotonic, type Clock } from './clock.ts';
+import { monotonic, type Clock } from '../../src/k8s/clock.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Rate limiters
