@@ -28,7 +28,7 @@ import { addNodes, newDaemonSet, newNode, newPod } from '../../src/daemonset/tes
 import { EventRecorder, type EventRecorderOptions } from '../runtime/events.ts';
 import { DeletedFinalStateUnknown } from '../runtime/informer.ts';
 import { FakeApiServer, type RequestRecord } from '../../src/k8s/testing/fake-apiserver.ts';
-import type { ReconcileResult } from '../runtime/workqueue.ts';
+import type { ReconcileResult } from '../runtime/workers.ts';
 import { DaemonSetController } from './controller.ts';
 import { sleep, until } from '../../src/testing/wait.ts';
 

@@ -35,7 +35,8 @@ import {
   waitForCacheSync,
 } from '../runtime/informer.ts';
 import type { Logger } from '../../src/k8s/log.ts';
-import { WorkQueue, runWorkers, type ReconcileResult } from '../runtime/workqueue.ts';
+import { WorkQueue } from '../../src/k8s/workqueue.ts';
+import { runWorkers, type ReconcileResult } from '../runtime/workers.ts';
 import { pullPodsKey, SyncExecutor } from './executor.ts';
 import { DaemonSetMetrics } from './metrics.ts';
 

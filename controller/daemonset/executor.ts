@@ -44,7 +44,7 @@ import { monotonic } from '../../src/k8s/clock.ts';
 import type { Logger } from '../../src/k8s/log.ts';
 import { slowStartBatch } from '../runtime/slowstart.ts';
 import type { DaemonSetMetrics } from './metrics.ts';
-import type { WorkQueue } from '../runtime/workqueue.ts';
+import type { WorkQueue } from '../../src/k8s/workqueue.ts';
 
 /** The part of a plan that touches pods and status: the plan itself, or its afterManage part. */
 type PlanStep = Plan | AfterManage;

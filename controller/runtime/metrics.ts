@@ -3,6 +3,7 @@
 // Histograms, not summaries, so they aggregate across replicas.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestObservation } from '../../src/k8s/client.ts';
+import { setWorkQueueMetricsProvider, type InProgressSource } from '../../src/k8s/workqueue.ts';
 
 /** The one registry the process serves on /metrics. */
 export const registry = new Registry();
@@ -51,18 +52,8 @@ export const workqueueRetries = new Counter({
   registers: [registry],
 });
 
-/** What a queue reports at scrape time for the two "in progress" gauges. */
-export interface InProgressSource {
-  readonly name: string;
-  /** Seconds of work in progress not yet observed by work_duration, and the longest single one. */
-  inProgress(): { unfinishedSeconds: number; longestSeconds: number };
-}
+/** Named queues, so the two gauges below can be computed when Prometheus scrapes. */
 const inProgressSources = new Set<InProgressSource>();
-/** Queues register themselves so the gauges can be computed when Prometheus scrapes. */
-export function registerInProgressSource(source: InProgressSource): () => void {
-  inProgressSources.add(source);
-  return () => inProgressSources.delete(source);
-}
 
 export const workqueueUnfinishedWork = new Gauge({
   name: 'workqueue_unfinished_work_seconds',
@@ -84,6 +75,20 @@ export const workqueueLongestRunning = new Gauge({
   collect() {
     this.reset();
     for (const s of inProgressSources) this.set({ name: s.name }, s.inProgress().longestSeconds);
+  },
+});
+
+// The queues of src/k8s/workqueue.ts report here, as controller-runtime's pkg/metrics/workqueue.go sets client-go's
+// workqueue provider in its init(): every process that serves this registry imports this module.
+setWorkQueueMetricsProvider({
+  add: (name) => workqueueAdds.inc({ name }),
+  depth: (name, depth) => workqueueDepth.set({ name }, depth),
+  queueDuration: (name, seconds) => workqueueQueueDuration.observe({ name }, seconds),
+  workDuration: (name, seconds) => workqueueWorkDuration.observe({ name }, seconds),
+  retry: (name) => workqueueRetries.inc({ name }),
+  inProgress(source) {
+    inProgressSources.add(source);
+    return () => inProgressSources.delete(source);
   },
 });
 
