@@ -26,7 +26,7 @@ import { CONTROLLER_REVISION_HASH_LABEL as HASH_LABEL } from '../../src/api/cons
 import { isImagePullPod as isPullPod } from '../../src/daemonset/predownload.ts';
 import { addNodes, newDaemonSet, newNode, newPod } from '../../src/daemonset/test-fixtures.ts';
 import { EventRecorder, type EventRecorderOptions } from '../runtime/events.ts';
-import { DeletedFinalStateUnknown } from '../runtime/informer.ts';
+import { DeletedFinalStateUnknown } from '../../src/k8s/informer.ts';
 import { FakeApiServer, type RequestRecord } from '../../src/k8s/testing/fake-apiserver.ts';
 import type { ReconcileResult } from '../runtime/workers.ts';
 import { DaemonSetController } from './controller.ts';

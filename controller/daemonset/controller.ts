@@ -33,7 +33,7 @@ import {
   type DeletedFinalStateUnknown,
   type IndexFunc,
   waitForCacheSync,
-} from '../runtime/informer.ts';
+} from '../../src/k8s/informer.ts';
 import type { Logger } from '../../src/k8s/log.ts';
 import { WorkQueue } from '../../src/k8s/workqueue.ts';
 import { runWorkers, type ReconcileResult } from '../runtime/workers.ts';

@@ -2,10 +2,21 @@
 // registry under client-go's names.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import type { KubeClient } from '../../src/k8s/client.ts';
+import { Reflector } from '../../src/k8s/reflector.ts';
+import { resources } from '../../src/k8s/resources.ts';
+import { FakeApiServer, startForSuite } from '../../src/k8s/testing/fake-apiserver.ts';
+import type { Pod } from '../../src/k8s/types.ts';
 import { WorkQueue } from '../../src/k8s/workqueue.ts';
+import { until } from '../../src/testing/wait.ts';
 import { registry } from './metrics.ts';
 
 describe('client metrics in the registry', () => {
+  const server = new FakeApiServer();
+  let client: KubeClient;
+  startForSuite(server, (c) => (client = c));
+
   test('named queues export workqueue metrics', async () => {
     const q = new WorkQueue({
       name: 'metrics-test',
@@ -19,5 +30,32 @@ describe('client metrics in the registry', () => {
     assert.match(text, /workqueue_longest_running_processor_seconds\{name="metrics-test"\} \d/);
     q.done('a');
     q.shutDown();
+  });
+
+  test('reflectors export their lists, watches and the time of the last event', async () => {
+    const pods: Pod[] = [];
+    const reflector = new Reflector<Pod>(
+      { name: 'metrics-pods', client, type: resources.pods, namespace: 'ns', logger: pino({ level: 'silent' }) },
+      {
+        replace: (items) => pods.splice(0, pods.length, ...items),
+        upsert: (p) => pods.push(p),
+        remove() {},
+        current: () => undefined,
+      },
+    );
+    const stop = new AbortController();
+    const running = reflector.run(stop.signal);
+    try {
+      await until('a watch', () => server.watchCount === 1, 5_000);
+      server.upsert('core/v1/pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'ns' } });
+      await until('the event', () => pods.length === 1, 5_000);
+      const text = await registry.metrics();
+      assert.match(text, /reflector_lists_total\{name="metrics-pods"\} 1/);
+      assert.match(text, /reflector_watches_total\{name="metrics-pods"\} 1/);
+      assert.match(text, /reflector_last_event_timestamp_seconds\{name="metrics-pods"\} \d{10}/);
+    } finally {
+      stop.abort();
+      await running;
+    }
   });
 });

@@ -4,6 +4,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestObservation } from '../../src/k8s/client.ts';
 import { setWorkQueueMetricsProvider, type InProgressSource } from '../../src/k8s/workqueue.ts';
+import { setReflectorMetricsProvider } from '../../src/k8s/reflector.ts';
 
 /** The one registry the process serves on /metrics. */
 export const registry = new Registry();
@@ -187,4 +188,12 @@ export const reflectorLastEventTimestamp = new Gauge({
   help: 'Unix time of the last watch event (including bookmarks) per informer',
   labelNames: ['name'],
   registers: [registry],
+});
+
+// The reflectors of src/k8s/reflector.ts report here (as the work queues above).
+setReflectorMetricsProvider({
+  list: (name) => reflectorLists.inc({ name }),
+  watch: (name) => reflectorWatches.inc({ name }),
+  watchRestart: (name, reason) => reflectorWatchRestarts.inc({ name, reason }),
+  event: (name, unixSeconds) => reflectorLastEventTimestamp.set({ name }, unixSeconds),
 });
