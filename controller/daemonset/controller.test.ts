@@ -25,7 +25,7 @@ import { CANARY_POD_LABEL, CANARY_VALIDATED_ANNOTATION } from '../../src/daemons
 import { CONTROLLER_REVISION_HASH_LABEL as HASH_LABEL } from '../../src/api/constants.ts';
 import { isImagePullPod as isPullPod } from '../../src/daemonset/predownload.ts';
 import { addNodes, newDaemonSet, newNode, newPod } from '../../src/daemonset/test-fixtures.ts';
-import { EventRecorder, type EventRecorderOptions } from '../runtime/events.ts';
+import { EventRecorder, type EventRecorderOptions } from '../../src/k8s/events.ts';
 import { DeletedFinalStateUnknown } from '../../src/k8s/informer.ts';
 import { FakeApiServer, type RequestRecord } from '../../src/k8s/testing/fake-apiserver.ts';
 import type { ReconcileResult } from '../runtime/workers.ts';

@@ -23,7 +23,7 @@ import { resources } from '../../src/k8s/resources.ts';
 import { type KubeClient } from '../../src/k8s/client.ts';
 import { objectKey, type ControllerRevision, type KubeObject, type Node, type Pod } from '../../src/k8s/types.ts';
 import { ignoreNotFound } from '../runtime/errors.ts';
-import type { EventRecorder } from '../runtime/events.ts';
+import type { EventRecorder } from '../../src/k8s/events.ts';
 import { ResourceVersionExpectations, UIDTrackingControllerExpectations } from '../runtime/expectations.ts';
 import {
   deletedObject,

@@ -38,7 +38,7 @@ import { resources, type ResourceType } from '../../src/k8s/resources.ts';
 import { type KubeClient } from '../../src/k8s/client.ts';
 import { objectKey, type ControllerRevision, type Pod } from '../../src/k8s/types.ts';
 import { errorMessage as message, ignoreNotFound, newAggregate } from '../runtime/errors.ts';
-import type { EventRecorder } from '../runtime/events.ts';
+import type { EventRecorder } from '../../src/k8s/events.ts';
 import type { ResourceVersionExpectations, UIDTrackingControllerExpectations } from '../runtime/expectations.ts';
 import { monotonic } from '../../src/k8s/clock.ts';
 import type { Logger } from '../../src/k8s/log.ts';

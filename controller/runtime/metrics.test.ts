@@ -4,6 +4,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import type { KubeClient } from '../../src/k8s/client.ts';
+import { LeaderElector } from '../../src/k8s/leaderelection.ts';
 import { Reflector } from '../../src/k8s/reflector.ts';
 import { resources } from '../../src/k8s/resources.ts';
 import { FakeApiServer, startForSuite } from '../../src/k8s/testing/fake-apiserver.ts';
@@ -57,5 +58,36 @@ describe('client metrics in the registry', () => {
       stop.abort();
       await running;
     }
+  });
+});
+
+describe('leader election in the registry', () => {
+  const server = new FakeApiServer();
+  let client: KubeClient;
+  startForSuite(server, (c) => (client = c));
+
+  test('leader_election_master_status is 1 while leading, 0 once released', async () => {
+    const elector = new LeaderElector({
+      client,
+      namespace: 'kube-system',
+      name: 'metrics-lease',
+      leaseDurationMs: 1000,
+      renewDeadlineMs: 400,
+      retryPeriodMs: 100,
+      logger: pino({ level: 'silent' }),
+      callbacks: {
+        onStartedLeading: (signal) => new Promise<void>((r) => signal.addEventListener('abort', () => r())),
+      },
+    });
+    const status = async () =>
+      /leader_election_master_status\{name="metrics-lease"\} (\d)/.exec(await registry.metrics())?.[1];
+    assert.equal(await status(), '0');
+    const stop = new AbortController();
+    const running = elector.run(stop.signal);
+    await until('leading', () => elector.isLeader(), 5_000);
+    assert.equal(await status(), '1');
+    stop.abort();
+    await running;
+    assert.equal(await status(), '0');
   });
 });

@@ -5,6 +5,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { RequestObservation } from '../../src/k8s/client.ts';
 import { setWorkQueueMetricsProvider, type InProgressSource } from '../../src/k8s/workqueue.ts';
 import { setReflectorMetricsProvider } from '../../src/k8s/reflector.ts';
+import { setLeaderElectionMetricsProvider } from '../../src/k8s/leaderelection.ts';
 
 /** The one registry the process serves on /metrics. */
 export const registry = new Registry();
@@ -141,6 +142,12 @@ export const leaderElectionMasterStatus = new Gauge({
   help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.',
   labelNames: ['name'],
   registers: [registry],
+});
+// The electors of src/k8s/leaderelection.ts report here, as controller-runtime's pkg/metrics/leaderelection.go sets
+// client-go's leaderelection provider in its init().
+setLeaderElectionMetricsProvider({
+  on: (name) => leaderElectionMasterStatus.set({ name }, 1),
+  off: (name) => leaderElectionMasterStatus.set({ name }, 0),
 });
 
 export const restClientRequests = new Counter({
