@@ -6,9 +6,9 @@ import { currentNamespace, loadKubeConfig } from '../src/k8s/kubeconfig.ts';
 import { DaemonSetController } from './daemonset/controller.ts';
 import type { ImagePreDownloadMode } from '../src/daemonset/plan-types.ts';
 import type { KruisePodReadyGateMode } from '../src/daemonset/pods.ts';
-import { EventRecorder } from './runtime/events.ts';
-import { LeaderElector } from './runtime/leaderelection.ts';
-import type { Logger } from './runtime/log.ts';
+import { EventRecorder } from '../src/k8s/events.ts';
+import { LeaderElector } from '../src/k8s/leaderelection.ts';
+import type { Logger } from '../src/k8s/log.ts';
 import { observeRestClientRequest } from './runtime/metrics.ts';
 import { runStorageMigration } from './storage-migration.ts';
 

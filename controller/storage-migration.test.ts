@@ -10,7 +10,7 @@ import { until } from '../src/testing/wait.ts';
 import type { KubeClient } from '../src/k8s/client.ts';
 import type { KubeObject } from '../src/k8s/types.ts';
 import { FakeApiServer, startForSuite } from '../src/k8s/testing/fake-apiserver.ts';
-import type { EventRecorder } from './runtime/events.ts';
+import type { EventRecorder } from '../src/k8s/events.ts';
 import { storageMigrationSkipped } from './runtime/metrics.ts';
 import { migrateStorage, planStorageMigration, runStorageMigration, type CrdVersions } from './storage-migration.ts';
 

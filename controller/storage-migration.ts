@@ -26,11 +26,11 @@ import { resources, type ResourceType } from '../src/k8s/resources.ts';
 import { type KubeClient } from '../src/k8s/client.ts';
 import { ApiError } from '../src/k8s/errors.ts';
 import { objectKey, type KubeObject } from '../src/k8s/types.ts';
-import type { EventRecorder } from './runtime/events.ts';
+import type { EventRecorder } from '../src/k8s/events.ts';
 import { storageMigrationSkipped } from './runtime/metrics.ts';
 import { errorMessage } from './runtime/errors.ts';
-import { monotonic } from './runtime/clock.ts';
-import type { Logger } from './runtime/log.ts';
+import { monotonic } from '../src/k8s/clock.ts';
+import type { Logger } from '../src/k8s/log.ts';
 
 /** The part of a CustomResourceDefinition the migration reads. */
 export interface CrdVersions {

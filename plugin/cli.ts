@@ -39,11 +39,10 @@ import {
 } from './commands.ts';
 import { CANARY_ACTIONS } from './daemonset.ts';
 import { explainError } from './errors.ts';
-import { connect, kubeconfigPrecedence, mergeKubeconfigs, type ClusterConnection } from './kubeconfig.ts';
+import { connect, type ClusterConnection } from './connect.ts';
 import { OUTPUT_FORMATS } from './printers.ts';
-import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { parse as parseYaml } from 'yaml';
+import { kubeconfigPrecedence, mergeKubeconfigs, readKubeconfigs } from '../src/k8s/kubeconfig.ts';
 
 export const VERSION = pkg.version;
 const PROGRAM = 'kubectl ads';
@@ -359,9 +358,12 @@ function connectFrom(args: { flags: Record<string, string | boolean> }): Cluster
 /** Context names for `--context <TAB>`: the merged kubeconfig's, as kubectl would read them. */
 function contextNames(kubeconfig: string | undefined): string[] {
   try {
-    const { paths } = kubeconfigPrecedence({ explicit: kubeconfig, env: process.env.KUBECONFIG, home: homedir() });
-    const sources = paths.filter(existsSync).map((path) => ({ path, doc: parseYaml(readFileSync(path, 'utf8')) }));
-    return [...mergeKubeconfigs(sources).contexts.keys()];
+    const { paths, explicit } = kubeconfigPrecedence({
+      explicit: kubeconfig,
+      env: process.env.KUBECONFIG,
+      home: homedir(),
+    });
+    return [...mergeKubeconfigs(readKubeconfigs(paths, explicit)).contexts.keys()];
   } catch {
     return [];
   }

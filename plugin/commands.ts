@@ -9,7 +9,7 @@ import { type KubeClient } from '../src/k8s/client.ts';
 import type { ControllerRevision, KubeObject, Pod } from '../src/k8s/types.ts';
 import type { LabelSelector } from '../src/k8s/types.ts';
 import { boolFlag, intFlag, parseGoDuration, stringFlag, UsageError, type ParsedArgs } from './args.ts';
-import type { ClusterConnection } from './kubeconfig.ts';
+import type { ClusterConnection } from './connect.ts';
 import { explainError, PluginError } from './errors.ts';
 import {
   canaryChange,

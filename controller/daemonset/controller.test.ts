@@ -25,10 +25,10 @@ import { CANARY_POD_LABEL, CANARY_VALIDATED_ANNOTATION } from '../../src/daemons
 import { CONTROLLER_REVISION_HASH_LABEL as HASH_LABEL } from '../../src/api/constants.ts';
 import { isImagePullPod as isPullPod } from '../../src/daemonset/predownload.ts';
 import { addNodes, newDaemonSet, newNode, newPod } from '../../src/daemonset/test-fixtures.ts';
-import { EventRecorder, type EventRecorderOptions } from '../runtime/events.ts';
-import { DeletedFinalStateUnknown } from '../runtime/informer.ts';
+import { EventRecorder, type EventRecorderOptions } from '../../src/k8s/events.ts';
+import { DeletedFinalStateUnknown } from '../../src/k8s/informer.ts';
 import { FakeApiServer, type RequestRecord } from '../../src/k8s/testing/fake-apiserver.ts';
-import type { ReconcileResult } from '../runtime/workqueue.ts';
+import type { ReconcileResult } from '../runtime/workers.ts';
 import { DaemonSetController } from './controller.ts';
 import { sleep, until } from '../../src/testing/wait.ts';
 

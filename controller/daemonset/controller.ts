@@ -23,7 +23,7 @@ import { resources } from '../../src/k8s/resources.ts';
 import { type KubeClient } from '../../src/k8s/client.ts';
 import { objectKey, type ControllerRevision, type KubeObject, type Node, type Pod } from '../../src/k8s/types.ts';
 import { ignoreNotFound } from '../runtime/errors.ts';
-import type { EventRecorder } from '../runtime/events.ts';
+import type { EventRecorder } from '../../src/k8s/events.ts';
 import { ResourceVersionExpectations, UIDTrackingControllerExpectations } from '../runtime/expectations.ts';
 import {
   deletedObject,
@@ -33,9 +33,10 @@ import {
   type DeletedFinalStateUnknown,
   type IndexFunc,
   waitForCacheSync,
-} from '../runtime/informer.ts';
-import type { Logger } from '../runtime/log.ts';
-import { WorkQueue, runWorkers, type ReconcileResult } from '../runtime/workqueue.ts';
+} from '../../src/k8s/informer.ts';
+import type { Logger } from '../../src/k8s/log.ts';
+import { WorkQueue } from '../../src/k8s/workqueue.ts';
+import { runWorkers, type ReconcileResult } from '../runtime/workers.ts';
 import { pullPodsKey, SyncExecutor } from './executor.ts';
 import { DaemonSetMetrics } from './metrics.ts';
 

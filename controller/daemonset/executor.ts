@@ -38,13 +38,13 @@ import { resources, type ResourceType } from '../../src/k8s/resources.ts';
 import { type KubeClient } from '../../src/k8s/client.ts';
 import { objectKey, type ControllerRevision, type Pod } from '../../src/k8s/types.ts';
 import { errorMessage as message, ignoreNotFound, newAggregate } from '../runtime/errors.ts';
-import type { EventRecorder } from '../runtime/events.ts';
+import type { EventRecorder } from '../../src/k8s/events.ts';
 import type { ResourceVersionExpectations, UIDTrackingControllerExpectations } from '../runtime/expectations.ts';
-import { monotonic } from '../runtime/clock.ts';
-import type { Logger } from '../runtime/log.ts';
+import { monotonic } from '../../src/k8s/clock.ts';
+import type { Logger } from '../../src/k8s/log.ts';
 import { slowStartBatch } from '../runtime/slowstart.ts';
 import type { DaemonSetMetrics } from './metrics.ts';
-import type { WorkQueue } from '../runtime/workqueue.ts';
+import type { WorkQueue } from '../../src/k8s/workqueue.ts';
 
 /** The part of a plan that touches pods and status: the plan itself, or its afterManage part. */
 type PlanStep = Plan | AfterManage;

@@ -19,7 +19,7 @@ import {
   type RolloutClock,
 } from '../../src/daemonset/metrics.ts';
 import { objectKey } from '../../src/k8s/types.ts';
-import { monotonic, type Clock } from '../runtime/clock.ts';
+import { monotonic, type Clock } from '../../src/k8s/clock.ts';
 import { registry } from '../runtime/metrics.ts';
 
 export const METRIC_PREFIX = 'kruise_daemonset_';

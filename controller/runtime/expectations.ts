@@ -6,7 +6,7 @@
 // (controller_utils.go) and Kruise's ResourceVersionExpectation (pkg/util/expectations). No JS
 // library implements them; they are small, synchronous and pure apart from an injectable clock.
 import type { ObjectMeta } from '../../src/k8s/types.ts';
-import { monotonic, type Clock } from './clock.ts';
+import { monotonic, type Clock } from '../../src/k8s/clock.ts';
 
 /** client-go's ExpectationsTimeout and Kruise's ExpectationTimeout: 5 minutes. */
 export const EXPECTATIONS_TIMEOUT_MS = 5 * 60 * 1000;

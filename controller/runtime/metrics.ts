@@ -3,6 +3,9 @@
 // Histograms, not summaries, so they aggregate across replicas.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestObservation } from '../../src/k8s/client.ts';
+import { setWorkQueueMetricsProvider, type InProgressSource } from '../../src/k8s/workqueue.ts';
+import { setReflectorMetricsProvider } from '../../src/k8s/reflector.ts';
+import { setLeaderElectionMetricsProvider } from '../../src/k8s/leaderelection.ts';
 
 /** The one registry the process serves on /metrics. */
 export const registry = new Registry();
@@ -51,18 +54,8 @@ export const workqueueRetries = new Counter({
   registers: [registry],
 });
 
-/** What a queue reports at scrape time for the two "in progress" gauges. */
-export interface InProgressSource {
-  readonly name: string;
-  /** Seconds of work in progress not yet observed by work_duration, and the longest single one. */
-  inProgress(): { unfinishedSeconds: number; longestSeconds: number };
-}
+/** Named queues, so the two gauges below can be computed when Prometheus scrapes. */
 const inProgressSources = new Set<InProgressSource>();
-/** Queues register themselves so the gauges can be computed when Prometheus scrapes. */
-export function registerInProgressSource(source: InProgressSource): () => void {
-  inProgressSources.add(source);
-  return () => inProgressSources.delete(source);
-}
 
 export const workqueueUnfinishedWork = new Gauge({
   name: 'workqueue_unfinished_work_seconds',
@@ -84,6 +77,20 @@ export const workqueueLongestRunning = new Gauge({
   collect() {
     this.reset();
     for (const s of inProgressSources) this.set({ name: s.name }, s.inProgress().longestSeconds);
+  },
+});
+
+// The queues of src/k8s/workqueue.ts report here, as controller-runtime's pkg/metrics/workqueue.go sets client-go's
+// workqueue provider in its init(): every process that serves this registry imports this module.
+setWorkQueueMetricsProvider({
+  add: (name) => workqueueAdds.inc({ name }),
+  depth: (name, depth) => workqueueDepth.set({ name }, depth),
+  queueDuration: (name, seconds) => workqueueQueueDuration.observe({ name }, seconds),
+  workDuration: (name, seconds) => workqueueWorkDuration.observe({ name }, seconds),
+  retry: (name) => workqueueRetries.inc({ name }),
+  inProgress(source) {
+    inProgressSources.add(source);
+    return () => inProgressSources.delete(source);
   },
 });
 
@@ -136,6 +143,12 @@ export const leaderElectionMasterStatus = new Gauge({
   labelNames: ['name'],
   registers: [registry],
 });
+// The electors of src/k8s/leaderelection.ts report here, as controller-runtime's pkg/metrics/leaderelection.go sets
+// client-go's leaderelection provider in its init().
+setLeaderElectionMetricsProvider({
+  on: (name) => leaderElectionMasterStatus.set({ name }, 1),
+  off: (name) => leaderElectionMasterStatus.set({ name }, 0),
+});
 
 export const restClientRequests = new Counter({
   name: 'rest_client_requests_total',
@@ -182,4 +195,12 @@ export const reflectorLastEventTimestamp = new Gauge({
   help: 'Unix time of the last watch event (including bookmarks) per informer',
   labelNames: ['name'],
   registers: [registry],
+});
+
+// The reflectors of src/k8s/reflector.ts report here (as the work queues above).
+setReflectorMetricsProvider({
+  list: (name) => reflectorLists.inc({ name }),
+  watch: (name) => reflectorWatches.inc({ name }),
+  watchRestart: (name, reason) => reflectorWatchRestarts.inc({ name, reason }),
+  event: (name, unixSeconds) => reflectorLastEventTimestamp.set({ name }, unixSeconds),
 });

@@ -12,7 +12,7 @@ import type { ControllerRevision } from '../../src/k8s/types.ts';
 import { UsageError } from '../args.ts';
 import { canaryChange } from '../daemonset.ts';
 import { PluginError } from '../errors.ts';
-import type { ClusterConnection } from '../kubeconfig.ts';
+import type { ClusterConnection } from '../connect.ts';
 import { ds, revisionOf, type DsOptions } from '../test-fixtures.ts';
 import { actionErrorResponse, KubeActions, parseActionRequest, type ActionRequest } from './actions.ts';
 

@@ -8,7 +8,7 @@ import { ApiError, TransportError } from '../../src/k8s/errors.ts';
 import { UsageError, type ParsedArgs } from '../args.ts';
 import { parsePartition } from '../daemonset.ts';
 import { explainError, PluginError } from '../errors.ts';
-import type { ClusterConnection } from '../kubeconfig.ts';
+import type { ClusterConnection } from '../connect.ts';
 import { ACTIONS, type ActionBody, type ActionName } from './views.ts';
 
 export interface ActionRequest {

@@ -25,7 +25,7 @@ import fastify, {
 } from 'fastify';
 import sseModule, { type SSEPluginOptions } from '@fastify/sse';
 import { resources } from '../../src/k8s/resources.ts';
-import { connect } from '../kubeconfig.ts';
+import { connect } from '../connect.ts';
 import { PluginError } from '../errors.ts';
 import pkg from '../../package.json' with { type: 'json' };
 import { actionErrorResponse, KubeActions, parseActionRequest, type DashboardActions } from './actions.ts';

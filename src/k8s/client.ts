@@ -5,7 +5,7 @@
 // patches, and have no client-side rate limiting. Why not client-node's fetch path either: its
 // applySecurityAuthentication builds a fresh undici Agent on every call (no connection reuse) and
 // reads the CA file each time. So kubeconfig.ts turns a kubeconfig into a RestConfig (leaving
-// exec and auth-provider plugins and merged files to client-node's KubeConfig), and we speak HTTP
+// exec and auth-provider plugins to client-node's KubeConfig), and we speak HTTP
 // ourselves over one keep-alive node:https agent. This mirrors client-go's rest.Client: generic
 // over the resource path, a token-bucket rate limiter (flowcontrol), Retry-After on 429, typed
 // errors with the reason the apiserver gives (k8s.io/apimachinery/pkg/api/errors).

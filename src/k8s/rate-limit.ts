@@ -1,5 +1,6 @@
 // Client-side rate limiting as client-go's flowcontrol: a token bucket (QPS/burst, also the work queue's
 // BucketRateLimiter) and the throttle of requests in flight with their priority lanes.
+import { monotonic, type Clock } from './clock.ts';
 
 /**
  * A token bucket with golang.org/x/time/rate's reservation semantics: `qps` tokens a second,
@@ -15,7 +16,7 @@ export class TokenBucket {
   constructor(
     readonly qps: number,
     readonly burst: number,
-    private readonly now: () => number = () => performance.now(),
+    private readonly now: Clock = monotonic,
   ) {
     this.tokens = burst;
     this.last = now();

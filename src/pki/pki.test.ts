@@ -1,11 +1,33 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate, createPrivateKey, webcrypto } from 'node:crypto';
-// An independent reader of what createCA and createLeaf write (a development dependency only).
+// The library pki.ts writes with, here as a reader of every field (Node's X509Certificate is the independent one).
 import * as x509 from '@peculiar/x509';
 import { createCA, createKeyPair, createLeaf, ipAddressBytes, loadCA } from './pki.ts';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+
+/** A CA and its key as this module wrote them before it used @peculiar/x509 (its own DER), as Secrets hold them. */
+const EARLIER_CA = [
+  '-----BEGIN CERTIFICATE-----',
+  'MIIBjzCCATagAwIBAgIQZXsBTaRgVuDXLXcWqnvBvzAKBggqhkjOPQQDAjAoMSYw',
+  'JAYDVQQDDB1hZHZhbmNlZC1kYWVtb25zZXQtd2ViaG9vay1jYTAeFw0yNjExMjcy',
+  'MzAwMDBaFw0zNjExMjQyMzAwMDBaMCgxJjAkBgNVBAMMHWFkdmFuY2VkLWRhZW1v',
+  'bnNldC13ZWJob29rLWNhMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEgLbqVodZ',
+  '+ZiXNghw7r+rD/0v9VcI5iCX8zE0x2CJB50fyHTzmXuDIzP9dZ+V6wg/wgAZWfNg',
+  'Me9aLyXs8Q+1P6NCMEAwDwYDVR0TAQH/BAUwAwEB/zAOBgNVHQ8BAf8EBAMCAQYw',
+  'HQYDVR0OBBYEFJjAcPrVO9gA2ILHhha4/ZOzjA8HMAoGCCqGSM49BAMCA0cAMEQC',
+  'IE+2L8XtDOAhxB4sCyG0GHfEbl1Q3/mdb4YHsfiuTaIMAiBNaRc4yPFnw6DfNK9V',
+  'D3sr8x37EIzV9rjA7naZc73KBg==',
+  '-----END CERTIFICATE-----',
+].join('\n');
+const EARLIER_CA_KEY = [
+  '-----BEGIN PRIVATE KEY-----',
+  'MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgXcIAp1Sf8npqkqrq',
+  'MoFCNGxz/yxV5Y4g27y51qEL806hRANCAASAtupWh1n5mJc2CHDuv6sP/S/1Vwjm',
+  'IJfzMTTHYIkHnR/IdPOZe4MjM/11n5XrCD/CABlZ82Ax71ovJezxD7U/',
+  '-----END PRIVATE KEY-----',
+].join('\n');
 
 const hex = (b: ArrayBuffer | Buffer) => Buffer.from(b instanceof ArrayBuffer ? new Uint8Array(b) : b).toString('hex');
 
@@ -75,7 +97,7 @@ describe('pki', () => {
       commonName: 'system:kube-controller-manager',
       organizations: ['system:masters', 'a,b+c'],
       dnsNames: ['advanced-daemonset-webhook.kruise-system.svc', 'localhost'],
-      ipAddresses: ['127.0.0.1', '10.96.0.1', '::1', 'fd00::a:1'],
+      ipAddresses: ['127.0.0.1', '10.96.0.1', '::1', 'fd00::a:1', '::ffff:10.0.0.1'],
       usage: 'server-client',
       validityDays: 30,
       now,
@@ -104,6 +126,7 @@ describe('pki', () => {
         'ip:10.96.0.1',
         'ip:::1',
         'ip:fd00::a:1',
+        'ip:::ffff:a00:1',
       ],
     );
     const caKey = await new x509.X509Certificate(ca.certPem).publicKey.export();
@@ -113,6 +136,10 @@ describe('pki', () => {
     assert.equal(node.checkIP('::1'), '::1');
     assert.equal(node.checkIP('fd00::a:1'), 'fd00::a:1');
     assert.deepEqual(node.keyUsage, ['1.3.6.1.5.5.7.3.1', '1.3.6.1.5.5.7.3.2']);
+    // The issuer is the CA's subject byte for byte (Go's x509 finds a parent by these bytes; OpenSSL's checkIssued
+    // compares a canonical form), in UTF8String (tag 0x0c after the commonName OID 2.5.4.3).
+    assert.ok(node.raw.includes(ca.subject), "the CA's subject bytes as the issuer");
+    assert.ok(ca.subject.includes(Buffer.from([0x06, 0x03, 0x55, 0x04, 0x03, 0x0c])), 'CN as UTF8String');
   });
 
   test('validity past 2049 is a GeneralizedTime (a UTCTime would read 2065 as 1965)', async () => {
@@ -123,7 +150,7 @@ describe('pki', () => {
     assert.equal(new x509.X509Certificate(ca.certPem).notAfter.toISOString(), notAfter);
   });
 
-  test('a CA made by @peculiar/x509 (as Secrets written before hold) signs leaves that chain to it', async () => {
+  test('a CA with a PrintableString subject (as the library writes from a string) signs leaves that chain to it', async () => {
     const alg = { name: 'ECDSA', namedCurve: 'P-256' };
     const keys = (await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
     const old = await x509.X509CertificateGenerator.createSelfSigned({
@@ -145,11 +172,27 @@ describe('pki', () => {
     const leaf = await createLeaf(ca, { commonName: 'webhook', dnsNames: ['localhost'], usage: 'server' });
     const cert = new X509Certificate(leaf.certPem);
     assert.ok(cert.checkIssued(new X509Certificate(old.toString('pem'))));
+    assert.ok(ca.subject.includes(Buffer.from([0x06, 0x03, 0x55, 0x04, 0x03, 0x13])), 'CN as PrintableString');
+    assert.ok(cert.raw.includes(ca.subject), "the CA's subject bytes as the issuer, not re-encoded");
     assert.ok(cert.verify(new X509Certificate(old.toString('pem')).publicKey));
     assert.equal(
       new x509.X509Certificate(leaf.certPem).getExtension(x509.AuthorityKeyIdentifierExtension)?.keyId,
       hex(ca.keyId),
     );
+  });
+
+  test('a CA written by the earlier DER code signs leaves that chain to it, issuer bytes unchanged', async () => {
+    const ca = await loadCA(`${EARLIER_CA}\n`, `${EARLIER_CA_KEY}\n`);
+    const earlier = new X509Certificate(EARLIER_CA);
+    assert.equal(
+      hex(ca.keyId),
+      new x509.X509Certificate(EARLIER_CA).getExtension(x509.SubjectKeyIdentifierExtension)?.keyId,
+    );
+    const leaf = await createLeaf(ca, { commonName: 'webhook', dnsNames: ['localhost'], usage: 'server' });
+    const cert = new X509Certificate(leaf.certPem);
+    assert.ok(cert.checkIssued(earlier));
+    assert.ok(cert.verify(earlier.publicKey));
+    assert.ok(cert.raw.includes(ca.subject) && earlier.raw.includes(ca.subject));
   });
 
   test('IP addresses as SAN bytes', () => {

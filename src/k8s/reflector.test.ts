@@ -7,10 +7,10 @@ import { afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { pino } from 'pino';
-import type { KubeClient } from '../../src/k8s/client.ts';
-import { ApiError } from '../../src/k8s/errors.ts';
-import { resources } from '../../src/k8s/resources.ts';
-import type { Pod } from '../../src/k8s/types.ts';
+import type { KubeClient } from './client.ts';
+import { ApiError } from './errors.ts';
+import { resources } from './resources.ts';
+import type { Pod } from './types.ts';
 import {
   DEFAULT_INACTIVITY_TIMEOUT_MS,
   DEFAULT_WATCH_TIMEOUT_SECONDS,
@@ -22,8 +22,8 @@ import {
   watchTimeoutSeconds,
   type ReflectorStore,
 } from './reflector.ts';
-import { FakeApiServer, type RequestRecord, startForSuite } from '../../src/k8s/testing/fake-apiserver.ts';
-import { sleep, until as waitUntil } from '../../src/testing/wait.ts';
+import { FakeApiServer, type RequestRecord, startForSuite } from './testing/fake-apiserver.ts';
+import { sleep, until as waitUntil } from '../testing/wait.ts';
 
 const PODS = 'core/v1/pods';
 const LIST_PATH = '/api/v1/namespaces/ns/pods';

@@ -22,13 +22,30 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { followSignals, type KubeClient } from '../../src/k8s/client.ts';
-import { isAlreadyExists, isConflict, isNotFound } from '../../src/k8s/errors.ts';
-import { resources } from '../../src/k8s/resources.ts';
-import type { Lease } from '../../src/k8s/types.ts';
+import { followSignals, type KubeClient } from './client.ts';
+import { isAlreadyExists, isConflict, isNotFound } from './errors.ts';
+import { resources } from './resources.ts';
+import type { Lease } from './types.ts';
 import { monotonic, type Clock } from './clock.ts';
 import { defaultLogger, type Logger } from './log.ts';
-import { leaderElectionMasterStatus } from './metrics.ts';
+
+/**
+ * Whether an elector leads its lease, as client-go's leaderelection.MetricsProvider (tools/leaderelection/metrics.go):
+ * the package records, the process exports. controller/runtime/metrics.ts sets the Prometheus one
+ * (leader_election_master_status), as controller-runtime's pkg/metrics/leaderelection.go does in its init().
+ */
+export interface LeaderElectionMetricsProvider {
+  on(name: string): void;
+  off(name: string): void;
+}
+
+const noMetrics: LeaderElectionMetricsProvider = { on() {}, off() {} };
+let metricsProvider = noMetrics;
+
+/** Sets the provider of electors made from now on (client-go's leaderelection.SetProvider). */
+export function setLeaderElectionMetricsProvider(provider: LeaderElectionMetricsProvider): void {
+  metricsProvider = provider;
+}
 
 export interface LeaderCallbacks {
   /** Runs while we lead. `signal` aborts when leadership ends; return once work has stopped. */
@@ -78,6 +95,7 @@ export class LeaderElector {
   private readonly renewDeadlineMs: number;
   private readonly retryPeriodMs: number;
   private readonly log: Logger;
+  private readonly metrics = metricsProvider;
   private readonly clock: Clock;
   private readonly monotonic: Clock;
   /** Monotonic time at which the last successful acquire or renew began: the fence runs from it. */
@@ -106,7 +124,7 @@ export class LeaderElector {
     });
     this.clock = opts.clock ?? Date.now;
     this.monotonic = opts.monotonicClock ?? monotonic;
-    leaderElectionMasterStatus.set({ name: opts.name }, 0);
+    this.metrics.off(opts.name);
   }
 
   isLeader(): boolean {
@@ -357,7 +375,8 @@ export class LeaderElector {
 
   private setLeading(leading: boolean): void {
     this.leading = leading;
-    leaderElectionMasterStatus.set({ name: this.opts.name }, leading ? 1 : 0);
+    if (leading) this.metrics.on(this.opts.name);
+    else this.metrics.off(this.opts.name);
   }
 }
 

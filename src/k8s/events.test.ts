@@ -1,10 +1,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
-import type { KubeClient } from '../../src/k8s/client.ts';
-import type { KubeObject } from '../../src/k8s/types.ts';
+import type { KubeClient } from './client.ts';
+import type { KubeObject } from './types.ts';
 import { EventRecorder, type CoreEvent } from './events.ts';
-import { FakeApiServer, startForSuite } from '../../src/k8s/testing/fake-apiserver.ts';
+import { FakeApiServer, startForSuite } from './testing/fake-apiserver.ts';
 
 const ds: KubeObject = {
   apiVersion: 'apps.kruise.io/v1alpha1',

@@ -20,12 +20,35 @@
 // unhealthy attempts grow the backoff, so a flapping apiserver is not hammered, while a watch
 // that simply expired is renewed at once.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, apiErrorFromStatus, isGone, type Status } from '../../src/k8s/errors.ts';
-import { apiVersionOf, resourcePath, type ResourceType } from '../../src/k8s/resources.ts';
-import { type KubeList, type KubeClient, type WatchEvent } from '../../src/k8s/client.ts';
-import type { KubeObject } from '../../src/k8s/types.ts';
+import { ApiError, apiErrorFromStatus, isGone, type Status } from './errors.ts';
+import { apiVersionOf, resourcePath, type ResourceType } from './resources.ts';
+import { type KubeList, type KubeClient, type WatchEvent } from './client.ts';
+import type { KubeObject } from './types.ts';
 import { defaultLogger, type Logger } from './log.ts';
-import { reflectorLastEventTimestamp, reflectorLists, reflectorWatches, reflectorWatchRestarts } from './metrics.ts';
+
+/** Why a watch ended other than by its server-side timeout (the label of reflector_watch_restarts_total). */
+export type WatchRestartReason = 'short' | 'gone' | 'error_event' | 'inactive' | 'error';
+
+/**
+ * What reflectors report, by informer name, as client-go's reflector MetricsProvider did
+ * (tools/cache/reflector_metrics.go, SetReflectorMetricsProvider): the package records, the process exports.
+ * controller/runtime/metrics.ts sets the Prometheus one; unset, nothing is recorded.
+ */
+export interface ReflectorMetricsProvider {
+  list(name: string): void;
+  watch(name: string): void;
+  watchRestart(name: string, reason: WatchRestartReason): void;
+  /** A watch event (a bookmark too) arrived; `unixSeconds` is the wall time. */
+  event(name: string, unixSeconds: number): void;
+}
+
+const noMetrics: ReflectorMetricsProvider = { list() {}, watch() {}, watchRestart() {}, event() {} };
+let metricsProvider = noMetrics;
+
+/** Sets the provider of reflectors made from now on. */
+export function setReflectorMetricsProvider(provider: ReflectorMetricsProvider): void {
+  metricsProvider = provider;
+}
 
 /** What the reflector feeds. The informer implements it (store + event handlers). */
 export interface ReflectorStore<T> {
@@ -191,6 +214,7 @@ export function listPageSize(
 
 export class Reflector<T extends KubeObject> {
   private readonly log: Logger;
+  private readonly metrics = metricsProvider;
   private readonly backoff: Backoff;
   private readonly path: string;
   private resourceVersion = '';
@@ -239,7 +263,7 @@ export class Reflector<T extends KubeObject> {
 
   private async list(signal: AbortSignal): Promise<void> {
     const { client, type, namespace, labelSelector, fieldSelector, transform } = this.opts;
-    reflectorLists.inc({ name: this.opts.name });
+    this.metrics.list(this.opts.name);
     const started = performance.now();
     const requested = relistResourceVersion(this.resourceVersion, this.lastSyncUnavailable);
     const pageSize = listPageSize(requested, {
@@ -316,7 +340,7 @@ export class Reflector<T extends KubeObject> {
     watchdog.unref();
     const started = performance.now();
     let events = 0;
-    reflectorWatches.inc({ name });
+    this.metrics.watch(name);
     // Healthy: the apiserver answered and the stream carried an event or lasted a second.
     const healthy = () => events > 0 || performance.now() - started >= 1000;
 
@@ -344,7 +368,7 @@ export class Reflector<T extends KubeObject> {
         return { next: 'watch', delayMs: 0 };
       }
       // client-go's "very short watch": something is off; do not spin.
-      reflectorWatchRestarts.inc({ name, reason: 'short' });
+      this.metrics.watchRestart(name, 'short');
       this.log.warn({ resource: this.path, resourceVersion: this.resourceVersion }, 'very short watch; backing off');
       return { next: 'watch', delayMs: this.backoff.next() };
     } catch (err) {
@@ -352,7 +376,7 @@ export class Reflector<T extends KubeObject> {
       const ok = healthy();
       if (ok) this.backoff.reset();
       if (isGone(err) || err instanceof WatchErrorEvent) {
-        reflectorWatchRestarts.inc({ name, reason: isGone(err) ? 'gone' : 'error_event' });
+        this.metrics.watchRestart(name, isGone(err) ? 'gone' : 'error_event');
         this.log.info(
           { resource: this.path, resourceVersion: this.resourceVersion, reason: (err as Error).message },
           'watch expired; relisting',
@@ -360,7 +384,7 @@ export class Reflector<T extends KubeObject> {
         return { next: 'list', delayMs: ok ? 0 : this.backoff.next() };
       }
       const inactive = abort.signal.aborted && abort.signal.reason instanceof WatchInactiveError;
-      reflectorWatchRestarts.inc({ name, reason: inactive ? 'inactive' : 'error' });
+      this.metrics.watchRestart(name, inactive ? 'inactive' : 'error');
       const delayMs = ok ? 0 : retryDelay(err, this.backoff);
       this.log.warn(
         {
@@ -380,7 +404,7 @@ export class Reflector<T extends KubeObject> {
 
   private handleEvent(event: WatchEvent<T>, transform: Transform<T> | undefined): void {
     const obj = event.object;
-    reflectorLastEventTimestamp.set({ name: this.opts.name }, Date.now() / 1000);
+    this.metrics.event(this.opts.name, Date.now() / 1000);
     switch (event.type) {
       case 'ADDED':
       case 'MODIFIED':

@@ -11,11 +11,11 @@
 // an event must never fail or slow down a reconcile. Hand-written because client-node has no
 // recorder, only the generated CoreV1Api.
 import { hostname } from 'node:os';
-import { isNotFound } from '../../src/k8s/errors.ts';
-import { resources } from '../../src/k8s/resources.ts';
-import { TokenBucket } from '../../src/k8s/rate-limit.ts';
-import { type KubeClient } from '../../src/k8s/client.ts';
-import type { KubeObject } from '../../src/k8s/types.ts';
+import { isNotFound } from './errors.ts';
+import { resources } from './resources.ts';
+import { TokenBucket } from './rate-limit.ts';
+import { type KubeClient } from './client.ts';
+import type { KubeObject } from './types.ts';
 import { defaultLogger, type Logger } from './log.ts';
 
 export type EventType = 'Normal' | 'Warning';

@@ -3,23 +3,51 @@
 // rate_limiting_queue.go, default_rate_limiters.go). Hand-written because nothing on npm has them:
 // p-queue and fastq give concurrency, but not "a key is queued at most once", "a key is never
 // processed by two workers at once", nor per-key exponential backoff.
-import { setImmediate } from 'node:timers/promises';
-import { TokenBucket } from '../../src/k8s/rate-limit.ts';
-import { defaultLogger, type Logger } from './log.ts';
-import {
-  activeWorkers,
-  maxConcurrentReconciles,
-  reconcileErrors,
-  reconcileTime,
-  reconcileTotal,
-  registerInProgressSource,
-  workqueueAdds,
-  workqueueDepth,
-  workqueueQueueDuration,
-  workqueueRetries,
-  workqueueWorkDuration,
-} from './metrics.ts';
+//
+// The workers that take keys from a queue and reconcile them are controller-runtime's, not client-go's:
+// controller/runtime/workers.ts.
+import { TokenBucket } from './rate-limit.ts';
 import { monotonic, type Clock } from './clock.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Metrics
+
+/** What a named queue reports at scrape time for the two "in progress" gauges. */
+export interface InProgressSource {
+  readonly name: string;
+  /** Seconds of work in progress not yet observed by work_duration, and the longest single one. */
+  inProgress(): { unfinishedSeconds: number; longestSeconds: number };
+}
+
+/**
+ * What named queues report, as client-go's workqueue.MetricsProvider (util/workqueue/metrics.go): the package
+ * records, a provider set by the process exports. controller/runtime/metrics.ts sets the Prometheus one, as
+ * controller-runtime's pkg/metrics/workqueue.go does in its init(); unset, nothing is recorded.
+ */
+export interface WorkQueueMetricsProvider {
+  add(name: string): void;
+  depth(name: string, depth: number): void;
+  queueDuration(name: string, seconds: number): void;
+  workDuration(name: string, seconds: number): void;
+  retry(name: string): void;
+  /** Registers a queue whose work in progress is read when the metrics are scraped; returns the unregistration. */
+  inProgress(source: InProgressSource): () => void;
+}
+
+const noMetrics: WorkQueueMetricsProvider = {
+  add() {},
+  depth() {},
+  queueDuration() {},
+  workDuration() {},
+  retry() {},
+  inProgress: () => () => {},
+};
+let metricsProvider = noMetrics;
+
+/** Sets the provider of queues made from now on (client-go's workqueue.SetProvider). */
+export function setWorkQueueMetricsProvider(provider: WorkQueueMetricsProvider): void {
+  metricsProvider = provider;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Rate limiters
@@ -142,15 +170,17 @@ export class WorkQueue {
   /** When each queued key was added, and when each processing key was handed out (for metrics). */
   private readonly addedAt = new Map<string, number>();
   private readonly startedAt = new Map<string, number>();
+  private readonly metrics: WorkQueueMetricsProvider;
   private readonly unregisterMetrics: (() => void) | undefined;
 
   constructor(opts: WorkQueueOptions = {}) {
     this.name = opts.name;
     this.clock = opts.clock ?? monotonic;
     this.rateLimiter = opts.rateLimiter ?? defaultControllerRateLimiter(this.clock);
+    this.metrics = metricsProvider;
     if (this.name) {
       const name = this.name;
-      this.unregisterMetrics = registerInProgressSource({
+      this.unregisterMetrics = this.metrics.inProgress({
         name,
         inProgress: () => {
           const now = this.clock();
@@ -170,7 +200,7 @@ export class WorkQueue {
   /** Marks the key as needing processing. A no-op if it already waits, or after shutDown. */
   add(key: string): void {
     if (this.shuttingDown || this.dirty.has(key)) return;
-    if (this.name) workqueueAdds.inc({ name: this.name });
+    if (this.name) this.metrics.add(this.name);
     this.dirty.add(key);
     if (this.processing.has(key)) return;
     this.push(key);
@@ -198,7 +228,7 @@ export class WorkQueue {
     const started = this.startedAt.get(key);
     this.startedAt.delete(key);
     if (this.name && started !== undefined) {
-      workqueueWorkDuration.observe({ name: this.name }, (this.clock() - started) / 1000);
+      this.metrics.workDuration(this.name, (this.clock() - started) / 1000);
     }
     if (this.dirty.has(key)) this.push(key);
     else if (this.processing.size === 0 && this.drainWaiters.length > 0) this.resolveDrain();
@@ -229,7 +259,7 @@ export class WorkQueue {
   /** Adds the key after the rate limiter's delay for it (a failure: backoff grows). */
   addRateLimited(key: string): void {
     if (this.shuttingDown) return;
-    if (this.name) workqueueRetries.inc({ name: this.name });
+    if (this.name) this.metrics.retry(this.name);
     this.addAfter(key, this.rateLimiter.when(key));
   }
 
@@ -298,7 +328,7 @@ export class WorkQueue {
     const added = this.addedAt.get(key);
     this.addedAt.delete(key);
     if (this.name && added !== undefined) {
-      workqueueQueueDuration.observe({ name: this.name }, (now - added) / 1000);
+      this.metrics.queueDuration(this.name, (now - added) / 1000);
     }
     return { key, shutdown: false };
   }
@@ -312,104 +342,6 @@ export class WorkQueue {
   }
 
   private updateDepth(): void {
-    if (this.name) workqueueDepth.set({ name: this.name }, this.len());
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Workers
-
-/** What a reconcile returns, as controller-runtime's reconcile.Result. */
-export interface ReconcileResult {
-  /** Requeue with the rate limiter's backoff (counts as a retry). */
-  requeue?: boolean;
-  /** Requeue after this long; resets the backoff (not a failure). Wins over `requeue`. */
-  requeueAfterMs?: number;
-}
-
-export type Reconcile = (key: string, signal: AbortSignal) => Promise<ReconcileResult | void>;
-
-export interface RunWorkersOptions {
-  /** Metric label `controller` and log field. */
-  controller: string;
-  /** Stop taking new keys once aborted; the returned promise resolves when in-flight reconciles finish. */
-  signal: AbortSignal;
-  logger?: Logger;
-}
-
-/**
- * Runs `n` workers that take keys from the queue and reconcile them, with controller-runtime's
- * result handling: a thrown error → addRateLimited (and logged); requeueAfterMs → forget +
- * addAfter; requeue → addRateLimited; otherwise forget. On abort the queue is shut down and
- * in-flight reconciles are awaited (each sees the aborted signal); queued keys are dropped:
- * the next leader starts from a full resync of its caches anyway.
- */
-export async function runWorkers(
-  queue: WorkQueue,
-  n: number,
-  reconcile: Reconcile,
-  opts: RunWorkersOptions,
-): Promise<void> {
-  const { controller, signal } = opts;
-  const log = (opts.logger ?? defaultLogger()).child({ controller });
-  maxConcurrentReconciles.set({ controller }, n);
-  activeWorkers.set({ controller }, 0);
-  const onAbort = () => queue.shutDown();
-  if (signal.aborted) onAbort();
-  else signal.addEventListener('abort', onAbort, { once: true });
-
-  const worker = async () => {
-    for (;;) {
-      // One reconcile per turn of the event loop. A key whose reconcile needs no request (nothing to create, delete
-      // or write yet) runs in promise callbacks alone, and so does taking the next queued key: without this, the
-      // workers drained the whole queue (every DaemonSet, each reconcile then a pass over the namespace's pods) before
-      // the loop served any socket. At 5,000 nodes, while the garbage collector orphaned 16,673 pods and every pod
-      // event queued the DaemonSets again, the main thread stayed in reconciles for minutes: the apiserver's calls
-      // to the conversion webhook timed out (deleting a DaemonSet got 500), and /metrics did not answer for 70 s
-      // (bench/README.md, section 7). Goroutines are preempted; here a worker steps aside for I/O between keys.
-      await setImmediate();
-      const item = await queue.get();
-      if (item.shutdown) return;
-      const { key } = item;
-      if (signal.aborted) {
-        queue.done(key);
-        return;
-      }
-      activeWorkers.inc({ controller });
-      const started = performance.now();
-      try {
-        const result = await reconcile(key, signal);
-        if (result?.requeueAfterMs !== undefined && result.requeueAfterMs > 0) {
-          queue.forget(key);
-          queue.addAfter(key, result.requeueAfterMs);
-          reconcileTotal.inc({ controller, result: 'requeue_after' });
-        } else if (result?.requeue) {
-          queue.addRateLimited(key);
-          reconcileTotal.inc({ controller, result: 'requeue' });
-        } else {
-          queue.forget(key);
-          reconcileTotal.inc({ controller, result: 'success' });
-        }
-      } catch (err) {
-        if (signal.aborted) {
-          log.debug({ key, err }, 'reconcile interrupted by shutdown');
-        } else {
-          queue.addRateLimited(key);
-          reconcileTotal.inc({ controller, result: 'error' });
-          reconcileErrors.inc({ controller });
-          log.error({ key, err, requeues: queue.numRequeues(key) }, 'reconcile failed; requeued with backoff');
-        }
-      } finally {
-        reconcileTime.observe({ controller }, (performance.now() - started) / 1000);
-        activeWorkers.dec({ controller });
-        queue.done(key);
-      }
-    }
-  };
-
-  try {
-    await Promise.all(Array.from({ length: n }, () => worker()));
-  } finally {
-    signal.removeEventListener('abort', onAbort);
+    if (this.name) this.metrics.depth(this.name, this.len());
   }
 }

@@ -5,7 +5,7 @@
 //
 // Hand-written rather than client-node's makeInformer: that cache has no custom indexes (only
 // name/namespace), no bookmarks, no server-side timeout and no silent-watch detection.
-import { objectKey, type KubeObject, type Pod } from '../../src/k8s/types.ts';
+import { objectKey, type KubeObject, type Pod } from './types.ts';
 import { defaultLogger, type Logger } from './log.ts';
 import {
   Reflector,

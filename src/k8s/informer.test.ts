@@ -4,9 +4,9 @@
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
-import type { KubeClient } from '../../src/k8s/client.ts';
-import { resources } from '../../src/k8s/resources.ts';
-import type { Pod } from '../../src/k8s/types.ts';
+import type { KubeClient } from './client.ts';
+import { resources } from './resources.ts';
+import type { Pod } from './types.ts';
 import {
   DeletedFinalStateUnknown,
   indexByController,
@@ -16,8 +16,8 @@ import {
   orphanIndexValue,
   stripManagedFields,
 } from './informer.ts';
-import { FakeApiServer, startForSuite } from '../../src/k8s/testing/fake-apiserver.ts';
-import { sleep, until as waitUntil } from '../../src/testing/wait.ts';
+import { FakeApiServer, startForSuite } from './testing/fake-apiserver.ts';
+import { sleep, until as waitUntil } from '../testing/wait.ts';
 
 const PODS = 'core/v1/pods';
 

@@ -1,3 +1,5 @@
+// The logger of the client package and of the controllers on it, as klog is client-go's
+// (https://github.com/kubernetes/klog): one root, made on first use.
 import { pino, type Logger } from 'pino';
 
 export type { Logger };
@@ -5,7 +7,7 @@ export type { Logger };
 let root: Logger | undefined;
 
 /**
- * The logger runtime pieces use when the caller passes none: JSON to stdout at $LOG_LEVEL
+ * The logger the client's pieces (reflector, queue, leader election, events) use when the caller passes none: JSON to stdout at $LOG_LEVEL
  * (default info). The manager should pass its own (with base fields) instead.
  */
 export function defaultLogger(): Logger {

@@ -1,19 +1,16 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { pino } from 'pino';
 import {
   BucketRateLimiter,
   defaultControllerRateLimiter,
   ItemExponentialFailureRateLimiter,
   MaxOfRateLimiter,
-  runWorkers,
+  setWorkQueueMetricsProvider,
   WorkQueue,
+  type InProgressSource,
   type RateLimiter,
 } from './workqueue.ts';
-import { registry } from './metrics.ts';
-import { sleep, until } from '../../src/testing/wait.ts';
-
-const silent = pino({ level: 'silent' });
+import { sleep, until } from '../testing/wait.ts';
 
 async function key(q: WorkQueue): Promise<string> {
   const item = await q.get();
@@ -103,15 +100,60 @@ describe('WorkQueue', () => {
     q.shutDown();
   });
 
-  test('named queues export workqueue metrics', async () => {
-    const q = new WorkQueue({ name: 'metrics-test', rateLimiter: immediate });
-    q.add('a');
-    await key(q);
-    const text = await registry.metrics();
-    assert.match(text, /workqueue_adds_total\{name="metrics-test"\} 1/);
-    assert.match(text, /workqueue_longest_running_processor_seconds\{name="metrics-test"\} \d/);
-    q.done('a');
-    q.shutDown();
+  test('a named queue reports to the metrics provider; an unnamed one does not', async () => {
+    const seen: string[] = [];
+    const registered = new Set<InProgressSource>();
+    setWorkQueueMetricsProvider({
+      add: (name) => seen.push(`add ${name}`),
+      depth: (name, depth) => seen.push(`depth ${name} ${depth}`),
+      queueDuration: (name) => seen.push(`queued ${name}`),
+      workDuration: (name) => seen.push(`worked ${name}`),
+      retry: (name) => seen.push(`retry ${name}`),
+      inProgress(source) {
+        registered.add(source);
+        return () => registered.delete(source);
+      },
+    });
+    try {
+      const unnamed = new WorkQueue({ rateLimiter: immediate });
+      unnamed.add('x');
+      await key(unnamed);
+      unnamed.done('x');
+      unnamed.shutDown();
+      assert.deepEqual(seen, []);
+      assert.equal(registered.size, 0);
+
+      const q = new WorkQueue({ name: 'm', rateLimiter: immediate });
+      q.add('a');
+      await key(q);
+      const [source] = registered;
+      assert.equal(source?.name, 'm');
+      assert.ok((source?.inProgress().longestSeconds ?? -1) >= 0);
+      q.done('a');
+      q.addRateLimited('a');
+      await until('the retry queued', () => q.len() === 1);
+      q.shutDown();
+      assert.equal(registered.size, 0, 'unregistered at shutdown');
+      assert.deepEqual(seen, [
+        'add m',
+        'depth m 1',
+        'depth m 0',
+        'queued m',
+        'worked m',
+        'retry m',
+        'add m',
+        'depth m 1',
+      ]);
+    } finally {
+      setWorkQueueMetricsProvider({
+        add() {},
+        depth() {},
+        queueDuration() {},
+        workDuration() {},
+        retry() {},
+        inProgress: () => () => {},
+      });
+    }
   });
 });
 
@@ -151,91 +193,5 @@ describe('rate limiters', () => {
     );
     assert.equal(m.when('k'), 1);
     assert.equal(Math.round(m.when('k')), 1000);
-  });
-});
-
-describe('runWorkers', () => {
-  test('never runs one key on two workers, and retries errors with backoff', async () => {
-    const q = new WorkQueue({ rateLimiter: new ItemExponentialFailureRateLimiter(1, 5) });
-    const inFlight = new Set<string>();
-    const runs = new Map<string, number>();
-    let overlap = false;
-    let maxConcurrent = 0;
-    const ac = new AbortController();
-    const done = runWorkers(
-      q,
-      4,
-      async (k) => {
-        if (inFlight.has(k)) overlap = true;
-        inFlight.add(k);
-        maxConcurrent = Math.max(maxConcurrent, inFlight.size);
-        runs.set(k, (runs.get(k) ?? 0) + 1);
-        await sleep(2);
-        // Events keep arriving for the key being reconciled.
-        q.add(k);
-        inFlight.delete(k);
-        if (k === 'flaky' && (runs.get(k) ?? 0) < 3) throw new Error('transient');
-        if ((runs.get(k) ?? 0) >= 3) return {};
-        return { requeueAfterMs: 1 };
-      },
-      { controller: 'test', signal: ac.signal, logger: silent },
-    );
-    for (const k of ['a', 'b', 'flaky', 'a', 'b']) q.add(k);
-    while ([...runs.values()].filter((n) => n >= 3).length < 3) await sleep(2);
-    ac.abort();
-    await done;
-    assert.equal(overlap, false);
-    assert.ok(maxConcurrent >= 2, 'different keys run in parallel');
-    assert.equal(q.isShuttingDown(), true);
-  });
-
-  test('the event loop gets a turn between reconciles that never wait for I/O', async () => {
-    const q = new WorkQueue({ rateLimiter: immediate });
-    const ac = new AbortController();
-    let reconciled = 0;
-    const done = runWorkers(
-      q,
-      3,
-      // Synchronous work only: the promise it returns is settled at once, as a sync that sends no request.
-      async () => {
-        reconciled++;
-      },
-      { controller: 'test-yield', signal: ac.signal, logger: silent },
-    );
-    for (let i = 0; i < 300; i++) q.add(`k${i}`);
-    // A socket's callback, a timer or a setImmediate queued now runs only when the loop gets a turn.
-    const atFirstTurn = await new Promise<number>((resolve) => setImmediate(() => resolve(reconciled)));
-    while (reconciled < 300) await new Promise((r) => setImmediate(r));
-    ac.abort();
-    await done;
-    assert.ok(atFirstTurn <= 3, `one reconcile per worker before the loop's next turn, not ${atFirstTurn}`);
-    assert.equal(reconciled, 300, 'every key still reconciled');
-  });
-
-  test('abort lets the in-flight reconcile finish, then resolves', async () => {
-    const q = new WorkQueue({ rateLimiter: immediate });
-    const ac = new AbortController();
-    let started = false;
-    let finished = false;
-    let sawAbort = false;
-    const done = runWorkers(
-      q,
-      1,
-      async (_k, signal) => {
-        started = true;
-        await sleep(20);
-        sawAbort = signal.aborted;
-        finished = true;
-      },
-      { controller: 'test-abort', signal: ac.signal, logger: silent },
-    );
-    q.add('a');
-    q.add('b');
-    // Aborted while a reconcile runs (a fixed 5 ms sleep here missed it on a loaded machine).
-    await until('a reconcile in progress', () => started, 5_000);
-    ac.abort();
-    await done;
-    assert.equal(finished, true);
-    assert.equal(sawAbort, true);
   });
 });
