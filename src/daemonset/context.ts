@@ -36,8 +36,8 @@ export interface SyncContext {
   now: number;
   opts: PlanOptions;
   /**
-   * The canary of this sync (planCanary, canary.ts), set right after the context is built; absent in contexts built
-   * for a single step (tests), which then behave as without a canary.
+   * The canary of this sync (planCanary, canary/plan.ts), set right after the context is built; absent in contexts
+   * built for a single step (tests), which then behave as without a canary.
    */
   canary?: CanaryPlan;
   /**

@@ -23,7 +23,7 @@ import {
 } from './pods.ts';
 import { CANARY_POD_LABEL } from './constants.ts';
 import type { PlanEvent, PodCreate, PodDelete, PodPatch } from './plan-types.ts';
-import { targetHash } from './canary.ts';
+import { targetHash } from './canary/plan.ts';
 import {
   allowSurge,
   burstReplicas,
@@ -125,7 +125,7 @@ export function podsShouldBeOnNode(
     }
     let oldestNew: Pod | undefined;
     let oldestOld: Pod | undefined;
-    // "New" is the node's target revision: the current one, or the stable one beside a canary (canary.ts).
+    // "New" is the node's target revision: the current one, or the stable one beside a canary (canary/plan.ts).
     const hash = targetHash(ctx, nodeName);
     for (const pod of running) {
       const isNew = isPodUpdated(pod, hash);

@@ -8,7 +8,7 @@ import { CONTROLLER_REVISION_HASH_LABEL } from './constants.ts';
 import { gcFailedPodsBackoff } from './backoff.ts';
 import { minDelay, newSyncContext, type SyncContext } from './context.ts';
 import { cleanupHistory, constructHistory, revisionHashLabel, type HistoryResult } from './history.ts';
-import { planCanary, targetHash } from './canary.ts';
+import { planCanary, targetHash } from './canary/plan.ts';
 import { manage, syncNodes } from './manage.ts';
 import type { PlanMemo } from './memo.ts';
 import { canPodInPlaceUpdate, inPlaceRefreshPatch, planInPlaceUpdate } from './inplace.ts';
@@ -108,7 +108,7 @@ function finishWithStatus(
  *    under InPlaceIfPossible the pods to replace are updated in place where the change allows it.
  * 7. cleanupHistory; 8. status with observedGeneration = generation (stage Complete).
  * Readiness-gate upkeep (KruisePodReady, InPlaceUpdateReady) is planned at every stage from 4 on; image
- * pre-download (options.imagePreDownload 'pods', predownload.ts) between 4 and 5. The canary (canary.ts: phase,
+ * pre-download (options.imagePreDownload 'pods', predownload.ts) between 4 and 5. The canary (canary/plan.ts: phase,
  * events, canary labels, each node's target revision) is decided right after 3 and applies from 4 on.
  *
  * `memo`: the PlanMemo of this DaemonSet (memo.ts), kept by the shell between its syncs: the per-node part of the sync
@@ -172,7 +172,7 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot, memo?: PlanMemo): Pla
   plan.podPatches.push(
     ...readinessPatches(ctx, pods, now, snapshot.expectationsSatisfied !== false, snapshot.podsAwaitingWrites),
   );
-  // The canary (canary.ts), before anything reads the nodes' target revisions.
+  // The canary (canary/plan.ts), before anything reads the nodes' target revisions.
   const canary = planCanary(ctx, history.current, history.old);
   ctx.canary = canary;
   plan.events.push(...canary.events);

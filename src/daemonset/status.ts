@@ -11,7 +11,7 @@ import { factsDaemonAvailable, factsWaitingTimeMs } from './node-state.ts';
 import { nodesToUpdateResult } from './update.ts';
 import { isDaemonSetPaused, isRolloutFrozen, isRollingUpdate } from './strategy.ts';
 import { ROLLOUT_FROZEN_ANNOTATION } from '../api/constants.ts';
-import { targetHash } from './canary.ts';
+import { targetHash } from './canary/plan.ts';
 import { INVALID_ROLLING_UPDATE_REASON, ROLLOUT_FROZEN_REASON } from './events.ts';
 import { labelSelectorErrors } from '../k8s/labels.ts';
 import type { CountersResult, StatusCounters } from './plan-types.ts';
@@ -202,7 +202,7 @@ export function frozenMessage(): string {
 
 /** Progressing False: no progress for spec.progressDeadlineSeconds (Deployment's TimedOutReason). */
 export const PROGRESS_DEADLINE_EXCEEDED_REASON = 'ProgressDeadlineExceeded';
-/** Progressing True: a canary is observed (canary.ts); False: it is paused, or it failed. */
+/** Progressing True: a canary is observed (canary/plan.ts); False: it is paused, or it failed. */
 export const CANARY_OBSERVING_REASON = 'CanaryObserving';
 export const CANARY_PAUSED_CONDITION_REASON = 'CanaryPaused';
 export const CANARY_FAILED_CONDITION_REASON = 'CanaryFailed';

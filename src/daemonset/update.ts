@@ -16,7 +16,7 @@ import {
 import type { NodeToDaemonPods } from './pods.ts';
 import type { NodesToUpdateStates, PodDelete } from './plan-types.ts';
 import { hasUpdateSelector, nodeSelectedForUpdate, partitionCount, rollingUpdateBudget } from './strategy.ts';
-import { targetHash } from './canary.ts';
+import { targetHash } from './canary/plan.ts';
 
 /**
  * updatedDesiredNodeCounts (map part): the existing nodes that take part in the rolling update, in name order:
@@ -46,8 +46,8 @@ export function nodesToUpdate(ctx: SyncContext): string[] {
 
 /**
  * nodesToUpdate with what the partition holds back within rollingUpdate.selector (see SelectorPartitionHold). While a
- * canary runs or has failed (canary.ts), only its rolling nodes take part, all toward the same target revision, with
- * neither partition nor selector (the selector already chose the canary nodes; the partition applies after
+ * canary runs or has failed (canary/plan.ts), only its rolling nodes take part, all toward the same target revision,
+ * with neither partition nor selector (the selector already chose the canary nodes; the partition applies after
  * promotion).
  */
 export function nodesToUpdateResult(ctx: SyncContext): NodesToUpdateStates {
@@ -166,7 +166,7 @@ export interface RollingUpdateResult {
 /**
  * rollingUpdate. Budget: maxUnavailable and maxSurge scaled on the desired node count, rounded up (both 0 ->
  * maxUnavailable 1). Only nodes kept by filterDaemonPodsNodeToUpdate take part (processed in its order). "New" and
- * "old" are relative to each node's target revision (targetHash, canary.ts: the current one unless a canary holds
+ * "old" are relative to each node's target revision (targetHash, canary/plan.ts: the current one unless a canary holds
  * the node on the stable one).
  *
  * maxSurge == 0 (delete first, manage creates the replacement on a later sync): per node, with at most one new and
