@@ -5,61 +5,69 @@ import assert from 'node:assert/strict';
 import { formatTime } from '../../k8s/pod.ts';
 import { T0 } from '../test-fixtures.ts';
 import type { CanaryPodHealth } from './health.ts';
-import { nextCanaryPhase, type CanaryPhaseInput } from './phase.ts';
+import {
+  AS_BEFORE,
+  AS_SEEN,
+  CANARY_TRANSITIONS,
+  canarySituation,
+  firstTransition,
+  nextCanaryPhase,
+  type CanaryPhaseInput,
+} from './phase.ts';
 import { canarySettings, type CanarySpec, type CanaryStatus } from './settings.ts';
 
 const MIN = 60_000;
 
+const spec: CanarySpec = {
+  duration: '10m',
+  noRestartsDuration: '5m',
+  autoPause: { maxRestarts: 2, maxStartupDuration: '5m' },
+  autoFail: { maxRestarts: 5, maxRestartsDuration: '10m', timeout: '1h' },
+};
+const prev = (over: Partial<CanaryStatus> = {}): CanaryStatus => ({
+  revision: 'h2',
+  stableRevision: 'h1',
+  nodes: ['n1'],
+  phase: 'Observing',
+  reason: 'Started',
+  message: '',
+  since: formatTime(T0),
+  startTime: formatTime(T0),
+  resumed: false,
+  restartingSince: '',
+  ...over,
+});
+const health = (over: Partial<CanaryPodHealth> = {}): CanaryPodHealth => ({
+  pod: 'default/p1',
+  node: 'n1',
+  restarts: 0,
+  ready: true,
+  available: true,
+  availableSince: T0,
+  startedAt: T0,
+  ...over,
+});
+const input = (over: Partial<CanaryPhaseInput> & { spec?: CanarySpec } = {}): CanaryPhaseInput => ({
+  settings: canarySettings(over.spec ?? spec),
+  prev: prev(),
+  annotations: {},
+  pods: [health()],
+  nodes: ['n1'],
+  complete: true,
+  now: T0 + 3 * MIN,
+  ...over,
+});
+const crashing = (restarts: number, at = T0 + 2 * MIN) =>
+  health({
+    restarts,
+    restartContainer: 'foo',
+    restartReason: 'CrashLoopBackOff',
+    exitCode: 1,
+    lastRestart: at,
+    ready: false,
+    available: false,
+  });
 describe('nextCanaryPhase', () => {
-  const spec: CanarySpec = {
-    duration: '10m',
-    noRestartsDuration: '5m',
-    autoPause: { maxRestarts: 2, maxStartupDuration: '5m' },
-    autoFail: { maxRestarts: 5, maxRestartsDuration: '10m', timeout: '1h' },
-  };
-  const prev = (over: Partial<CanaryStatus> = {}): CanaryStatus => ({
-    revision: 'h2',
-    stableRevision: 'h1',
-    nodes: ['n1'],
-    phase: 'Observing',
-    reason: 'Started',
-    message: '',
-    since: formatTime(T0),
-    startTime: formatTime(T0),
-    resumed: false,
-    restartingSince: '',
-    ...over,
-  });
-  const health = (over: Partial<CanaryPodHealth> = {}): CanaryPodHealth => ({
-    pod: 'default/p1',
-    node: 'n1',
-    restarts: 0,
-    ready: true,
-    available: true,
-    availableSince: T0,
-    startedAt: T0,
-    ...over,
-  });
-  const input = (over: Partial<CanaryPhaseInput> & { spec?: CanarySpec } = {}): CanaryPhaseInput => ({
-    settings: canarySettings(over.spec ?? spec),
-    prev: prev(),
-    annotations: {},
-    pods: [health()],
-    nodes: ['n1'],
-    complete: true,
-    now: T0 + 3 * MIN,
-    ...over,
-  });
-  const crashing = (restarts: number, at = T0 + 2 * MIN) =>
-    health({
-      restarts,
-      restartContainer: 'foo',
-      restartReason: 'CrashLoopBackOff',
-      exitCode: 1,
-      lastRestart: at,
-      ready: false,
-      available: false,
-    });
   const rows: {
     name: string;
     in: CanaryPhaseInput;
@@ -381,3 +389,127 @@ describe('nextCanaryPhase', () => {
 });
 
 // ---- whole canaries through the planner ----
+
+describe('CANARY_TRANSITIONS: each row, from its phases, on its event, to its phase and reason', () => {
+  // One situation per row, in the table's order; each takes its row and no other (the rows above it do not apply).
+  const rows: { on: RegExp; in: CanaryPhaseInput; reason: string; requeueAfterMs?: number }[] = [
+    {
+      on: /canary-failed "true" or naming the revision/,
+      in: input({ annotations: { 'advanced-daemonset.io/canary-failed': 'h2' } }),
+      reason: 'ManualFail',
+    },
+    {
+      on: /canary-validated naming the revision/,
+      in: input({ annotations: { 'advanced-daemonset.io/canary-validated': 'h2' } }),
+      reason: 'ManualValidation',
+    },
+    { on: /more than autoFail.maxRestarts/, in: input({ pods: [crashing(6)] }), reason: 'CrashLoopBackOff' },
+    {
+      on: /longer than autoFail.maxRestartsDuration/,
+      in: input({
+        prev: prev({ restartingSince: formatTime(T0) }),
+        pods: [crashing(1, T0 + 11 * MIN)],
+        now: T0 + 11 * MIN,
+        spec: { ...spec, autoPause: { enabled: false } },
+      }),
+      reason: 'RestartsTimeoutExceeded',
+    },
+    {
+      on: /longer than autoFail.timeout ago/,
+      in: input({ spec: { ...spec, validation: 'Manual' }, now: T0 + 61 * MIN }),
+      reason: 'TimeoutExceeded',
+    },
+    {
+      on: /canary-paused "true"/,
+      in: input({ annotations: { 'advanced-daemonset.io/canary-paused': 'true' } }),
+      reason: 'ManualPause',
+      requeueAfterMs: 57 * MIN + 1,
+    },
+    {
+      on: /autoPause paused it/,
+      in: input({ prev: prev({ phase: 'Paused', reason: 'OOMKilled', message: 'm' }) }),
+      reason: 'OOMKilled',
+      requeueAfterMs: 57 * MIN + 1,
+    },
+    {
+      on: /cannot start/,
+      in: input({ pods: [health({ cannotStart: { container: 'foo', reason: 'CreateContainerError' } })] }),
+      reason: 'CreateContainerError',
+      requeueAfterMs: 57 * MIN + 1,
+    },
+    {
+      on: /more than autoPause.maxRestarts/,
+      in: input({ pods: [crashing(3)] }),
+      reason: 'CrashLoopBackOff',
+      requeueAfterMs: 57 * MIN + 1,
+    },
+    {
+      on: /not ready autoPause.maxStartupDuration/,
+      // The first pod would pause in 2 minutes; the second one is too slow now.
+      in: input({
+        pods: [
+          health({ pod: 'default/p1', ready: false, available: false, startedAt: T0 }),
+          health({ pod: 'default/p2', ready: false, available: false, startedAt: T0 - 3 * MIN }),
+        ],
+        nodes: ['n1', 'n2'],
+      }),
+      reason: 'SlowStartTimeoutExceeded',
+      requeueAfterMs: 2 * MIN + 1,
+    },
+    { on: /Auto validation/, in: input({ now: T0 + 10 * MIN }), reason: 'Validated' },
+    {
+      on: /it goes on/,
+      in: input({ prev: prev({ reason: 'Restarted' }) }),
+      reason: 'Restarted',
+      requeueAfterMs: 7 * MIN,
+    },
+    {
+      on: /a person resumed it/,
+      in: input({ prev: prev({ phase: 'Paused', reason: 'ManualPause' }) }),
+      reason: 'Resumed',
+      requeueAfterMs: 7 * MIN,
+    },
+  ];
+
+  test('one situation per row, in the order of the table', () => {
+    assert.equal(rows.length, CANARY_TRANSITIONS.length);
+    CANARY_TRANSITIONS.forEach((t, i) => assert.match(t.on, rows[i]?.on ?? /^$/));
+  });
+
+  for (const [i, r] of rows.entries()) {
+    const t = CANARY_TRANSITIONS[i];
+    test(`${t?.from.join('|')} -> ${t?.to} (${t?.reason}): ${t?.on}`, () => {
+      const s = canarySituation(r.in);
+      assert.ok(t?.from.includes(r.in.prev.phase as 'Observing' | 'Paused'), 'the situation starts from the row');
+      const taken = firstTransition(s);
+      assert.equal(taken.row, t, `taken: ${taken.row.on}`);
+      const v = nextCanaryPhase(r.in);
+      assert.deepEqual([v.phase, v.reason, v.manual], [t?.to, r.reason, t?.manual]);
+      if (t?.reason !== AS_SEEN && t?.reason !== AS_BEFORE) assert.equal(v.reason, t?.reason);
+      assert.equal(v.requeueAfterMs, r.requeueAfterMs);
+    });
+  }
+
+  test('the rows are well formed: a verdict that ends the canary is never requeued; AS_SEEN rows see a reason', () => {
+    for (const t of CANARY_TRANSITIONS) {
+      assert.ok(t.from.length > 0, t.on);
+      assert.ok(t.to !== 'Observing' || !t.manual, t.on);
+      if (t.reason === AS_BEFORE) assert.deepEqual(t.from, ['Observing'], t.on);
+    }
+    for (const [i, r] of rows.entries()) {
+      const t = CANARY_TRANSITIONS[i];
+      const taken = firstTransition(canarySituation(r.in));
+      if (t?.reason === AS_SEEN) assert.ok(taken.finding.reason, t.on);
+      else assert.equal(taken.finding.reason, undefined, t?.on);
+      if (t?.to === 'Promoted' || t?.to === 'Failed') assert.equal(nextCanaryPhase(r.in).requeueAfterMs, undefined);
+    }
+  });
+
+  test('from Observing and from Paused some row always applies: the last row of each phase has no condition', () => {
+    for (const phase of ['Observing', 'Paused'] as const) {
+      const last = CANARY_TRANSITIONS.findLast((t) => t.from.includes(phase));
+      const bare = input({ prev: prev({ phase, reason: 'ManualPause' }), pods: [], nodes: [], complete: false });
+      assert.ok(last?.check(canarySituation(bare)).finding, phase);
+    }
+  });
+});
