@@ -17,13 +17,12 @@ import {
   isPodHooked,
   isPodPreDeleting,
   isPodUpdated,
-  newPod,
+  newPodForNode,
   PRE_DELETE_HOLDER,
   preparingDeletePatch,
 } from './pods.ts';
-import { CANARY_POD_LABEL } from './constants.ts';
 import type { PlanEvent, PodCreate, PodDelete, PodPatch } from './plan-types.ts';
-import { targetHash } from './canary/plan.ts';
+import { podTargetOf, targetHash } from './targets.ts';
 import {
   allowSurge,
   burstReplicas,
@@ -125,8 +124,8 @@ export function podsShouldBeOnNode(
     }
     let oldestNew: Pod | undefined;
     let oldestOld: Pod | undefined;
-    // "New" is the node's target revision: the current one, or the stable one beside a canary (canary/plan.ts).
-    const hash = targetHash(ctx, nodeName);
+    // "New" is the node's target revision: the current one, or the stable one beside a canary (targets.ts).
+    const hash = targetHash(ctx.targets, nodeName);
     for (const pod of running) {
       const isNew = isPodUpdated(pod, hash);
       if (isNew && !oldestNew) oldestNew = pod;
@@ -235,25 +234,11 @@ export interface SyncNodesResult {
   podPatches: PodPatch[];
 }
 
-/** The pod to create on `nodeName`: of its target revision; on a running canary's node, labelled as canary pod. */
-export function newPodForNode(ctx: SyncContext, nodeName: string): PodCreate {
-  const hash = targetHash(ctx, nodeName);
-  const c = ctx.canary;
-  if (hash !== ctx.hash && c?.stableDs) {
-    return { nodeName, revisionHash: hash, pod: newPod(c.stableDs, nodeName, hash, ctx.opts) };
-  }
-  const pod = newPod(ctx.ds, nodeName, ctx.hash, ctx.opts);
-  if (c?.active && c.phase !== 'Failed' && c.nodes.has(nodeName)) {
-    pod.metadata.labels = { ...(pod.metadata.labels ?? {}), [CANARY_POD_LABEL]: 'true' };
-  }
-  return { nodeName, revisionHash: ctx.hash, pod };
-}
-
 /**
  * syncNodes (pure part): lifecycle preDelete first (a hooked pod is not deleted but labelled PreparingDelete with a
  * timestamp, and with markPodNotReady its KruisePodReady condition is set False held by the hook), then creates and
  * deletes each capped at burstReplicas. New pods are built from the current template and hash, or, beside a canary,
- * from the node's target revision (newPodForNode).
+ * from the node's target revision (podTargetOf, targets.ts; newPodForNode, pods.ts).
  */
 export function syncNodes(
   ctx: SyncContext,
@@ -294,7 +279,10 @@ export function syncNodes(
     deletable.push(d);
   }
   const burst = burstReplicas(ds, ctx.desired);
-  const creates = nodesNeedingDaemonPods.slice(0, burst).map((nodeName) => newPodForNode(ctx, nodeName));
+  const creates = nodesNeedingDaemonPods.slice(0, burst).map((nodeName): PodCreate => {
+    const target = podTargetOf(ds, ctx.targets, nodeName);
+    return { nodeName, revisionHash: target.hash, pod: newPodForNode(target, nodeName, ctx.opts) };
+  });
   return { creates, deletes: deletable.slice(0, burst), podPatches };
 }
 

@@ -6,17 +6,18 @@ import type { Pod } from '../k8s/types.ts';
 import { isEmptyLabelSelector, labelSelectorErrors } from '../k8s/labels.ts';
 import { CONTROLLER_REVISION_HASH_LABEL } from './constants.ts';
 import { gcFailedPodsBackoff } from './backoff.ts';
-import { minDelay, newSyncContext, type SyncContext } from './context.ts';
+import { minDelay, newSyncContext, withTargets, type NodeIndex, type SyncContext } from './context.ts';
 import { cleanupHistory, constructHistory, revisionHashLabel, type HistoryResult } from './history.ts';
-import { planCanary, targetHash } from './canary/plan.ts';
+import { planCanary } from './canary/plan.ts';
 import { manage, syncNodes } from './manage.ts';
 import type { PlanMemo } from './memo.ts';
 import { canPodInPlaceUpdate, inPlaceRefreshPatch, planInPlaceUpdate } from './inplace.ts';
 import { kruisePodReadyPatch } from './pods.ts';
 import { planImagePreDownload, planImagePullJobs } from './predownload.ts';
-import type { AfterManage, DaemonSetSnapshot, Plan, PodDelete, PodPatch } from './plan-types.ts';
+import type { AfterManage, CanaryPlan, DaemonSetSnapshot, Plan, PodDelete, PodPatch } from './plan-types.ts';
 import { calculateStatus, CONDITION_PROGRESSING, frozenMessage, selectorPartitionHoldMessage } from './status.ts';
 import { burstReplicas, isDaemonSetPaused, isInPlaceIfPossible, isRolloutFrozen, isRollingUpdate } from './strategy.ts';
+import { nodeTargets, targetHash } from './targets.ts';
 import { rollingUpdate } from './update.ts';
 import {
   HASH_COLLISION_REASON,
@@ -49,7 +50,7 @@ function emptyPlan(snapshot: DaemonSetSnapshot, stage: Plan['stage']): Plan {
  * False and its image patch looks like a refused update, so, as in Kruise, the refresh waits for the cache.
  */
 function readinessPatches(
-  ctx: SyncContext,
+  ctx: NodeIndex,
   pods: readonly Pod[],
   now: number,
   refreshInPlace: boolean,
@@ -83,10 +84,11 @@ function readinessPatches(
 function finishWithStatus(
   plan: Plan,
   ctx: SyncContext,
+  canary: CanaryPlan,
   updateObservedGen: boolean,
   collisionCount: number | undefined,
 ): Plan {
-  const s = calculateStatus(ctx, updateObservedGen, collisionCount);
+  const s = calculateStatus(ctx, { canary, updateObservedGen, collisionCount });
   plan.status = s.status;
   plan.statusChanged = s.changed;
   plan.requeueAfterMs = minDelay(plan.requeueAfterMs, s.requeueAfterMs);
@@ -168,19 +170,20 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot, memo?: PlanMemo): Pla
           };
     });
   }
-  const ctx = newSyncContext(ds, snapshot.nodes, pods, history.hash, now, snapshot.options, memo);
+  const index = newSyncContext(ds, snapshot.nodes, pods, history.hash, now, snapshot.options, memo);
   plan.podPatches.push(
-    ...readinessPatches(ctx, pods, now, snapshot.expectationsSatisfied !== false, snapshot.podsAwaitingWrites),
+    ...readinessPatches(index, pods, now, snapshot.expectationsSatisfied !== false, snapshot.podsAwaitingWrites),
   );
-  // The canary (canary/plan.ts), before anything reads the nodes' target revisions.
-  const canary = planCanary(ctx, history.current, history.old);
-  ctx.canary = canary;
+  // The canary (canary/plan.ts), then each node's target revision (targets.ts), which the later stages read.
+  const canary = planCanary(index, history.current, history.old);
+  const ctx = withTargets(index, nodeTargets(history.hash, canary));
   plan.events.push(...canary.events);
   plan.podPatches.push(...canary.podPatches);
   plan.requeueAfterMs = minDelay(plan.requeueAfterMs, canary.requeueAfterMs);
 
   // 4. Expectations gate.
-  if (snapshot.expectationsSatisfied === false) return finishWithStatus(plan, ctx, false, history.collisionCount);
+  if (snapshot.expectationsSatisfied === false)
+    return finishWithStatus(plan, ctx, canary, false, history.collisionCount);
 
   // A frozen rollout (ExtendedDaemonSet's rollout-frozen): nothing is created, deleted or updated in place, pull pods
   // included; history, readiness upkeep and status go on. Said once, when the stored Progressing does not say it.
@@ -190,7 +193,7 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot, memo?: PlanMemo): Pla
     if (stored?.reason !== ROLLOUT_FROZEN_REASON)
       plan.events.push({ type: 'Normal', reason: ROLLOUT_FROZEN_REASON, message: frozenMessage() });
     plan.revisions.delete.push(...cleanupHistory(ds, history.old, pods, keptRevisions(ctx)));
-    return finishWithStatus(plan, ctx, true, history.collisionCount);
+    return finishWithStatus(plan, ctx, canary, true, history.collisionCount);
   }
 
   // Pre-download images ahead of the rollout (Kruise runs it here too, before manage).
@@ -225,12 +228,12 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot, memo?: PlanMemo): Pla
     // sees manage's result (else a node whose failed old pod manage replaces would also get a surge pod).
     const managedNodes = new Set(m.nodesNeedingDaemonPods);
     for (const d of m.podsToDelete) if (d.nodeName !== undefined) managedNodes.add(d.nodeName);
-    plan.afterManage = finishSync(ctx, history, pods, managedNodes);
-    return finishWithStatus(plan, ctx, false, history.collisionCount);
+    plan.afterManage = finishSync(ctx, canary, history, pods, managedNodes);
+    return finishWithStatus(plan, ctx, canary, false, history.collisionCount);
   }
 
   // 6-8.
-  const rest = finishSync(ctx, history, pods);
+  const rest = finishSync(ctx, canary, history, pods);
   plan.stage = 'Complete';
   plan.creates.push(...rest.creates);
   plan.deletes.push(...rest.deletes);
@@ -250,13 +253,14 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot, memo?: PlanMemo): Pla
  */
 function finishSync(
   ctx: SyncContext,
+  canary: CanaryPlan,
   history: HistoryResult,
   pods: readonly Pod[],
   skipNodes: ReadonlySet<string> = new Set(),
 ): AfterManage {
   const { ds, now } = ctx;
   // 8. Status (computed from the state before this plan, as upstream's status pass reads the cache).
-  const s = calculateStatus(ctx, true, history.collisionCount);
+  const s = calculateStatus(ctx, { canary, updateObservedGen: true, collisionCount: history.collisionCount });
   const out: AfterManage = {
     creates: [],
     deletes: [],
@@ -293,7 +297,7 @@ function finishSync(
         const rest: PodDelete[] = [];
         for (const d of toDelete) {
           const pod = ctx.podsByName.get(d.podName);
-          const toHash = targetHash(ctx, d.nodeName ?? pod?.spec.nodeName ?? '');
+          const toHash = targetHash(ctx.targets, d.nodeName ?? pod?.spec.nodeName ?? '');
           const target = byHash.get(toHash);
           const spec = pod && target && canPodInPlaceUpdate(pod, target, all);
           if (!pod || !spec) rest.push(d);
@@ -316,5 +320,6 @@ function finishSync(
 
 /** The stable revision of a canary is kept even when no pod runs it (its pods are built from it). */
 function keptRevisions(ctx: SyncContext): ReadonlySet<string> | undefined {
-  return ctx.canary?.active ? new Set([ctx.canary.stableHash]) : undefined;
+  const c = ctx.targets.canary;
+  return c ? new Set([c.stableHash]) : undefined;
 }

@@ -11,10 +11,10 @@ import { factsDaemonAvailable, factsWaitingTimeMs } from './node-state.ts';
 import { nodesToUpdateResult } from './update.ts';
 import { isDaemonSetPaused, isRolloutFrozen, isRollingUpdate } from './strategy.ts';
 import { ROLLOUT_FROZEN_ANNOTATION } from '../api/constants.ts';
-import { targetHash } from './canary/plan.ts';
+import { sameTarget, targetHash } from './targets.ts';
 import { INVALID_ROLLING_UPDATE_REASON, ROLLOUT_FROZEN_REASON } from './events.ts';
 import { labelSelectorErrors } from '../k8s/labels.ts';
-import type { CountersResult, StatusCounters } from './plan-types.ts';
+import type { CanaryPlan, CountersResult, StatusCounters } from './plan-types.ts';
 
 /**
  * Conditions written on status.conditions (Kruise and upstream never write any), usable with
@@ -149,12 +149,12 @@ function countPendingNodes(ctx: SyncContext): number {
   let pending = calculateCounters(ctx).counters.numberUnavailable;
   if (!isRollingUpdate(ctx.ds) || isDaemonSetPaused(ctx.ds)) return pending;
   const minReady = ctx.ds.spec.minReadySeconds ?? 0;
-  const sameTarget = ctx.canary?.active ? undefined : ctx.hash;
+  const same = sameTarget(ctx.targets);
   for (const s of nodesToUpdateResult(ctx).states) {
     if (!s.shouldRun) continue;
     const first = s.first;
     if (!first || !factsDaemonAvailable(first, minReady, ctx.now)) continue; // counted as unavailable
-    if (first.hash !== (sameTarget ?? targetHash(ctx, s.name)) || s.facts.length > 1) pending++;
+    if (first.hash !== (same ?? targetHash(ctx.targets, s.name)) || s.facts.length > 1) pending++;
   }
   return pending;
 }
@@ -255,7 +255,7 @@ interface ConditionsResult {
  * for its duration or for a person, with every canary pod available, is not stuck (lastUpdateTime refreshed every
  * half deadline).
  */
-function conditionsOf(ctx: SyncContext, next: DaemonSetStatus): ConditionsResult {
+function conditionsOf(ctx: SyncContext, next: DaemonSetStatus, canary: CanaryPlan | undefined): ConditionsResult {
   const { ds, now } = ctx;
   const counters = next as DaemonSetStatus & StatusCounters;
   const observedGeneration = next.observedGeneration ?? 0;
@@ -279,7 +279,6 @@ function conditionsOf(ctx: SyncContext, next: DaemonSetStatus): ConditionsResult
     `${counters.updatedNumberScheduled} of ${d} nodes updated, ${counters.numberAvailable} of ${d} available` +
     (hold ? `; ${hold}` : '');
   const selectorErrors = observed && !complete && isRollingUpdate(ds) ? updateSelectorErrors(ds) : [];
-  const canary = ctx.canary;
   const c = canary?.active ? canary.status : undefined;
   if (observed && isRolloutFrozen(ds)) {
     progressing = false;
@@ -411,17 +410,24 @@ function statusKey(s: DaemonSetStatus | undefined): string {
   });
 }
 
+/** What the status stage reads besides the context. */
+export interface StatusInput {
+  /** The canary of this sync (planCanary): status.canary, and the Progressing condition while it is active. */
+  canary: CanaryPlan | undefined;
+  /** observedGeneration = metadata.generation (a complete sync); else it is kept. */
+  updateObservedGen: boolean;
+  /** status.collisionCount after constructHistory. */
+  collisionCount: number | undefined;
+}
+
 /**
- * The full status to store: counters, daemonSetHash = current hash, collisionCount, conditions, and
+ * The full status to store: counters, daemonSetHash = current hash, collisionCount, canary, conditions, and
  * observedGeneration = metadata.generation only when `updateObservedGen` (a complete sync), else unchanged.
  * `changed` is false when nothing but lastTransitionTime would differ (then the shell writes nothing).
  */
-export function calculateStatus(
-  ctx: SyncContext,
-  updateObservedGen: boolean,
-  collisionCount: number | undefined,
-): StatusResult {
+export function calculateStatus(ctx: SyncContext, input: StatusInput): StatusResult {
   const { ds } = ctx;
+  const { canary, updateObservedGen, collisionCount } = input;
   const { counters, requeueAfterMs } = calculateCounters(ctx);
   const observedGeneration = updateObservedGen ? (ds.metadata.generation ?? 0) : (ds.status?.observedGeneration ?? 0);
   const status: DaemonSetStatus = {
@@ -430,8 +436,8 @@ export function calculateStatus(
     observedGeneration,
     daemonSetHash: ctx.hash,
   };
-  if (ctx.canary?.status) status.canary = ctx.canary.status;
-  const conditions = conditionsOf(ctx, status);
+  if (canary?.status) status.canary = canary.status;
+  const conditions = conditionsOf(ctx, status, canary);
   status.conditions = conditions.conditions;
   if (collisionCount !== undefined) status.collisionCount = collisionCount;
   return {

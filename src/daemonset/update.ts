@@ -16,7 +16,7 @@ import {
 import type { NodeToDaemonPods } from './pods.ts';
 import type { NodesToUpdateStates, PodDelete } from './plan-types.ts';
 import { hasUpdateSelector, nodeSelectedForUpdate, partitionCount, rollingUpdateBudget } from './strategy.ts';
-import { targetHash } from './canary/plan.ts';
+import { sameTarget, targetHash } from './targets.ts';
 
 /**
  * updatedDesiredNodeCounts (map part): the existing nodes that take part in the rolling update, in name order:
@@ -46,20 +46,20 @@ export function nodesToUpdate(ctx: SyncContext): string[] {
 
 /**
  * nodesToUpdate with what the partition holds back within rollingUpdate.selector (see SelectorPartitionHold). While a
- * canary runs or has failed (canary/plan.ts), only its rolling nodes take part, all toward the same target revision,
+ * canary runs or has failed (targets.ts), only its rolling nodes take part, all toward the same target revision,
  * with neither partition nor selector (the selector already chose the canary nodes; the partition applies after
  * promotion).
  */
 export function nodesToUpdateResult(ctx: SyncContext): NodesToUpdateStates {
-  const canary = ctx.canary;
-  if (canary?.active) {
+  const canary = ctx.targets.canary;
+  if (canary) {
     return derivedOnce(ctx, 'nodesToUpdate', () => {
       const nodes: NodeState[] = [];
       for (const n of canary.rollingNodes) {
         const s = ctx.stateByName.get(n);
         if (s?.node !== undefined && takesPart(s)) nodes.push(s);
       }
-      const hash = nodes[0] === undefined ? ctx.hash : targetHash(ctx, nodes[0].name);
+      const hash = nodes[0] === undefined ? ctx.hash : targetHash(ctx.targets, nodes[0].name);
       return nodesToUpdateInOrder(ctx.ds, hash, 0, nodes, false, false);
     });
   }
@@ -166,7 +166,7 @@ export interface RollingUpdateResult {
 /**
  * rollingUpdate. Budget: maxUnavailable and maxSurge scaled on the desired node count, rounded up (both 0 ->
  * maxUnavailable 1). Only nodes kept by filterDaemonPodsNodeToUpdate take part (processed in its order). "New" and
- * "old" are relative to each node's target revision (targetHash, canary/plan.ts: the current one unless a canary holds
+ * "old" are relative to each node's target revision (targetHash, targets.ts: the current one unless a canary holds
  * the node on the stable one).
  *
  * maxSurge == 0 (delete first, manage creates the replacement on a later sync): per node, with at most one new and
@@ -209,7 +209,7 @@ export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
   const { nodes, states } = nodesToUpdateResult(ctx);
   result.nodesToUpdate = nodes;
   // Every node's target is the current revision unless a canary runs (targetHash).
-  const sameTarget = ctx.canary?.active ? undefined : ctx.hash;
+  const same = sameTarget(ctx.targets);
   const minReady = ds.spec.minReadySeconds ?? 0;
   const available = (f: PodFacts) => factsAvailable(f, minReady, now);
   const del = (f: PodFacts, nodeName: string, reason: PodDelete['reason']): PodDelete => ({
@@ -225,7 +225,7 @@ export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
     const candidates: PodDelete[] = [];
     for (const s of states) {
       const nodeName = s.name;
-      const { newFacts, oldFacts, ok } = updatedPodsOf(s, sameTarget ?? targetHash(ctx, nodeName));
+      const { newFacts, oldFacts, ok } = updatedPodsOf(s, same ?? targetHash(ctx.targets, nodeName));
       if (!ok) {
         numUnavailable++;
         continue;
@@ -257,7 +257,7 @@ export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
   const shouldNotRun: PodDelete[] = [];
   for (const s of states) {
     const nodeName = s.name;
-    const { newFacts, oldFacts, ok } = updatedPodsOf(s, sameTarget ?? targetHash(ctx, nodeName));
+    const { newFacts, oldFacts, ok } = updatedPodsOf(s, same ?? targetHash(ctx.targets, nodeName));
     if (!ok) {
       numSurge++;
       continue;

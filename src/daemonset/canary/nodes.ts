@@ -3,7 +3,7 @@
 import type { ControllerRevision, Node, Pod } from '../../k8s/types.ts';
 import { getScaledValueFromIntOrPercent, type IntOrStringValue } from '../../k8s/intstr.ts';
 import { labelSelectorMatches } from '../../k8s/labels.ts';
-import { cmp, type SyncContext } from '../context.ts';
+import { cmp, type NodeIndex } from '../context.ts';
 import { podRevisionHash } from '../pods.ts';
 import { nodeSelectedForUpdate } from '../strategy.ts';
 import { highestRestartCount } from './health.ts';
@@ -66,7 +66,7 @@ export interface CanaryCandidate {
  * Nodes that may be canary nodes: eligible (the daemon should run there), matching canary.nodeSelector and
  * rollingUpdate.selector. With their restarts and spread key, in name order.
  */
-export function canaryCandidates(ctx: SyncContext, settings: CanarySettings): CanaryCandidate[] {
+export function canaryCandidates(ctx: NodeIndex, settings: CanarySettings): CanaryCandidate[] {
   const out: CanaryCandidate[] = [];
   for (const node of ctx.nodes) {
     const name = node.metadata.name ?? '';

@@ -6,14 +6,14 @@
 // and the rollout is held until the template changes. The spec is never rewritten; people steer with annotations.
 //
 // planCanary(ctx, revisions) decides one sync: which nodes are canary nodes (nodes.ts), how healthy their pods are
-// (health.ts), the phase (phase.ts), status.canary, events, canary labels and requeue. The rest of the planner asks
-// targetHash(ctx, node) which revision a node should run (manage.ts newPodForNode builds its pod).
+// (health.ts), the phase (phase.ts), status.canary, events, canary labels and requeue. From its plan the next stage
+// (targets.ts) tells the rest of the planner which revision each node runs.
 import type { CanaryStatus, DaemonSet } from '../../api/types.ts';
 import type { ControllerRevision, Pod } from '../../k8s/types.ts';
 import { formatTime, isPodAvailable } from '../../k8s/pod.ts';
 import { getTargetNodeName } from '../../k8s/scheduling.ts';
 import { CANARY_POD_LABEL } from '../constants.ts';
-import type { SyncContext } from '../context.ts';
+import type { NodeIndex } from '../context.ts';
 import {
   CANARY_FAILED_REASON,
   CANARY_PAUSED_REASON,
@@ -39,16 +39,9 @@ import { canarySettings, canarySpecOf, storedCanaryStatus, type CanarySettings }
 
 // ---- one sync ----
 
-/** The revision hash `nodeName` should run this sync. */
-export function targetHash(ctx: SyncContext, nodeName: string): string {
-  const c = ctx.canary;
-  if (!c?.active) return ctx.hash;
-  return c.phase !== 'Failed' && c.nodes.has(nodeName) ? ctx.hash : c.stableHash;
-}
-
 const ROLLED_BACK_NOTE = 'the canary nodes run the stable revision again';
 
-function liveOn(ctx: SyncContext, nodeName: string): Pod[] {
+function liveOn(ctx: NodeIndex, nodeName: string): Pod[] {
   return (ctx.nodeToDaemonPods.get(nodeName) ?? []).filter((p) => {
     const phase = p.status?.phase;
     return !p.metadata.deletionTimestamp && phase !== 'Failed' && phase !== 'Succeeded';
@@ -59,7 +52,7 @@ function liveOn(ctx: SyncContext, nodeName: string): Pod[] {
  * Canary label upkeep: "true" on `labelled` pods that lack it, removed from every other pod of the DaemonSet that
  * carries it (a strategic merge patch with null removes a label).
  */
-function canaryLabelPatches(ctx: SyncContext, labelled: ReadonlySet<string>): PodPatch[] {
+function canaryLabelPatches(ctx: NodeIndex, labelled: ReadonlySet<string>): PodPatch[] {
   const out: PodPatch[] = [];
   // With a memo (memo.ts), a sync where no pod carries the label and none should skips the pass over every pod.
   if (labelled.size === 0 && ctx.upkeep?.canaryLabel === 0) return out;
@@ -109,7 +102,7 @@ const list = (names: readonly string[]) => (names.length > 0 ? names.join(', ') 
  *   the stable revision, failedPlan) and Promoted hands over to the rolling update, until the template changes.
  */
 export function planCanary(
-  ctx: SyncContext,
+  ctx: NodeIndex,
   current: ControllerRevision,
   old: readonly ControllerRevision[],
 ): CanaryPlan {
@@ -157,7 +150,7 @@ function storedRecord(ds: DaemonSet, now: number): CanaryStatus | undefined {
 }
 
 /** No canary holds a node: every node targets the current revision; `status` is recorded when there is one. */
-function inactivePlan(ctx: SyncContext, status: CanaryStatus | undefined, events: PlanEvent[]): CanaryPlan {
+function inactivePlan(ctx: NodeIndex, status: CanaryStatus | undefined, events: PlanEvent[]): CanaryPlan {
   return {
     ...(status ? { status, phase: status.phase } : {}),
     active: false,
@@ -208,7 +201,7 @@ function removedCanary(prev: CanaryStatus, hash: string, nowText: string): { sta
  * protect; else none, or the stored one ended (`ended`): the template is back at the stable revision.
  */
 function canaryRecord(
-  ctx: SyncContext,
+  ctx: NodeIndex,
   prev: CanaryStatus | undefined,
   revisions: ReadonlyMap<string, ControllerRevision>,
 ): { record: CanaryStatus; started: boolean } | { ended: CanaryStatus | undefined } {
@@ -261,7 +254,7 @@ interface RunningCanary {
 }
 
 /** An Observing or Paused canary: its nodes, its pods' health, the verdict of the phase machine and its event. */
-function runningPlan(ctx: SyncContext, c: RunningCanary): CanaryPlan {
+function runningPlan(ctx: NodeIndex, c: RunningCanary): CanaryPlan {
   const { ds, hash, now } = ctx;
   const { settings, record, started } = c;
   const nodes = selectCanaryNodes(
@@ -316,7 +309,7 @@ function startedEvent(
 }
 
 /** The pods of the current revision on the canary nodes; `complete` when every canary node runs one. */
-function canaryPodsOn(ctx: SyncContext, nodes: readonly string[]): { pods: Pod[]; complete: boolean } {
+function canaryPodsOn(ctx: NodeIndex, nodes: readonly string[]): { pods: Pod[]; complete: boolean } {
   const pods: Pod[] = [];
   let complete = nodes.length > 0;
   for (const n of nodes) {
@@ -382,7 +375,7 @@ function verdictEvent(
 
 /** Failed: the canary nodes go back to the stable revision; CanaryRolledBack once they all run it, available. */
 function failedPlan(
-  ctx: SyncContext,
+  ctx: NodeIndex,
   record: CanaryStatus,
   held: CanaryHeld,
   events: readonly PlanEvent[],
@@ -417,7 +410,7 @@ function failedPlan(
  * The names of the pods of the stable revision on `nodes` when each node that should run the daemon (or still runs a
  * pod) runs exactly one such pod, available; undefined while one does not.
  */
-function stablePodsOn(ctx: SyncContext, nodes: readonly string[], stableHash: string): string[] | undefined {
+function stablePodsOn(ctx: NodeIndex, nodes: readonly string[], stableHash: string): string[] | undefined {
   const minReady = ctx.ds.spec.minReadySeconds ?? 0;
   const back: string[] = [];
   for (const n of nodes) {
@@ -432,6 +425,6 @@ function stablePodsOn(ctx: SyncContext, nodes: readonly string[], stableHash: st
   return back;
 }
 
-function* allPods(ctx: SyncContext): Generator<Pod> {
+function* allPods(ctx: NodeIndex): Generator<Pod> {
   for (const pods of ctx.nodeToDaemonPods.values()) yield* pods;
 }
