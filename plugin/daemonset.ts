@@ -50,7 +50,7 @@ export function canarySpec(ds: DaemonSet): Record<string, unknown> | undefined {
   return c !== null && typeof c === 'object' ? (c as Record<string, unknown>) : undefined;
 }
 
-/** status.canary as the controller reports it (src/daemonset/canary.ts CanaryStatus; read loosely). */
+/** status.canary as the controller reports it (src/daemonset/canary/settings.ts CanaryStatus; read loosely). */
 export interface CanaryStatus {
   revision?: string;
   stableRevision?: string;
@@ -95,7 +95,7 @@ export interface CanaryChange {
 }
 
 /**
- * `canary promote|pause|resume|fail`: the annotation the controller reads (src/daemonset/canary.ts,
+ * `canary promote|pause|resume|fail`: the annotation the controller reads (src/daemonset/canary/phase.ts,
  * nextCanaryPhase). Promote, resume and fail name the canary's revision (canary-validated, canary-resumed,
  * canary-failed), so the annotation left behind touches no later canary; pause sets canary-paused=true, and resume
  * removes it (a resume wins over autoPause until that canary ends). A DaemonSet without rollingUpdate.canary is an

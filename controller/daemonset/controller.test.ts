@@ -700,7 +700,7 @@ describe('DaemonSetController syncs', { timeout: 60_000 }, () => {
     await expectSyncDaemonSets(h, { creates: 1, deletes: 0, events: 1 });
   });
 
-  // ---- canary (src/daemonset/canary.ts decides; the shell creates, deletes, patches the canary label, records the
+  // ---- canary (src/daemonset/canary/ decides; the shell creates, deletes, patches the canary label, records the
   // events and requeues for the planner's next moment)
 
   /** Every daemon pod bound to its node, Running and Ready since `since` (no kubelet here); waits for the cache. */

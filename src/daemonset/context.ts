@@ -1,13 +1,16 @@
-// What every planning step shares within one sync: nodes with their eligibility, pods grouped by node, the hash.
+// What every planning step shares within one sync: nodes with their eligibility, pods grouped by node, the hash
+// (the node index, newSyncContext), then each node's target revision (withTargets). Each stage returns its results
+// rather than writing them into the context; only derivedOnce fills in values computed from the context itself.
 import type { DaemonSet } from '../api/types.ts';
 import type { Node, Pod } from '../k8s/types.ts';
 import { nodeShouldRunDaemonPod, templateTolerations, type NodeEligibility } from './eligibility.ts';
 import type { PlanMemo, PodLookup, PodUpkeepCounts } from './memo.ts';
 import { newNodeState, type NodeState } from './node-state.ts';
 import { getNodesToDaemonPods } from './pods.ts';
-import type { CanaryPlan, CountersResult, NodesToUpdateStates, PlanOptions } from './plan-types.ts';
+import type { CountersResult, NodesToUpdateStates, NodeTargets, PlanOptions } from './plan-types.ts';
 
-export interface SyncContext {
+/** The node index of one sync: what the stages read about nodes and pods, built before the canary is decided. */
+export interface NodeIndex {
   ds: DaemonSet;
   /** All nodes, sorted by name (upstream iterates the lister's order; sorting makes plans deterministic). */
   nodes: Node[];
@@ -24,7 +27,7 @@ export interface SyncContext {
   /** Per node, aligned with `nodes`: eligibility, pods and their facts (node-state.ts). */
   states: NodeState[];
   /** The states of `nodes` and `ghosts` by name; built on first use without a memo. */
-  readonly stateByName: ReadonlyMap<string, NodeState>;
+  readonly stateByName: Pick<ReadonlyMap<string, NodeState>, 'get'>;
   /** Node names daemon pods point to that no node has, in name order. */
   ghosts: NodeState[];
   /**
@@ -35,11 +38,15 @@ export interface SyncContext {
   hash: string;
   now: number;
   opts: PlanOptions;
+}
+
+/** The context of the stages after the canary: the node index with each node's target revision. */
+export interface SyncContext extends NodeIndex {
   /**
-   * The canary of this sync (planCanary, canary.ts), set right after the context is built; absent in contexts built
-   * for a single step (tests), which then behave as without a canary.
+   * Which revision each node runs (targets.ts): set by withTargets from the canary of this sync; every node targets
+   * `hash` in a context built for a single step (tests, the dashboard), as without a canary.
    */
-  canary?: CanaryPlan;
+  readonly targets: NodeTargets;
   /**
    * Values several steps derive from the same state (rolling update, status conditions, the afterManage part),
    * computed once per sync on first use; see derivedOnce(). (Not PlanMemo, memo.ts, which outlives a sync.)
@@ -58,8 +65,9 @@ export interface SyncDerived {
 }
 
 /**
- * The value `key` of this sync, computed by `compute` on first use. The context does not change during a sync, so
- * a derived value never goes stale; computing it once keeps a plan linear in nodes when several steps need it.
+ * The value `key` of this sync, computed by `compute` on first use. A context does not change once built (withTargets
+ * makes another, with its own derived values), so a derived value never goes stale; computing it once keeps a plan
+ * linear in nodes when several steps need it.
  */
 export function derivedOnce<K extends keyof SyncDerived>(
   ctx: SyncContext,
@@ -78,9 +86,9 @@ function sortedByName(nodes: readonly Node[]): boolean {
 }
 
 /**
- * The context of one sync. With `memo` (memo.ts), the per-node part is brought up to date from the previous sync of the
- * same DaemonSet, re-evaluating only the nodes whose object or pods changed; without it everything is built here. The
- * two give the same context.
+ * The context of one sync, every node targeting `hash`. With `memo` (memo.ts), the per-node part is brought up to date
+ * from the previous sync of the same DaemonSet, re-evaluating only the nodes whose object or pods changed; without it
+ * everything is built here. The two give the same context.
  */
 export function newSyncContext(
   ds: DaemonSet,
@@ -110,6 +118,7 @@ export function newSyncContext(
       hash,
       now,
       opts,
+      targets: { hash },
       derived: {},
     };
   }
@@ -133,8 +142,6 @@ export function newSyncContext(
     if (!nodeByName.has(name)) ghosts.push(newNodeState(name, undefined, NOT_RUN, list));
   }
   ghosts.sort((a, b) => cmp(a.name, b.name));
-  let podsByName: Map<string, Pod> | undefined;
-  let stateByName: Map<string, NodeState> | undefined;
   return {
     ds,
     nodes: sorted,
@@ -143,19 +150,30 @@ export function newSyncContext(
     desired,
     nodeToDaemonPods,
     pods,
-    get podsByName() {
-      return (podsByName ??= new Map(pods.map((p) => [p.metadata.name ?? '', p])));
-    },
+    podsByName: lazyLookup(() => new Map(pods.map((p) => [p.metadata.name ?? '', p]))),
     states,
-    get stateByName() {
-      return (stateByName ??= new Map([...states, ...ghosts].map((s) => [s.name, s])));
-    },
+    stateByName: lazyLookup(() => new Map([...states, ...ghosts].map((s) => [s.name, s]))),
     ghosts,
     hash,
     now,
     opts,
+    targets: { hash },
     derived: {},
   };
+}
+
+/**
+ * The context of the stages after the canary: `ctx` with each node's target revision (nodeTargets, targets.ts). A new
+ * context, with derived values of its own (they read the targets), rather than a field set on the one the canary read.
+ */
+export function withTargets(ctx: NodeIndex, targets: NodeTargets): SyncContext {
+  return { ...ctx, targets, derived: {} };
+}
+
+/** A lookup by name whose map is built on first use: a settled sync looks up nothing. */
+function lazyLookup<T>(build: () => Map<string, T>): Pick<ReadonlyMap<string, T>, 'get'> {
+  let map: Map<string, T> | undefined;
+  return { get: (name) => (map ??= build()).get(name) };
 }
 
 const NOT_RUN: NodeEligibility = Object.freeze({ shouldRun: false, shouldContinueRunning: false });

@@ -28,7 +28,7 @@ export const PARTITION_HOLDS_SELECTED_NODES = 'PartitionHoldsSelectedNodes';
 export const ROLLOUT_FROZEN_REASON = 'RolloutFrozen';
 /** Warning: a pull pod of the image pre-download failed (planner) or could not be created (shell). */
 export const FAILED_PRE_DOWNLOAD_IMAGE_REASON = 'FailedPreDownloadImage';
-// Canary (canary.ts); the messages name the revision, the nodes or pod, and the reason.
+// Canary (canary/plan.ts); the messages name the revision, the nodes or pod, and the reason.
 /** Normal: a canary of a new revision started (or restarted on the same nodes for a newer template). */
 export const CANARY_STARTED_REASON = 'CanaryStarted';
 /** Warning (autoPause) or Normal (annotation): the canary is paused. */

@@ -156,10 +156,50 @@ export function constructHistory(
   pods: readonly Pod[],
   foreign: readonly ControllerRevision[] = [],
 ): HistoryResult {
-  const update = new Map<string, ControllerRevision>();
+  const { current, old, labelled } = labelAndSplit(ds, owned);
+  const update = new Map(labelled.map((r) => [r.metadata.name ?? '', r]));
+  const nextRevision = maxRevision(old) + 1;
+  const storedCollisionCount = ds.status?.collisionCount ?? undefined;
+  if (current.length === 0) {
+    const made = newCurrentRevision(ds, [...owned, ...foreign], storedCollisionCount, nextRevision);
+    return {
+      current: made.revision,
+      hash: revisionHashLabel(made.revision),
+      old,
+      collisionCount: made.collisionCount,
+      ...(made.create ? { create: made.create } : {}),
+      update: [...update.values()],
+      delete: [],
+      podRelabels: [],
+      notes: made.notes,
+    };
+  }
+  const kept = dedupCurrent(current, pods, nextRevision);
+  for (const name of kept.delete) update.delete(name);
+  if (kept.bumped) update.set(kept.bumped.metadata.name ?? '', kept.bumped);
+  return {
+    current: kept.revision,
+    hash: revisionHashLabel(kept.revision),
+    old,
+    collisionCount: storedCollisionCount,
+    update: [...update.values()],
+    delete: kept.delete,
+    podRelabels: kept.podRelabels,
+    notes: [],
+  };
+}
+
+/**
+ * The owned revisions in revision order, those without the hash label given it (set to their own name: `labelled`,
+ * to update), split into those whose data matches the template (`current`) and the others (`old`).
+ */
+function labelAndSplit(
+  ds: DaemonSet,
+  owned: readonly ControllerRevision[],
+): { current: ControllerRevision[]; old: ControllerRevision[]; labelled: ControllerRevision[] } {
   const current: ControllerRevision[] = [];
   const old: ControllerRevision[] = [];
-  const notes: string[] = [];
+  const labelled: ControllerRevision[] = [];
   for (const r0 of [...owned].sort(byRevisionThenName)) {
     let r = r0;
     if (!r.metadata.labels?.[CONTROLLER_REVISION_HASH_LABEL]) {
@@ -170,87 +210,87 @@ export function constructHistory(
           labels: { ...(r.metadata.labels ?? {}), [CONTROLLER_REVISION_HASH_LABEL]: r.metadata.name ?? '' },
         },
       };
-      update.set(r.metadata.name ?? '', r);
+      labelled.push(r);
     }
     (revisionMatches(ds, r) ? current : old).push(r);
   }
+  return { current, old, labelled };
+}
 
-  const nextRevision = maxRevision(old) + 1;
-  let collisionCount = ds.status?.collisionCount ?? undefined;
+/**
+ * No revision matches the template: snapshot a new one `<ds>-<hash>` numbered `nextRevision`. If that name is taken
+ * by a revision with other data, bump collisionCount and rehash (upstream does this over several syncs through a
+ * failed create; knowing the names, we do it at once); a revision of ours with our data under that name is used.
+ */
+function newCurrentRevision(
+  ds: DaemonSet,
+  known: readonly ControllerRevision[],
+  storedCollisionCount: number | undefined,
+  nextRevision: number,
+): { revision: ControllerRevision; create?: ControllerRevision; collisionCount: number | undefined; notes: string[] } {
+  const taken = new Map<string, ControllerRevision>();
+  for (const r of known) taken.set(r.metadata.name ?? '', r);
+  const notes: string[] = [];
+  let collisionCount = storedCollisionCount;
+  let hash = computeRevisionHash(ds, collisionCount);
+  let name = `${ds.metadata.name ?? ''}-${hash}`;
+  let existing = taken.get(name);
+  // A foreign revision with our data under our name: use it, as upstream does after AlreadyExists.
+  for (let i = 0; existing && !revisionMatches(ds, existing) && i < 1000; i++) {
+    collisionCount = (collisionCount ?? 0) + 1;
+    notes.push(`hash collision on ControllerRevision ${name}: collisionCount bumped to ${collisionCount}`);
+    hash = computeRevisionHash(ds, collisionCount);
+    name = `${ds.metadata.name ?? ''}-${hash}`;
+    existing = taken.get(name);
+  }
+  if (existing) return { revision: existing, collisionCount, notes };
+  const labels = { ...(ds.spec.template.metadata?.labels ?? {}), [CONTROLLER_REVISION_HASH_LABEL]: hash };
+  const create: ControllerRevision = {
+    apiVersion: 'apps/v1',
+    kind: 'ControllerRevision',
+    metadata: {
+      name,
+      namespace: ds.metadata.namespace,
+      labels,
+      annotations: { ...(ds.metadata.annotations ?? {}) },
+      ownerReferences: [controllerRef(ds)],
+    },
+    data: revisionData(ds),
+    revision: nextRevision,
+  };
+  return { revision: create, create, collisionCount, notes };
+}
+
+/**
+ * dedupCurHistories: of several revisions matching the template keep the highest (the last one on ties, as `>=`
+ * upstream), delete the others and relabel their pods; the kept one is renumbered `nextRevision` when lower
+ * (`bumped`, to update).
+ */
+function dedupCurrent(
+  current: readonly ControllerRevision[],
+  pods: readonly Pod[],
+  nextRevision: number,
+): { revision: ControllerRevision; bumped?: ControllerRevision; delete: string[]; podRelabels: PodRelabel[] } {
+  let keep = current[0] as ControllerRevision;
+  for (const r of current) if (r.revision >= keep.revision) keep = r;
+  const keepHash = revisionHashLabel(keep);
   const del: string[] = [];
+  const dupHashes = new Set<string>();
+  for (const r of current) {
+    if (r === keep) continue;
+    del.push(r.metadata.name ?? '');
+    const h = revisionHashLabel(r);
+    if (h !== keepHash) dupHashes.add(h);
+  }
   const podRelabels: PodRelabel[] = [];
-  let cur: ControllerRevision;
-  let create: ControllerRevision | undefined;
-
-  if (current.length === 0) {
-    const taken = new Map<string, ControllerRevision>();
-    for (const r of [...owned, ...foreign]) taken.set(r.metadata.name ?? '', r);
-    let hash = computeRevisionHash(ds, collisionCount);
-    let name = `${ds.metadata.name ?? ''}-${hash}`;
-    let existing = taken.get(name);
-    // A foreign revision with our data under our name: use it, as upstream does after AlreadyExists.
-    for (let i = 0; existing && !revisionMatches(ds, existing) && i < 1000; i++) {
-      collisionCount = (collisionCount ?? 0) + 1;
-      notes.push(`hash collision on ControllerRevision ${name}: collisionCount bumped to ${collisionCount}`);
-      hash = computeRevisionHash(ds, collisionCount);
-      name = `${ds.metadata.name ?? ''}-${hash}`;
-      existing = taken.get(name);
-    }
-    if (existing) {
-      cur = existing;
-    } else {
-      const labels = { ...(ds.spec.template.metadata?.labels ?? {}), [CONTROLLER_REVISION_HASH_LABEL]: hash };
-      cur = {
-        apiVersion: 'apps/v1',
-        kind: 'ControllerRevision',
-        metadata: {
-          name,
-          namespace: ds.metadata.namespace,
-          labels,
-          annotations: { ...(ds.metadata.annotations ?? {}) },
-          ownerReferences: [controllerRef(ds)],
-        },
-        data: revisionData(ds),
-        revision: nextRevision,
-      };
-      create = cur;
-    }
-  } else {
-    // dedupCurHistories: keep the highest revision (the last one on ties, as `>=` upstream).
-    let keep = current[0] as ControllerRevision;
-    for (const r of current) if (r.revision >= keep.revision) keep = r;
-    const keepHash = revisionHashLabel(keep);
-    const dupHashes = new Set<string>();
-    for (const r of current) {
-      if (r === keep) continue;
-      del.push(r.metadata.name ?? '');
-      update.delete(r.metadata.name ?? '');
-      const h = revisionHashLabel(r);
-      if (h !== keepHash) dupHashes.add(h);
-    }
-    if (dupHashes.size > 0) {
-      for (const pod of pods) {
-        if (dupHashes.has(podRevisionHash(pod))) podRelabels.push({ podName: pod.metadata.name ?? '', hash: keepHash });
-      }
-    }
-    cur = keep;
-    if (keep.revision < nextRevision) {
-      cur = { ...keep, revision: nextRevision };
-      update.set(keep.metadata.name ?? '', cur);
+  if (dupHashes.size > 0) {
+    for (const pod of pods) {
+      if (dupHashes.has(podRevisionHash(pod))) podRelabels.push({ podName: pod.metadata.name ?? '', hash: keepHash });
     }
   }
-
-  return {
-    current: cur,
-    hash: revisionHashLabel(cur),
-    old,
-    collisionCount,
-    ...(create ? { create } : {}),
-    update: [...update.values()],
-    delete: del,
-    podRelabels,
-    notes,
-  };
+  if (keep.revision >= nextRevision) return { revision: keep, delete: del, podRelabels };
+  const bumped = { ...keep, revision: nextRevision };
+  return { revision: bumped, bumped, delete: del, podRelabels };
 }
 
 /**

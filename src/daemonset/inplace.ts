@@ -26,7 +26,7 @@ export interface InPlaceUpdateState {
   updateImages?: boolean;
   /**
    * Ours (Kruise ignores it): every container's restartCount when the update started, so the canary's health
-   * judgement (canary.ts) counts only the restarts on the new revision, not the pod's history nor the restart of
+   * judgement (canary/health.ts) counts only the restarts on the new revision, not the pod's history nor the restart of
    * the update itself.
    */
   restartCounts?: Record<string, number>;

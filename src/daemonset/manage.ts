@@ -17,13 +17,12 @@ import {
   isPodHooked,
   isPodPreDeleting,
   isPodUpdated,
-  newPod,
+  newPodForNode,
   PRE_DELETE_HOLDER,
   preparingDeletePatch,
 } from './pods.ts';
-import { CANARY_POD_LABEL } from './constants.ts';
 import type { PlanEvent, PodCreate, PodDelete, PodPatch } from './plan-types.ts';
-import { targetHash } from './canary.ts';
+import { podTargetOf, targetHash } from './targets.ts';
 import {
   allowSurge,
   burstReplicas,
@@ -66,87 +65,123 @@ export function podsShouldBeOnNode(
   backoff: BackoffState,
   surge: boolean,
 ): NodeDecision | undefined {
-  const { ds, now } = ctx;
   const { shouldRun, shouldContinueRunning } = ctx.eligibility.get(nodeName) ?? {
     shouldRun: false,
     shouldContinueRunning: false,
   };
   const daemonPods = ctx.nodeToDaemonPods.get(nodeName);
-  const exists = daemonPods !== undefined;
   // The usual node of a settled DaemonSet: one running pod that may stay. Nothing to decide; returning early keeps
   // a sync over thousands of such nodes free of per-node allocations.
   if (shouldContinueRunning && daemonPods?.length === 1 && isSettledPod(daemonPods[0] as Pod)) return undefined;
-  const out: NodeDecision = { needsPod: false, podsToDelete: [], events: [], backoff };
-  const del = (pod: Pod, reason: PodDelete['reason']) => out.podsToDelete.push(podDelete(pod, nodeName, reason));
-
-  if (shouldRun && !exists) {
-    out.needsPod = true;
-    return out;
-  }
-  if (shouldContinueRunning) {
-    const running: Pod[] = [];
+  if (shouldRun && daemonPods === undefined) return { needsPod: true, podsToDelete: [], events: [], backoff };
+  if (!shouldContinueRunning) {
+    const podsToDelete: PodDelete[] = [];
     for (const pod of daemonPods ?? []) {
-      if (pod.metadata.deletionTimestamp) continue;
-      const phase = pod.status?.phase;
-      if (phase === 'Failed') {
-        const key = failedPodsBackoffKey(ds.metadata.uid ?? '', ds.status?.observedGeneration ?? 0, nodeName);
-        if (isInBackOffSinceUpdate(out.backoff, key, now)) {
-          out.requeueAfterMs = minDelay(out.requeueAfterMs, backoffRemainingMs(out.backoff, key, now));
-          continue;
-        }
-        out.backoff = backoffNext(out.backoff, key, now);
-        out.events.push({
-          type: 'Warning',
-          reason: FAILED_DAEMON_POD_REASON,
-          message: `Found failed daemon pod ${pod.metadata.namespace ?? ds.metadata.namespace}/${pod.metadata.name} on node ${nodeName}, will try to kill it`,
-        });
-        del(pod, 'FailedPod');
-      } else if (phase === 'Succeeded') {
-        out.events.push({
-          type: 'Normal',
-          reason: SUCCEEDED_DAEMON_POD_REASON,
-          message: `Found succeeded daemon pod ${pod.metadata.namespace ?? ds.metadata.namespace}/${pod.metadata.name} on node ${nodeName}, will try to delete it`,
-        });
-        del(pod, 'SucceededPod');
-      } else if (isPodPreDeleting(pod)) {
-        del(pod, 'PreparingDelete');
-      } else {
-        running.push(pod);
-      }
+      if (!pod.metadata.deletionTimestamp) podsToDelete.push(podDelete(pod, nodeName, 'NodeNotEligible'));
     }
-    // daemonPods are sorted scheduled-first, oldest-first (getNodesToDaemonPods), and so is `running`.
-    if (!surge) {
-      for (const pod of running.slice(1)) del(pod, 'ExcessPod');
-      return out;
-    }
-    if (running.length <= 1) {
-      if (running.length === 0 && shouldRun) out.needsPod = true;
-      return out;
-    }
-    let oldestNew: Pod | undefined;
-    let oldestOld: Pod | undefined;
-    // "New" is the node's target revision: the current one, or the stable one beside a canary (canary.ts).
-    const hash = targetHash(ctx, nodeName);
-    for (const pod of running) {
-      const isNew = isPodUpdated(pod, hash);
-      if (isNew && !oldestNew) oldestNew = pod;
-      else if (!isNew && !oldestOld) oldestOld = pod;
-      else del(pod, 'ExcessPod');
-    }
-    if (oldestNew && oldestOld) {
-      const minReady = ds.spec.minReadySeconds ?? 0;
-      if (!isPodReady(oldestOld)) del(oldestOld, 'OldPodUnavailable');
-      else if (isPodAvailable(oldestNew, minReady, now)) del(oldestOld, 'SurgeReplaced');
-      else if (isPodReady(oldestNew) && minReady > 0) {
-        out.requeueAfterMs = minDelay(out.requeueAfterMs, podAvailableWaitingTimeMs(oldestNew, minReady, now));
-      }
-    }
-    return out;
+    return { needsPod: false, podsToDelete, events: [], backoff };
   }
-  if (exists) {
-    for (const pod of daemonPods ?? []) if (!pod.metadata.deletionTimestamp) del(pod, 'NodeNotEligible');
+  const sorted = sortPodsOnNode(ctx, nodeName, daemonPods ?? [], backoff);
+  // daemonPods are sorted scheduled-first, oldest-first (getNodesToDaemonPods), and so is `running`.
+  const kept = surge
+    ? keepWithSurge(ctx, nodeName, sorted.running, shouldRun)
+    : { needsPod: false, podsToDelete: sorted.running.slice(1).map((pod) => podDelete(pod, nodeName, 'ExcessPod')) };
+  const requeueAfterMs = minDelay(sorted.requeueAfterMs, kept.requeueAfterMs);
+  return {
+    needsPod: kept.needsPod,
+    podsToDelete: [...sorted.podsToDelete, ...kept.podsToDelete],
+    events: sorted.events,
+    backoff: sorted.backoff,
+    ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}),
+  };
+}
+
+/** The pods of a node where the daemon may keep running, sorted out by podsShouldBeOnNode's rules. */
+interface PodsOnNode {
+  /** Neither terminating, nor terminal, nor PreparingDelete: the pods the node runs, in the order given. */
+  running: Pod[];
+  podsToDelete: PodDelete[];
+  events: PlanEvent[];
+  backoff: BackoffState;
+  requeueAfterMs?: number;
+}
+
+/**
+ * Terminating pods are skipped; Failed pods deleted unless the node's backoff key is in backoff (then requeue after
+ * the remaining delay), each deletion advancing the backoff, with Warning FailedDaemonPod; Succeeded pods deleted
+ * (Normal SucceededDaemonPod); PreparingDelete pods queued for deletion (syncNodes keeps them while hooked).
+ */
+function sortPodsOnNode(ctx: SyncContext, nodeName: string, pods: readonly Pod[], backoff: BackoffState): PodsOnNode {
+  const { ds, now } = ctx;
+  const out: PodsOnNode = { running: [], podsToDelete: [], events: [], backoff };
+  for (const pod of pods) {
+    if (pod.metadata.deletionTimestamp) continue;
+    const phase = pod.status?.phase;
+    if (phase === 'Failed') {
+      const key = failedPodsBackoffKey(ds.metadata.uid ?? '', ds.status?.observedGeneration ?? 0, nodeName);
+      if (isInBackOffSinceUpdate(out.backoff, key, now)) {
+        out.requeueAfterMs = minDelay(out.requeueAfterMs, backoffRemainingMs(out.backoff, key, now));
+        continue;
+      }
+      out.backoff = backoffNext(out.backoff, key, now);
+      out.events.push({
+        type: 'Warning',
+        reason: FAILED_DAEMON_POD_REASON,
+        message: `Found failed daemon pod ${pod.metadata.namespace ?? ds.metadata.namespace}/${pod.metadata.name} on node ${nodeName}, will try to kill it`,
+      });
+      out.podsToDelete.push(podDelete(pod, nodeName, 'FailedPod'));
+    } else if (phase === 'Succeeded') {
+      out.events.push({
+        type: 'Normal',
+        reason: SUCCEEDED_DAEMON_POD_REASON,
+        message: `Found succeeded daemon pod ${pod.metadata.namespace ?? ds.metadata.namespace}/${pod.metadata.name} on node ${nodeName}, will try to delete it`,
+      });
+      out.podsToDelete.push(podDelete(pod, nodeName, 'SucceededPod'));
+    } else if (isPodPreDeleting(pod)) {
+      out.podsToDelete.push(podDelete(pod, nodeName, 'PreparingDelete'));
+    } else {
+      out.running.push(pod);
+    }
   }
   return out;
+}
+
+/**
+ * With surge: none running and shouldRun -> create; else keep the oldest new-hash and the oldest old-hash pod, delete
+ * the rest; with both: delete the old one if it is not Ready, or if the new one is available, else requeue for the new
+ * one's remaining minReadySeconds.
+ */
+function keepWithSurge(
+  ctx: SyncContext,
+  nodeName: string,
+  running: readonly Pod[],
+  shouldRun: boolean,
+): Pick<NodeDecision, 'needsPod' | 'podsToDelete' | 'requeueAfterMs'> {
+  if (running.length <= 1) return { needsPod: running.length === 0 && shouldRun, podsToDelete: [] };
+  const podsToDelete: PodDelete[] = [];
+  let oldestNew: Pod | undefined;
+  let oldestOld: Pod | undefined;
+  // "New" is the node's target revision: the current one, or the stable one beside a canary (targets.ts).
+  const hash = targetHash(ctx.targets, nodeName);
+  for (const pod of running) {
+    const isNew = isPodUpdated(pod, hash);
+    if (isNew && !oldestNew) oldestNew = pod;
+    else if (!isNew && !oldestOld) oldestOld = pod;
+    else podsToDelete.push(podDelete(pod, nodeName, 'ExcessPod'));
+  }
+  if (!oldestNew || !oldestOld) return { needsPod: false, podsToDelete };
+  const minReady = ctx.ds.spec.minReadySeconds ?? 0;
+  if (!isPodReady(oldestOld)) podsToDelete.push(podDelete(oldestOld, nodeName, 'OldPodUnavailable'));
+  else if (isPodAvailable(oldestNew, minReady, ctx.now))
+    podsToDelete.push(podDelete(oldestOld, nodeName, 'SurgeReplaced'));
+  else if (isPodReady(oldestNew) && minReady > 0) {
+    return {
+      needsPod: false,
+      podsToDelete,
+      requeueAfterMs: podAvailableWaitingTimeMs(oldestNew, minReady, ctx.now),
+    };
+  }
+  return { needsPod: false, podsToDelete };
 }
 
 /**
@@ -235,25 +270,11 @@ export interface SyncNodesResult {
   podPatches: PodPatch[];
 }
 
-/** The pod to create on `nodeName`: of its target revision; on a running canary's node, labelled as canary pod. */
-export function newPodForNode(ctx: SyncContext, nodeName: string): PodCreate {
-  const hash = targetHash(ctx, nodeName);
-  const c = ctx.canary;
-  if (hash !== ctx.hash && c?.stableDs) {
-    return { nodeName, revisionHash: hash, pod: newPod(c.stableDs, nodeName, hash, ctx.opts) };
-  }
-  const pod = newPod(ctx.ds, nodeName, ctx.hash, ctx.opts);
-  if (c?.active && c.phase !== 'Failed' && c.nodes.has(nodeName)) {
-    pod.metadata.labels = { ...(pod.metadata.labels ?? {}), [CANARY_POD_LABEL]: 'true' };
-  }
-  return { nodeName, revisionHash: ctx.hash, pod };
-}
-
 /**
  * syncNodes (pure part): lifecycle preDelete first (a hooked pod is not deleted but labelled PreparingDelete with a
  * timestamp, and with markPodNotReady its KruisePodReady condition is set False held by the hook), then creates and
  * deletes each capped at burstReplicas. New pods are built from the current template and hash, or, beside a canary,
- * from the node's target revision (newPodForNode).
+ * from the node's target revision (podTargetOf, targets.ts; newPodForNode, pods.ts).
  */
 export function syncNodes(
   ctx: SyncContext,
@@ -294,7 +315,10 @@ export function syncNodes(
     deletable.push(d);
   }
   const burst = burstReplicas(ds, ctx.desired);
-  const creates = nodesNeedingDaemonPods.slice(0, burst).map((nodeName) => newPodForNode(ctx, nodeName));
+  const creates = nodesNeedingDaemonPods.slice(0, burst).map((nodeName): PodCreate => {
+    const target = podTargetOf(ds, ctx.targets, nodeName);
+    return { nodeName, revisionHash: target.hash, pod: newPodForNode(target, nodeName, ctx.opts) };
+  });
   return { creates, deletes: deletable.slice(0, burst), podPatches };
 }
 

@@ -84,7 +84,7 @@ export function reportedStatus(ds: DaemonSet, view: PlannerView): { status?: Dae
   return { status, revision: view.hash || status?.daemonSetHash || '' };
 }
 
-/** status.canary.phase (the canary, src/daemonset/canary.ts); NO_CANARY_PHASE without one (or an empty phase). */
+/** status.canary.phase (the canary, src/daemonset/canary/); NO_CANARY_PHASE without one (or an empty phase). */
 function canaryPhase(status: DaemonSetStatus | undefined): string {
   const phase: unknown = status?.canary?.phase;
   return typeof phase === 'string' && phase !== '' ? phase : NO_CANARY_PHASE;

@@ -296,6 +296,30 @@ export interface CanaryPlan {
   rolledBack?: boolean;
 }
 
+/**
+ * Which revision each node runs this sync (targets.ts, the stage after the canary): the current one, unless an active
+ * canary (Observing, Paused or Failed) holds nodes on its stable revision.
+ */
+export interface NodeTargets {
+  /** The current revision hash. */
+  hash: string;
+  /** Absent when every node targets `hash`. */
+  canary?: CanaryHold;
+}
+
+/** What an active canary holds, from its CanaryPlan. */
+export interface CanaryHold {
+  /** The canary nodes: they target the current revision, unless the canary failed. */
+  nodes: ReadonlySet<string>;
+  failed: boolean;
+  /** The revision every other node targets (and the canary nodes too once the canary failed). */
+  stableHash: string;
+  /** The DaemonSet with the stable revision's template, to build its pods. */
+  stableDs?: DaemonSet;
+  /** The nodes the rolling update touches (CanaryPlan.rollingNodes). */
+  rollingNodes: readonly string[];
+}
+
 export interface ImagePreDownloadPlan {
   /** Pull pods to create (full manifests). */
   creates: { nodeName: string; pod: Pod }[];

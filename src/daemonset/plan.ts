@@ -2,21 +2,39 @@
 // (https://github.com/openkruise/kruise/blob/master/pkg/controller/daemonset/daemonset_controller.go):
 // history, expectations gate, manage, (in-place refresh), rollingUpdate, cleanupHistory, status
 // (docs/architecture.md#one-sync). The shell (controller/) executes the plan; see plan-types.ts for what each part means.
-import type { Pod } from '../k8s/types.ts';
+import type { LabelSelector, Pod } from '../k8s/types.ts';
 import { isEmptyLabelSelector, labelSelectorErrors } from '../k8s/labels.ts';
 import { CONTROLLER_REVISION_HASH_LABEL } from './constants.ts';
-import { gcFailedPodsBackoff } from './backoff.ts';
-import { minDelay, newSyncContext, type SyncContext } from './context.ts';
+import { gcFailedPodsBackoff, type BackoffState } from './backoff.ts';
+import { minDelay, newSyncContext, withTargets, type NodeIndex, type SyncContext } from './context.ts';
 import { cleanupHistory, constructHistory, revisionHashLabel, type HistoryResult } from './history.ts';
-import { planCanary, targetHash } from './canary.ts';
+import { planCanary } from './canary/plan.ts';
 import { manage, syncNodes } from './manage.ts';
 import type { PlanMemo } from './memo.ts';
 import { canPodInPlaceUpdate, inPlaceRefreshPatch, planInPlaceUpdate } from './inplace.ts';
 import { kruisePodReadyPatch } from './pods.ts';
 import { planImagePreDownload, planImagePullJobs } from './predownload.ts';
-import type { AfterManage, DaemonSetSnapshot, Plan, PodDelete, PodPatch } from './plan-types.ts';
-import { calculateStatus, CONDITION_PROGRESSING, frozenMessage, selectorPartitionHoldMessage } from './status.ts';
+import type {
+  AfterManage,
+  CanaryPlan,
+  DaemonSetSnapshot,
+  InPlaceUpdate,
+  Plan,
+  PlanEvent,
+  PodCreate,
+  PodDelete,
+  PodPatch,
+  RevisionPlan,
+} from './plan-types.ts';
+import {
+  calculateStatus,
+  CONDITION_PROGRESSING,
+  frozenMessage,
+  selectorPartitionHoldMessage,
+  type StatusInput,
+} from './status.ts';
 import { burstReplicas, isDaemonSetPaused, isInPlaceIfPossible, isRolloutFrozen, isRollingUpdate } from './strategy.ts';
+import { nodeTargets, targetHash } from './targets.ts';
 import { rollingUpdate } from './update.ts';
 import {
   HASH_COLLISION_REASON,
@@ -26,6 +44,84 @@ import {
   ROLLOUT_FROZEN_REASON,
   SELECTING_ALL_REASON,
 } from './events.ts';
+
+/**
+ * planDaemonSet(snapshot) -> plan. Order:
+ * 1. DaemonSet being deleted -> nothing (stage Deleting).
+ * 2. Selector `{}` (or invalid) -> Warning SelectingAll, nothing else (stage InvalidSelector).
+ * 3. constructHistory -> current hash; revision creates/updates/deletes; pods of merged duplicates relabelled.
+ * 4. Expectations unsatisfied -> status only, observedGeneration kept (stage ExpectationsPending).
+ * 5. manage + syncNodes; if that creates, deletes or marks PreparingDelete -> status without observedGeneration,
+ *    stop (stage Managed): the rolling update runs on the next sync, when the cache has caught up. Steps 6-8 are
+ *    still computed on the same state into `afterManage`, for the shell to run if every create and delete of
+ *    the plan failed (expectations satisfied again at once, as upstream's re-check finds after a quota error),
+ *    leaving out the nodes manage acts on.
+ * 6. rollingUpdate unless OnDelete or paused (surge creates, deletes within maxUnavailable), through syncNodes;
+ *    under InPlaceIfPossible the pods to replace are updated in place where the change allows it.
+ * 7. cleanupHistory; 8. status with observedGeneration = generation (stage Complete).
+ * Readiness-gate upkeep (KruisePodReady, InPlaceUpdateReady) is planned at every stage from 4 on; image
+ * pre-download (options.imagePreDownload 'pods', predownload.ts) between 4 and 5. The canary (canary/plan.ts: phase,
+ * events, canary labels) is decided right after 3, on the node index; each node's target revision (targets.ts)
+ * follows from it and applies from 4 on.
+ *
+ * Each stage returns what it adds to the plan (a PlanPart, or the plan's other fields), and this function joins them
+ * in the order of the stages; no stage writes into another's result or into the context.
+ *
+ * `memo`: the PlanMemo of this DaemonSet (memo.ts), kept by the shell between its syncs: the per-node part of the sync
+ * is then brought up to date rather than rebuilt, re-evaluating only the nodes whose object or pods changed. The plan
+ * is the same with or without it.
+ */
+export function planDaemonSet(snapshot: DaemonSetSnapshot, memo?: PlanMemo): Plan {
+  const { ds, now } = snapshot;
+  if (ds.metadata.deletionTimestamp) return emptyPlan(snapshot, 'Deleting');
+  const invalid = invalidSelectorEvent(ds.spec.selector);
+  if (invalid) return { ...emptyPlan(snapshot, 'InvalidSelector'), events: [invalid] };
+
+  // 3. History; then the node index, the canary, and each node's target revision, which the later stages read.
+  const { history, pods, revisions, part: historyPart } = historyStage(snapshot);
+  const index = newSyncContext(ds, snapshot.nodes, pods, history.hash, now, snapshot.options, memo);
+  const expectationsSatisfied = snapshot.expectationsSatisfied !== false;
+  const readiness = readinessPatches(index, pods, now, expectationsSatisfied, snapshot.podsAwaitingWrites);
+  const canary = planCanary(index, history.current, history.old);
+  const ctx = withTargets(index, nodeTargets(history.hash, canary));
+  const head = withParts(
+    { ...emptyPlan(snapshot, 'ExpectationsPending'), hash: history.hash, revisions },
+    historyPart,
+    { podPatches: readiness },
+    { events: canary.events, podPatches: canary.podPatches, requeueAfterMs: canary.requeueAfterMs },
+  );
+  const status = (updateObservedGen: boolean): StatusInput => ({
+    canary,
+    updateObservedGen,
+    collisionCount: history.collisionCount,
+  });
+
+  // 4. Expectations gate.
+  if (!expectationsSatisfied) return withStatus(head, ctx, status(false));
+  if (isRolloutFrozen(ds)) {
+    const frozen = withParts(head, frozenPart(ctx, history, pods));
+    return withStatus({ ...frozen, stage: 'Frozen' }, ctx, status(true));
+  }
+  // Pre-download images ahead of the rollout (Kruise runs it here too, before manage).
+  const pre = preDownloadStage(ctx, snapshot, history);
+  // 5. manage.
+  const managed = manageStage(ctx, snapshot);
+  const upToManage = { ...withParts(head, pre.part, managed.part), ...pre.fields, failedPodsBackoff: managed.backoff };
+  if (managed.actsOn) {
+    // afterManage is planned on the state before manage: a node manage acts on is left to the next sync, which
+    // sees manage's result (else a node whose failed old pod manage replaces would also get a surge pod).
+    const afterManage = finishSync(ctx, canary, history, pods, managed.actsOn);
+    return withStatus({ ...upToManage, stage: 'Managed', afterManage }, ctx, status(false));
+  }
+  // 6-8.
+  const rest = finishSync(ctx, canary, history, pods);
+  return {
+    ...withParts(upToManage, rest),
+    stage: 'Complete',
+    status: rest.status,
+    statusChanged: rest.statusChanged,
+  };
+}
 
 function emptyPlan(snapshot: DaemonSetSnapshot, stage: Plan['stage']): Plan {
   return {
@@ -42,6 +138,112 @@ function emptyPlan(snapshot: DaemonSetSnapshot, stage: Plan['stage']): Plan {
   };
 }
 
+/** What a stage adds to the plan: its lists go after those of the stages before it; the soonest requeue wins. */
+interface PlanPart {
+  creates?: readonly PodCreate[];
+  deletes?: readonly PodDelete[];
+  podPatches?: readonly PodPatch[];
+  inPlaceUpdates?: readonly InPlaceUpdate[];
+  events?: readonly PlanEvent[];
+  /** ControllerRevisions to delete, after those of the history. */
+  revisionDeletes?: readonly string[];
+  requeueAfterMs?: number;
+}
+
+/** `plan` with `parts` added, in order (a new plan: `plan` is left as it is). */
+function withParts(plan: Plan, ...parts: PlanPart[]): Plan {
+  const out: Plan = {
+    ...plan,
+    revisions: { ...plan.revisions, delete: [...plan.revisions.delete] },
+    creates: [...plan.creates],
+    deletes: [...plan.deletes],
+    podPatches: [...plan.podPatches],
+    inPlaceUpdates: [...plan.inPlaceUpdates],
+    events: [...plan.events],
+  };
+  for (const p of parts) {
+    out.creates.push(...(p.creates ?? []));
+    out.deletes.push(...(p.deletes ?? []));
+    out.podPatches.push(...(p.podPatches ?? []));
+    out.inPlaceUpdates.push(...(p.inPlaceUpdates ?? []));
+    out.events.push(...(p.events ?? []));
+    out.revisions.delete.push(...(p.revisionDeletes ?? []));
+    out.requeueAfterMs = minDelay(out.requeueAfterMs, p.requeueAfterMs);
+  }
+  return out;
+}
+
+/** `plan` with the status of this sync (8.), and its requeue. */
+function withStatus(plan: Plan, ctx: SyncContext, input: StatusInput): Plan {
+  const s = calculateStatus(ctx, input);
+  return {
+    ...plan,
+    status: s.status,
+    statusChanged: s.changed,
+    requeueAfterMs: minDelay(plan.requeueAfterMs, s.requeueAfterMs),
+  };
+}
+
+/** 2. Selector `{}`: SelectingAll; missing or invalid: InvalidSelector; undefined for a selector that parses. */
+function invalidSelectorEvent(selector: LabelSelector | undefined): PlanEvent | undefined {
+  if (selector && !isEmptyLabelSelector(selector) && labelSelectorErrors(selector).length === 0) return undefined;
+  return isEmptyLabelSelector(selector)
+    ? {
+        type: 'Warning',
+        reason: SELECTING_ALL_REASON,
+        message: 'This DaemonSet is selecting all pods. A non-empty selector is required.',
+      }
+    : {
+        type: 'Warning',
+        reason: INVALID_SELECTOR_REASON,
+        message: `Invalid spec.selector: ${labelSelectorErrors(selector).join('; ') || 'missing'}`,
+      };
+}
+
+interface HistoryStage {
+  history: HistoryResult;
+  /** The snapshot's pods, those of merged duplicate revisions with their new hash label. */
+  pods: readonly Pod[];
+  revisions: RevisionPlan;
+  part: PlanPart;
+}
+
+/**
+ * 3. constructHistory: the revisions to create, update and delete, its collision notes as events, and the pods of
+ * merged duplicate revisions relabelled: patched, and read by the rest of the sync with their new label.
+ */
+function historyStage(snapshot: DaemonSetSnapshot): HistoryStage {
+  const history = constructHistory(snapshot.ds, snapshot.revisions, snapshot.pods, snapshot.foreignRevisions);
+  const revisions: RevisionPlan = {
+    create: history.create ? [history.create] : [],
+    update: history.update,
+    delete: [...history.delete],
+  };
+  const events = history.notes.map((note): PlanEvent => ({
+    type: 'Normal',
+    reason: HASH_COLLISION_REASON,
+    message: note,
+  }));
+  if (history.podRelabels.length === 0) return { history, pods: snapshot.pods, revisions, part: { events } };
+  const podPatches = history.podRelabels.map((r): PodPatch => ({
+    podName: r.podName,
+    patchType: 'strategic',
+    patch: { metadata: { labels: { [CONTROLLER_REVISION_HASH_LABEL]: r.hash } } },
+    reason: 'RevisionRelabel',
+  }));
+  const relabel = new Map(history.podRelabels.map((r) => [r.podName, r.hash]));
+  const pods = snapshot.pods.map((p) => {
+    const h = relabel.get(p.metadata.name ?? '');
+    return h === undefined
+      ? p
+      : {
+          ...p,
+          metadata: { ...p.metadata, labels: { ...(p.metadata.labels ?? {}), [CONTROLLER_REVISION_HASH_LABEL]: h } },
+        };
+  });
+  return { history, pods, revisions, part: { events, podPatches } };
+}
+
 /**
  * Readiness-gate upkeep for every pod: KruisePodReady True when the gate has no condition yet (pod-readiness
  * controller); InPlaceUpdateReady True unless an in-place update is in flight (refreshUpdateStates), only when
@@ -49,7 +251,7 @@ function emptyPlan(snapshot: DaemonSetSnapshot, stage: Plan['stage']): Plan {
  * False and its image patch looks like a refused update, so, as in Kruise, the refresh waits for the cache.
  */
 function readinessPatches(
-  ctx: SyncContext,
+  ctx: NodeIndex,
   pods: readonly Pod[],
   now: number,
   refreshInPlace: boolean,
@@ -80,168 +282,74 @@ function readinessPatches(
   return out;
 }
 
-function finishWithStatus(
-  plan: Plan,
-  ctx: SyncContext,
-  updateObservedGen: boolean,
-  collisionCount: number | undefined,
-): Plan {
-  const s = calculateStatus(ctx, updateObservedGen, collisionCount);
-  plan.status = s.status;
-  plan.statusChanged = s.changed;
-  plan.requeueAfterMs = minDelay(plan.requeueAfterMs, s.requeueAfterMs);
-  return plan;
+/**
+ * A frozen rollout (ExtendedDaemonSet's rollout-frozen): nothing is created, deleted or updated in place, pull pods
+ * included; history, readiness upkeep and status go on. Said once, when the stored Progressing does not say it.
+ */
+function frozenPart(ctx: SyncContext, history: HistoryResult, pods: readonly Pod[]): PlanPart {
+  const stored = ctx.ds.status?.conditions?.find((c) => c.type === CONDITION_PROGRESSING);
+  return {
+    events:
+      stored?.reason !== ROLLOUT_FROZEN_REASON
+        ? [{ type: 'Normal', reason: ROLLOUT_FROZEN_REASON, message: frozenMessage() }]
+        : [],
+    revisionDeletes: cleanupHistory(ctx.ds, history.old, pods, keptRevisions(ctx)),
+  };
 }
 
-/**
- * planDaemonSet(snapshot) -> plan. Order:
- * 1. DaemonSet being deleted -> nothing (stage Deleting).
- * 2. Selector `{}` (or invalid) -> Warning SelectingAll, nothing else (stage InvalidSelector).
- * 3. constructHistory -> current hash; revision creates/updates/deletes; pods of merged duplicates relabelled.
- * 4. Expectations unsatisfied -> status only, observedGeneration kept (stage ExpectationsPending).
- * 5. manage + syncNodes; if that creates, deletes or marks PreparingDelete -> status without observedGeneration,
- *    stop (stage Managed): the rolling update runs on the next sync, when the cache has caught up. Steps 6-8 are
- *    still computed on the same state into `afterManage`, for the shell to run if every create and delete of
- *    the plan failed (expectations satisfied again at once, as upstream's re-check finds after a quota error),
- *    leaving out the nodes manage acts on.
- * 6. rollingUpdate unless OnDelete or paused (surge creates, deletes within maxUnavailable), through syncNodes;
- *    under InPlaceIfPossible the pods to replace are updated in place where the change allows it.
- * 7. cleanupHistory; 8. status with observedGeneration = generation (stage Complete).
- * Readiness-gate upkeep (KruisePodReady, InPlaceUpdateReady) is planned at every stage from 4 on; image
- * pre-download (options.imagePreDownload 'pods', predownload.ts) between 4 and 5. The canary (canary.ts: phase,
- * events, canary labels, each node's target revision) is decided right after 3 and applies from 4 on.
- *
- * `memo`: the PlanMemo of this DaemonSet (memo.ts), kept by the shell between its syncs: the per-node part of the sync
- * is then brought up to date rather than rebuilt, re-evaluating only the nodes whose object or pods changed. The plan
- * is the same with or without it.
- */
-export function planDaemonSet(snapshot: DaemonSetSnapshot, memo?: PlanMemo): Plan {
-  const { ds, now } = snapshot;
-  if (ds.metadata.deletionTimestamp) return emptyPlan(snapshot, 'Deleting');
-  const selector = ds.spec.selector;
-  if (!selector || isEmptyLabelSelector(selector) || labelSelectorErrors(selector).length > 0) {
-    const plan = emptyPlan(snapshot, 'InvalidSelector');
-    plan.events.push(
-      isEmptyLabelSelector(selector)
-        ? {
-            type: 'Warning',
-            reason: SELECTING_ALL_REASON,
-            message: 'This DaemonSet is selecting all pods. A non-empty selector is required.',
-          }
-        : {
-            type: 'Warning',
-            reason: INVALID_SELECTOR_REASON,
-            message: `Invalid spec.selector: ${labelSelectorErrors(selector).join('; ') || 'missing'}`,
-          },
-    );
-    return plan;
-  }
-
-  // 3. History.
-  const history = constructHistory(ds, snapshot.revisions, snapshot.pods, snapshot.foreignRevisions);
-  const plan = emptyPlan(snapshot, 'ExpectationsPending');
-  plan.hash = history.hash;
-  plan.revisions = {
-    create: history.create ? [history.create] : [],
-    update: history.update,
-    delete: [...history.delete],
-  };
-  for (const note of history.notes) plan.events.push({ type: 'Normal', reason: HASH_COLLISION_REASON, message: note });
-  let pods = snapshot.pods;
-  if (history.podRelabels.length > 0) {
-    const relabel = new Map(history.podRelabels.map((r) => [r.podName, r.hash]));
-    for (const r of history.podRelabels) {
-      plan.podPatches.push({
-        podName: r.podName,
-        patchType: 'strategic',
-        patch: { metadata: { labels: { [CONTROLLER_REVISION_HASH_LABEL]: r.hash } } },
-        reason: 'RevisionRelabel',
-      });
-    }
-    pods = pods.map((p) => {
-      const h = relabel.get(p.metadata.name ?? '');
-      return h === undefined
-        ? p
-        : {
-            ...p,
-            metadata: { ...p.metadata, labels: { ...(p.metadata.labels ?? {}), [CONTROLLER_REVISION_HASH_LABEL]: h } },
-          };
-    });
-  }
-  const ctx = newSyncContext(ds, snapshot.nodes, pods, history.hash, now, snapshot.options, memo);
-  plan.podPatches.push(
-    ...readinessPatches(ctx, pods, now, snapshot.expectationsSatisfied !== false, snapshot.podsAwaitingWrites),
-  );
-  // The canary (canary.ts), before anything reads the nodes' target revisions.
-  const canary = planCanary(ctx, history.current, history.old);
-  ctx.canary = canary;
-  plan.events.push(...canary.events);
-  plan.podPatches.push(...canary.podPatches);
-  plan.requeueAfterMs = minDelay(plan.requeueAfterMs, canary.requeueAfterMs);
-
-  // 4. Expectations gate.
-  if (snapshot.expectationsSatisfied === false) return finishWithStatus(plan, ctx, false, history.collisionCount);
-
-  // A frozen rollout (ExtendedDaemonSet's rollout-frozen): nothing is created, deleted or updated in place, pull pods
-  // included; history, readiness upkeep and status go on. Said once, when the stored Progressing does not say it.
-  if (isRolloutFrozen(ds)) {
-    plan.stage = 'Frozen';
-    const stored = ds.status?.conditions?.find((c) => c.type === CONDITION_PROGRESSING);
-    if (stored?.reason !== ROLLOUT_FROZEN_REASON)
-      plan.events.push({ type: 'Normal', reason: ROLLOUT_FROZEN_REASON, message: frozenMessage() });
-    plan.revisions.delete.push(...cleanupHistory(ds, history.old, pods, keptRevisions(ctx)));
-    return finishWithStatus(plan, ctx, true, history.collisionCount);
-  }
-
-  // Pre-download images ahead of the rollout (Kruise runs it here too, before manage).
-  if (snapshot.options?.imagePreDownload === 'pods') {
+/** Image pre-download (options.imagePreDownload): pull pods, or ImagePullJobs; nothing when off. */
+function preDownloadStage(
+  ctx: SyncContext,
+  snapshot: DaemonSetSnapshot,
+  history: HistoryResult,
+): { part: PlanPart; fields: Pick<Plan, 'imagePreDownload' | 'imagePullJobs'> } {
+  const mode = snapshot.options?.imagePreDownload;
+  if (mode === 'pods') {
     const pre = planImagePreDownload(ctx, snapshot.imagePullPods ?? []);
-    plan.imagePreDownload = { creates: pre.creates, deletes: pre.deletes };
-    plan.podPatches.push(...pre.podPatches);
-    plan.events.push(...pre.events);
-  } else if (snapshot.options?.imagePreDownload === 'imagepulljob') {
-    plan.imagePullJobs = planImagePullJobs(ctx, history.current, history.old);
+    return {
+      part: { podPatches: pre.podPatches, events: pre.events },
+      fields: { imagePreDownload: { creates: pre.creates, deletes: pre.deletes } },
+    };
   }
+  if (mode === 'imagepulljob') {
+    return { part: {}, fields: { imagePullJobs: planImagePullJobs(ctx, history.current, history.old) } };
+  }
+  return { part: {}, fields: {} };
+}
 
-  // 5. manage, on the backoff without the entries no sync reads again (old generations, gone nodes, expired).
+interface ManageStage {
+  part: PlanPart;
+  /** The failed-pod backoff to keep. */
+  backoff: BackoffState;
+  /** The nodes manage creates, deletes or patches pods on; undefined when it acts on none. */
+  actsOn?: ReadonlySet<string>;
+}
+
+/** 5. manage and syncNodes, on the backoff without the entries no sync reads again (old generations, gone nodes, expired). */
+function manageStage(ctx: SyncContext, snapshot: DaemonSetSnapshot): ManageStage {
+  const { ds } = ctx;
   const backoff = gcFailedPodsBackoff(
-    plan.failedPodsBackoff,
+    snapshot.failedPodsBackoff ?? {},
     ds.metadata.uid ?? '',
     ds.status?.observedGeneration ?? 0,
     (name) => ctx.nodeByName.has(name),
-    now,
+    snapshot.now,
   );
   const m = manage(ctx, backoff);
-  plan.failedPodsBackoff = m.backoff;
-  plan.events.push(...m.events);
-  plan.requeueAfterMs = minDelay(plan.requeueAfterMs, m.requeueAfterMs);
-  const managed = syncNodes(ctx, m.podsToDelete, m.nodesNeedingDaemonPods);
-  plan.creates.push(...managed.creates);
-  plan.deletes.push(...managed.deletes);
-  plan.podPatches.push(...managed.podPatches);
-  if (managed.creates.length > 0 || managed.deletes.length > 0 || managed.podPatches.length > 0) {
-    plan.stage = 'Managed';
-    // afterManage is planned on the state before manage: a node manage acts on is left to the next sync, which
-    // sees manage's result (else a node whose failed old pod manage replaces would also get a surge pod).
-    const managedNodes = new Set(m.nodesNeedingDaemonPods);
-    for (const d of m.podsToDelete) if (d.nodeName !== undefined) managedNodes.add(d.nodeName);
-    plan.afterManage = finishSync(ctx, history, pods, managedNodes);
-    return finishWithStatus(plan, ctx, false, history.collisionCount);
+  const synced = syncNodes(ctx, m.podsToDelete, m.nodesNeedingDaemonPods);
+  const part: PlanPart = {
+    events: m.events,
+    requeueAfterMs: m.requeueAfterMs,
+    creates: synced.creates,
+    deletes: synced.deletes,
+    podPatches: synced.podPatches,
+  };
+  if (synced.creates.length === 0 && synced.deletes.length === 0 && synced.podPatches.length === 0) {
+    return { part, backoff: m.backoff };
   }
-
-  // 6-8.
-  const rest = finishSync(ctx, history, pods);
-  plan.stage = 'Complete';
-  plan.creates.push(...rest.creates);
-  plan.deletes.push(...rest.deletes);
-  plan.podPatches.push(...rest.podPatches);
-  plan.inPlaceUpdates.push(...rest.inPlaceUpdates);
-  plan.events.push(...rest.events);
-  plan.revisions.delete.push(...rest.revisionDeletes);
-  plan.status = rest.status;
-  plan.statusChanged = rest.statusChanged;
-  plan.requeueAfterMs = minDelay(plan.requeueAfterMs, rest.requeueAfterMs);
-  return plan;
+  const actsOn = new Set(m.nodesNeedingDaemonPods);
+  for (const d of m.podsToDelete) if (d.nodeName !== undefined) actsOn.add(d.nodeName);
+  return { part, backoff: m.backoff, actsOn };
 }
 
 /**
@@ -250,71 +358,95 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot, memo?: PlanMemo): Pla
  */
 function finishSync(
   ctx: SyncContext,
+  canary: CanaryPlan,
   history: HistoryResult,
   pods: readonly Pod[],
   skipNodes: ReadonlySet<string> = new Set(),
 ): AfterManage {
-  const { ds, now } = ctx;
   // 8. Status (computed from the state before this plan, as upstream's status pass reads the cache).
-  const s = calculateStatus(ctx, true, history.collisionCount);
-  const out: AfterManage = {
-    creates: [],
-    deletes: [],
-    podPatches: [],
-    inPlaceUpdates: [],
-    revisionDeletes: [],
-    events: [],
+  const s = calculateStatus(ctx, { canary, updateObservedGen: true, collisionCount: history.collisionCount });
+  // 6. Rolling update.
+  const ru = rollingUpdateStage(ctx, history, skipNodes);
+  return {
+    creates: ru.creates,
+    deletes: ru.deletes,
+    podPatches: ru.podPatches,
+    inPlaceUpdates: ru.inPlaceUpdates,
+    // 7. cleanupHistory (sees every owned pod, terminating and terminal ones included).
+    revisionDeletes: cleanupHistory(ctx.ds, history.old, pods, keptRevisions(ctx)),
+    events: [...partitionHoldEvents(ctx), ...ru.events],
     status: s.status,
     statusChanged: s.changed,
     ...(s.requeueAfterMs !== undefined ? { requeueAfterMs: s.requeueAfterMs } : {}),
   };
-  // The partition holds every node rollingUpdate.selector picks: say so once, when the Progressing message stored
-  // does not say it yet (the status written by this sync will), rather than at every sync.
-  const hold = selectorPartitionHoldMessage(ctx);
-  const progressing = ds.status?.conditions?.find((c) => c.type === CONDITION_PROGRESSING);
-  if (hold && !progressing?.message?.includes(hold)) {
-    out.events.push({ type: 'Normal', reason: PARTITION_HOLDS_SELECTED_NODES, message: hold });
-  }
-  // 6. Rolling update.
-  if (isRollingUpdate(ds) && !isDaemonSetPaused(ds)) {
-    const ru = rollingUpdate(ctx);
-    if (ru.error) {
-      out.events.push({ type: 'Warning', reason: INVALID_ROLLING_UPDATE_REASON, message: ru.error });
-    } else {
-      const skip = (nodeName: string | undefined) => nodeName !== undefined && skipNodes.has(nodeName);
-      let toDelete = skipNodes.size === 0 ? ru.podsToDelete : ru.podsToDelete.filter((d) => !skip(d.nodeName));
-      const nodesToCreate = skipNodes.size === 0 ? ru.nodesToCreate : ru.nodesToCreate.filter((n) => !skip(n));
-      if (isInPlaceIfPossible(ds) && toDelete.length > 0) {
-        // inPlaceUpdatePods: update in place what can be, up to burstReplicas; delete the rest. Each pod goes to its
-        // node's target revision: the current one, or the stable one (a failed canary's nodes going back).
-        const burst = burstReplicas(ds, ctx.desired);
-        const all = [history.current, ...history.old];
-        const byHash = new Map(all.map((r) => [revisionHashLabel(r), r]));
-        const rest: PodDelete[] = [];
-        for (const d of toDelete) {
-          const pod = ctx.podsByName.get(d.podName);
-          const toHash = targetHash(ctx, d.nodeName ?? pod?.spec.nodeName ?? '');
-          const target = byHash.get(toHash);
-          const spec = pod && target && canPodInPlaceUpdate(pod, target, all);
-          if (!pod || !spec) rest.push(d);
-          else if (out.inPlaceUpdates.length < burst)
-            out.inPlaceUpdates.push(planInPlaceUpdate(pod, spec, toHash, now));
-        }
-        toDelete = rest;
-      }
-      const synced = syncNodes(ctx, toDelete, nodesToCreate);
-      out.creates.push(...synced.creates);
-      out.deletes.push(...synced.deletes);
-      out.podPatches.push(...synced.podPatches);
-    }
-  }
+}
 
-  // 7. cleanupHistory (sees every owned pod, terminating and terminal ones included).
-  out.revisionDeletes.push(...cleanupHistory(ds, history.old, pods, keptRevisions(ctx)));
-  return out;
+/**
+ * The partition holds every node rollingUpdate.selector picks: say so once, when the Progressing message stored
+ * does not say it yet (the status written by this sync will), rather than at every sync.
+ */
+function partitionHoldEvents(ctx: SyncContext): PlanEvent[] {
+  const hold = selectorPartitionHoldMessage(ctx);
+  const progressing = ctx.ds.status?.conditions?.find((c) => c.type === CONDITION_PROGRESSING);
+  if (!hold || progressing?.message?.includes(hold)) return [];
+  return [{ type: 'Normal', reason: PARTITION_HOLDS_SELECTED_NODES, message: hold }];
+}
+
+type RollingUpdatePart = Pick<AfterManage, 'creates' | 'deletes' | 'podPatches' | 'inPlaceUpdates' | 'events'>;
+
+/**
+ * 6. rollingUpdate unless OnDelete or paused, through syncNodes, leaving out `skipNodes`; under InPlaceIfPossible the
+ * pods to replace are updated in place where the change allows it.
+ */
+function rollingUpdateStage(
+  ctx: SyncContext,
+  history: HistoryResult,
+  skipNodes: ReadonlySet<string>,
+): RollingUpdatePart {
+  const { ds } = ctx;
+  const none: RollingUpdatePart = { creates: [], deletes: [], podPatches: [], inPlaceUpdates: [], events: [] };
+  if (!isRollingUpdate(ds) || isDaemonSetPaused(ds)) return none;
+  const ru = rollingUpdate(ctx);
+  if (ru.error)
+    return { ...none, events: [{ type: 'Warning', reason: INVALID_ROLLING_UPDATE_REASON, message: ru.error }] };
+  const skip = (nodeName: string | undefined) => nodeName !== undefined && skipNodes.has(nodeName);
+  const toDelete = skipNodes.size === 0 ? ru.podsToDelete : ru.podsToDelete.filter((d) => !skip(d.nodeName));
+  const nodesToCreate = skipNodes.size === 0 ? ru.nodesToCreate : ru.nodesToCreate.filter((n) => !skip(n));
+  const inPlace =
+    isInPlaceIfPossible(ds) && toDelete.length > 0
+      ? inPlaceUpdates(ctx, history, toDelete)
+      : { updates: [], rest: toDelete };
+  const synced = syncNodes(ctx, inPlace.rest, nodesToCreate);
+  return { ...synced, inPlaceUpdates: inPlace.updates, events: [] };
+}
+
+/**
+ * inPlaceUpdatePods: update in place what can be, up to burstReplicas; delete the rest. Each pod goes to its node's
+ * target revision: the current one, or the stable one (a failed canary's nodes going back).
+ */
+function inPlaceUpdates(
+  ctx: SyncContext,
+  history: HistoryResult,
+  toDelete: readonly PodDelete[],
+): { updates: InPlaceUpdate[]; rest: PodDelete[] } {
+  const burst = burstReplicas(ctx.ds, ctx.desired);
+  const all = [history.current, ...history.old];
+  const byHash = new Map(all.map((r) => [revisionHashLabel(r), r]));
+  const updates: InPlaceUpdate[] = [];
+  const rest: PodDelete[] = [];
+  for (const d of toDelete) {
+    const pod = ctx.podsByName.get(d.podName);
+    const toHash = targetHash(ctx.targets, d.nodeName ?? pod?.spec.nodeName ?? '');
+    const target = byHash.get(toHash);
+    const spec = pod && target && canPodInPlaceUpdate(pod, target, all);
+    if (!pod || !spec) rest.push(d);
+    else if (updates.length < burst) updates.push(planInPlaceUpdate(pod, spec, toHash, ctx.now));
+  }
+  return { updates, rest };
 }
 
 /** The stable revision of a canary is kept even when no pod runs it (its pods are built from it). */
 function keptRevisions(ctx: SyncContext): ReadonlySet<string> | undefined {
-  return ctx.canary?.active ? new Set([ctx.canary.stableHash]) : undefined;
+  const c = ctx.targets.canary;
+  return c ? new Set([c.stableHash]) : undefined;
 }

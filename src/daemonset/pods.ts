@@ -1,4 +1,5 @@
-// Daemon pods: construction (newPod = CreatePodTemplate + ReplaceDaemonSetPodNodeNameNodeAffinity + controllerRef),
+// Daemon pods: construction (newPod = CreatePodTemplate + ReplaceDaemonSetPodNodeNameNodeAffinity + controllerRef;
+// newPodForNode, the pod of a node's target revision),
 // grouping by node (getNodesToDaemonPods), old/new split (findUpdatedPodsOnNode), lifecycle hooks, KruisePodReady.
 import type { DaemonSet } from '../api/types.ts';
 import type { OwnerReference, Pod, PodCondition } from '../k8s/types.ts';
@@ -6,6 +7,7 @@ import { compareByCreationTimestampAndPhase, formatTime, getPodCondition, hasRea
 import { cloneJson } from '../k8s/json.ts';
 import { getTargetNodeName, replaceDaemonSetPodNodeNameNodeAffinity } from '../k8s/scheduling.ts';
 import {
+  CANARY_POD_LABEL,
   CONTROLLER_REVISION_HASH_LABEL,
   DAEMONSET_API_VERSION,
   DAEMONSET_CONTROLLER_SCHEDULER,
@@ -127,6 +129,23 @@ export function newPod(ds: DaemonSet, nodeName: string, hash: string, opts: NewP
   if (template.metadata?.annotations) metadata.annotations = { ...template.metadata.annotations };
   if (template.metadata?.finalizers?.length) metadata.finalizers = [...template.metadata.finalizers];
   return { apiVersion: 'v1', kind: 'Pod', metadata, spec };
+}
+
+/**
+ * What a node's new pod is built from (targets.ts podTargetOf): the revision it runs, the DaemonSet whose template
+ * builds it (the stable revision's beside a canary), and whether it is a canary pod.
+ */
+export interface PodTarget {
+  hash: string;
+  ds: DaemonSet;
+  canary: boolean;
+}
+
+/** The pod to create on `nodeName` for its target revision: newPod, labelled as a canary pod when it is one. */
+export function newPodForNode(target: PodTarget, nodeName: string, opts: NewPodOptions = {}): Pod {
+  const pod = newPod(target.ds, nodeName, target.hash, opts);
+  if (target.canary) pod.metadata.labels = { ...(pod.metadata.labels ?? {}), [CANARY_POD_LABEL]: 'true' };
+  return pod;
 }
 
 /** The pod's controller-revision-hash label ('' when absent). */

@@ -11,10 +11,10 @@ import { factsDaemonAvailable, factsWaitingTimeMs } from './node-state.ts';
 import { nodesToUpdateResult } from './update.ts';
 import { isDaemonSetPaused, isRolloutFrozen, isRollingUpdate } from './strategy.ts';
 import { ROLLOUT_FROZEN_ANNOTATION } from '../api/constants.ts';
-import { targetHash } from './canary.ts';
+import { sameTarget, targetHash } from './targets.ts';
 import { INVALID_ROLLING_UPDATE_REASON, ROLLOUT_FROZEN_REASON } from './events.ts';
 import { labelSelectorErrors } from '../k8s/labels.ts';
-import type { CountersResult, StatusCounters } from './plan-types.ts';
+import type { CanaryPlan, CountersResult, StatusCounters } from './plan-types.ts';
 
 /**
  * Conditions written on status.conditions (Kruise and upstream never write any), usable with
@@ -149,12 +149,12 @@ function countPendingNodes(ctx: SyncContext): number {
   let pending = calculateCounters(ctx).counters.numberUnavailable;
   if (!isRollingUpdate(ctx.ds) || isDaemonSetPaused(ctx.ds)) return pending;
   const minReady = ctx.ds.spec.minReadySeconds ?? 0;
-  const sameTarget = ctx.canary?.active ? undefined : ctx.hash;
+  const same = sameTarget(ctx.targets);
   for (const s of nodesToUpdateResult(ctx).states) {
     if (!s.shouldRun) continue;
     const first = s.first;
     if (!first || !factsDaemonAvailable(first, minReady, ctx.now)) continue; // counted as unavailable
-    if (first.hash !== (sameTarget ?? targetHash(ctx, s.name)) || s.facts.length > 1) pending++;
+    if (first.hash !== (same ?? targetHash(ctx.targets, s.name)) || s.facts.length > 1) pending++;
   }
   return pending;
 }
@@ -202,7 +202,7 @@ export function frozenMessage(): string {
 
 /** Progressing False: no progress for spec.progressDeadlineSeconds (Deployment's TimedOutReason). */
 export const PROGRESS_DEADLINE_EXCEEDED_REASON = 'ProgressDeadlineExceeded';
-/** Progressing True: a canary is observed (canary.ts); False: it is paused, or it failed. */
+/** Progressing True: a canary is observed (canary/plan.ts); False: it is paused, or it failed. */
 export const CANARY_OBSERVING_REASON = 'CanaryObserving';
 export const CANARY_PAUSED_CONDITION_REASON = 'CanaryPaused';
 export const CANARY_FAILED_CONDITION_REASON = 'CanaryFailed';
@@ -245,131 +245,34 @@ interface ConditionsResult {
 }
 
 /**
- * The conditions for the status `next` (counters, observedGeneration, daemonSetHash and canary already computed).
- * A canary of the current revision sets Progressing's reason: CanaryObserving (True), CanaryPaused or CanaryFailed
- * (False), unless the spec update is not observed yet, or rollingUpdate.paused halts an observed canary. With
- * spec.progressDeadlineSeconds, Progressing True that makes no progress (madeProgress) for that long turns False
- * with reason ProgressDeadlineExceeded until progress resumes, as Deployment's syncRolloutStatus and
- * requeueStuckDeployment (https://github.com/kubernetes/kubernetes/blob/master/pkg/controller/deployment/progress.go):
- * lastUpdateTime records the last progress, and the sync is requeued for when the deadline passes. A canary waiting
- * for its duration or for a person, with every canary pod available, is not stuck (lastUpdateTime refreshed every
- * half deadline).
+ * The conditions for the status `next` (counters, observedGeneration, daemonSetHash and canary already computed):
+ * RolloutComplete and Available from the counters, Progressing from what the rollout waits for (progressingOf) and
+ * the progress deadline (withProgressDeadline).
  */
-function conditionsOf(ctx: SyncContext, next: DaemonSetStatus): ConditionsResult {
+function conditionsOf(ctx: SyncContext, next: DaemonSetStatus, canary: CanaryPlan | undefined): ConditionsResult {
   const { ds, now } = ctx;
-  const counters = next as DaemonSetStatus & StatusCounters;
-  const observedGeneration = next.observedGeneration ?? 0;
+  const v = rolloutOf(ds, next);
+  const { desired: d, counters } = v;
   const prev = ds.status?.conditions;
-  const generation = ds.metadata.generation ?? 0;
-  const d = counters.desiredNumberScheduled;
-  const observed = observedGeneration >= generation;
-  const complete = observed && counters.updatedNumberScheduled >= d && counters.numberAvailable >= d;
-  let waiting: string;
-  if (!observed) waiting = 'Waiting for the spec update to be observed';
-  else if (counters.updatedNumberScheduled < d)
-    waiting = `${counters.updatedNumberScheduled} of ${d} nodes run the current revision`;
-  else waiting = `${counters.numberAvailable} of ${d} updated pods are available`;
-
-  const pending = observed ? pendingNodes(ctx) : 1;
-  let progressing = pending > 0;
-  let progressingReason: string;
-  let progressingMessage: string;
-  const hold = observed ? selectorPartitionHoldMessage(ctx) : undefined;
-  const counts =
-    `${counters.updatedNumberScheduled} of ${d} nodes updated, ${counters.numberAvailable} of ${d} available` +
-    (hold ? `; ${hold}` : '');
-  const selectorErrors = observed && !complete && isRollingUpdate(ds) ? updateSelectorErrors(ds) : [];
-  const canary = ctx.canary;
-  const c = canary?.active ? canary.status : undefined;
-  if (observed && isRolloutFrozen(ds)) {
-    progressing = false;
-    progressingReason = ROLLOUT_FROZEN_REASON;
-    progressingMessage = `${counts}; ${frozenMessage()}`;
-  } else if (observed && c && (c.phase === 'Failed' || !isDaemonSetPaused(ds))) {
-    const about = `canary of revision ${c.revision} on ${nodeCount(c.nodes.length)} (${c.nodes.join(', ')})`;
-    if (c.phase === 'Failed') {
-      progressing = false;
-      progressingReason = CANARY_FAILED_CONDITION_REASON;
-      progressingMessage = `${counts}; ${about} failed (${c.reason}): ${c.message}; the rollout is held on revision ${c.stableRevision} until the template changes`;
-    } else if (c.phase === 'Paused') {
-      progressing = false;
-      progressingReason = CANARY_PAUSED_CONDITION_REASON;
-      progressingMessage = `${counts}; ${about} paused (${c.reason}): ${c.message}`;
-    } else {
-      progressing = true;
-      progressingReason = CANARY_OBSERVING_REASON;
-      progressingMessage = `${counts}; ${about}: ${c.message}`;
-    }
-  } else if (selectorErrors.length > 0) {
-    // The webhook refuses such a selector; one stored before it did matches no node, so nothing is pending, and
-    // the rollout must not read as held at its partition (complete): it is stopped until the selector is fixed.
-    progressing = false;
-    progressingReason = INVALID_ROLLING_UPDATE_REASON;
-    progressingMessage = `${counts}; invalid rollingUpdate.selector (${selectorErrors.join('; ')}): no node is updated until it is fixed`;
-  } else if (pending > 0) {
-    progressingReason = 'Updating';
-    progressingMessage = observed ? counts : 'Waiting for the spec update to be observed';
-  } else if (complete) {
-    progressingReason = 'RolloutComplete';
-    progressingMessage = counts;
-  } else if (!isRollingUpdate(ds)) {
-    progressingReason = 'OnDelete';
-    progressingMessage = `${counts}; old pods are replaced when deleted (updateStrategy OnDelete)`;
-  } else if (isDaemonSetPaused(ds)) {
-    progressingReason = 'Paused';
-    progressingMessage = `${counts}; rolling update paused`;
-  } else {
-    progressingReason = 'PartitionReached';
-    progressingMessage = hold
-      ? counts
-      : `${counts}; the remaining nodes are kept at their revision by partition/selector`;
-  }
-
-  let requeueAfterMs: number | undefined;
-  let lastUpdateTime: string | undefined;
-  const deadline = progressDeadlineSeconds(ds);
-  if (deadline !== undefined) {
-    const before = prev?.find((x) => x.type === CONDITION_PROGRESSING) as Condition | undefined;
-    const timedOut = before?.reason === PROGRESS_DEADLINE_EXCEEDED_REASON;
-    const since = parseTime(before?.lastUpdateTime ?? before?.lastTransitionTime);
-    lastUpdateTime = before?.lastUpdateTime ?? before?.lastTransitionTime;
-    if (progressing) {
-      const starting = !MOVING_REASONS.has(before?.reason ?? '') && !timedOut;
-      if (starting || since === undefined || madeProgress(ds.status, next)) {
-        lastUpdateTime = formatTime(now);
-      } else if (canary?.waiting) {
-        // Not stuck. Refreshed every half deadline only: each refresh is a status write, and the write's own event
-        // syncs again; should the canary then get stuck, the deadline counts from at most half a deadline earlier.
-        if (since + deadline * 500 < now) lastUpdateTime = formatTime(now);
-      } else if (timedOut || since + deadline * 1000 < now) {
-        progressing = false;
-        progressingReason = PROGRESS_DEADLINE_EXCEEDED_REASON;
-        progressingMessage = `${progressingMessage}; no progress for more than progressDeadlineSeconds ${deadline}`;
-      } else {
-        requeueAfterMs = since + deadline * 1000 - now + 1000;
-      }
-    } else if (MOVING_REASONS.has(before?.reason ?? '') !== progressing) {
-      lastUpdateTime = formatTime(now);
-    }
-  }
+  const p = withProgressDeadline(ctx, next, canary, progressingOf(ctx, v, canary));
   const progressingCondition: Condition = condition(
     prev,
     CONDITION_PROGRESSING,
-    progressingStatus(progressingReason),
-    progressingReason,
-    progressingMessage,
+    progressingStatus(p.reason),
+    p.reason,
+    p.message,
     now,
   );
-  if (lastUpdateTime !== undefined) progressingCondition.lastUpdateTime = lastUpdateTime;
+  if (p.lastUpdateTime !== undefined) progressingCondition.lastUpdateTime = p.lastUpdateTime;
 
   return {
     conditions: [
       condition(
         prev,
         CONDITION_ROLLOUT_COMPLETE,
-        complete,
-        complete ? 'RolloutComplete' : 'RolloutInProgress',
-        complete ? `All ${d} nodes run an available pod of the current revision` : waiting,
+        v.complete,
+        v.complete ? 'RolloutComplete' : 'RolloutInProgress',
+        v.complete ? `All ${d} nodes run an available pod of the current revision` : awaited(v),
         now,
       ),
       progressingCondition,
@@ -382,8 +285,135 @@ function conditionsOf(ctx: SyncContext, next: DaemonSetStatus): ConditionsResult
         now,
       ),
     ],
-    ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}),
+    ...(p.requeueAfterMs !== undefined ? { requeueAfterMs: p.requeueAfterMs } : {}),
   };
+}
+
+/** Where the rollout stands, from the status being computed. */
+interface Rollout {
+  counters: StatusCounters;
+  /** desiredNumberScheduled. */
+  desired: number;
+  /** The current generation is observed. */
+  observed: boolean;
+  /** Observed, every eligible node runs a pod of the current revision, and every one is available. */
+  complete: boolean;
+}
+
+function rolloutOf(ds: SyncContext['ds'], next: DaemonSetStatus): Rollout {
+  const counters = next as DaemonSetStatus & StatusCounters;
+  const desired = counters.desiredNumberScheduled;
+  const observed = (next.observedGeneration ?? 0) >= (ds.metadata.generation ?? 0);
+  const complete = observed && counters.updatedNumberScheduled >= desired && counters.numberAvailable >= desired;
+  return { counters, desired, observed, complete };
+}
+
+/** What RolloutComplete False waits for. */
+function awaited({ counters, desired: d, observed }: Rollout): string {
+  if (!observed) return 'Waiting for the spec update to be observed';
+  if (counters.updatedNumberScheduled < d)
+    return `${counters.updatedNumberScheduled} of ${d} nodes run the current revision`;
+  return `${counters.numberAvailable} of ${d} updated pods are available`;
+}
+
+interface Progressing {
+  /** True while the rollout moves (the progress deadline runs), or once it is done. */
+  progressing: boolean;
+  reason: string;
+  message: string;
+}
+
+/**
+ * Progressing's reason and message, before the progress deadline. A canary of the current revision sets the reason:
+ * CanaryObserving (True), CanaryPaused or CanaryFailed (False), unless the spec update is not observed yet, or
+ * rollingUpdate.paused halts an observed canary.
+ */
+function progressingOf(ctx: SyncContext, v: Rollout, canary: CanaryPlan | undefined): Progressing {
+  const { ds } = ctx;
+  const { counters, desired: d, observed, complete } = v;
+  const pending = observed ? pendingNodes(ctx) : 1;
+  const hold = observed ? selectorPartitionHoldMessage(ctx) : undefined;
+  const counts =
+    `${counters.updatedNumberScheduled} of ${d} nodes updated, ${counters.numberAvailable} of ${d} available` +
+    (hold ? `; ${hold}` : '');
+  const moving = (reason: string, message: string): Progressing => ({ progressing: pending > 0, reason, message });
+  const stopped = (reason: string, message: string): Progressing => ({ progressing: false, reason, message });
+  const c = canary?.active ? canary.status : undefined;
+  if (observed && isRolloutFrozen(ds)) return stopped(ROLLOUT_FROZEN_REASON, `${counts}; ${frozenMessage()}`);
+  if (observed && c && (c.phase === 'Failed' || !isDaemonSetPaused(ds))) {
+    const about = `canary of revision ${c.revision} on ${nodeCount(c.nodes.length)} (${c.nodes.join(', ')})`;
+    if (c.phase === 'Failed') {
+      return stopped(
+        CANARY_FAILED_CONDITION_REASON,
+        `${counts}; ${about} failed (${c.reason}): ${c.message}; the rollout is held on revision ${c.stableRevision} until the template changes`,
+      );
+    }
+    if (c.phase === 'Paused')
+      return stopped(CANARY_PAUSED_CONDITION_REASON, `${counts}; ${about} paused (${c.reason}): ${c.message}`);
+    return { progressing: true, reason: CANARY_OBSERVING_REASON, message: `${counts}; ${about}: ${c.message}` };
+  }
+  const selectorErrors = observed && !complete && isRollingUpdate(ds) ? updateSelectorErrors(ds) : [];
+  if (selectorErrors.length > 0) {
+    // The webhook refuses such a selector; one stored before it did matches no node, so nothing is pending, and
+    // the rollout must not read as held at its partition (complete): it is stopped until the selector is fixed.
+    return stopped(
+      INVALID_ROLLING_UPDATE_REASON,
+      `${counts}; invalid rollingUpdate.selector (${selectorErrors.join('; ')}): no node is updated until it is fixed`,
+    );
+  }
+  if (pending > 0) return moving('Updating', observed ? counts : 'Waiting for the spec update to be observed');
+  if (complete) return moving('RolloutComplete', counts);
+  if (!isRollingUpdate(ds))
+    return moving('OnDelete', `${counts}; old pods are replaced when deleted (updateStrategy OnDelete)`);
+  if (isDaemonSetPaused(ds)) return moving('Paused', `${counts}; rolling update paused`);
+  return moving(
+    'PartitionReached',
+    hold ? counts : `${counts}; the remaining nodes are kept at their revision by partition/selector`,
+  );
+}
+
+/**
+ * With spec.progressDeadlineSeconds, Progressing True that makes no progress (madeProgress) for that long turns False
+ * with reason ProgressDeadlineExceeded until progress resumes, as Deployment's syncRolloutStatus and
+ * requeueStuckDeployment (https://github.com/kubernetes/kubernetes/blob/master/pkg/controller/deployment/progress.go):
+ * lastUpdateTime records the last progress, and the sync is requeued for when the deadline passes. A canary waiting
+ * for its duration or for a person, with every canary pod available, is not stuck (lastUpdateTime refreshed every
+ * half deadline).
+ */
+function withProgressDeadline(
+  ctx: SyncContext,
+  next: DaemonSetStatus,
+  canary: CanaryPlan | undefined,
+  p: Progressing,
+): Progressing & { lastUpdateTime?: string; requeueAfterMs?: number } {
+  const { ds, now } = ctx;
+  const deadline = progressDeadlineSeconds(ds);
+  if (deadline === undefined) return p;
+  const before = ds.status?.conditions?.find((x) => x.type === CONDITION_PROGRESSING) as Condition | undefined;
+  const timedOut = before?.reason === PROGRESS_DEADLINE_EXCEEDED_REASON;
+  const since = parseTime(before?.lastUpdateTime ?? before?.lastTransitionTime);
+  const kept = before?.lastUpdateTime ?? before?.lastTransitionTime;
+  const at = (lastUpdateTime: string | undefined) => ({
+    ...p,
+    ...(lastUpdateTime !== undefined ? { lastUpdateTime } : {}),
+  });
+  if (!p.progressing) return at(MOVING_REASONS.has(before?.reason ?? '') !== p.progressing ? formatTime(now) : kept);
+  const starting = !MOVING_REASONS.has(before?.reason ?? '') && !timedOut;
+  if (starting || since === undefined || madeProgress(ds.status, next)) return at(formatTime(now));
+  if (canary?.waiting) {
+    // Not stuck. Refreshed every half deadline only: each refresh is a status write, and the write's own event
+    // syncs again; should the canary then get stuck, the deadline counts from at most half a deadline earlier.
+    return at(since + deadline * 500 < now ? formatTime(now) : kept);
+  }
+  if (timedOut || since + deadline * 1000 < now) {
+    return {
+      ...at(kept),
+      progressing: false,
+      reason: PROGRESS_DEADLINE_EXCEEDED_REASON,
+      message: `${p.message}; no progress for more than progressDeadlineSeconds ${deadline}`,
+    };
+  }
+  return { ...at(kept), requeueAfterMs: since + deadline * 1000 - now + 1000 };
 }
 
 function statusKey(s: DaemonSetStatus | undefined): string {
@@ -411,17 +441,24 @@ function statusKey(s: DaemonSetStatus | undefined): string {
   });
 }
 
+/** What the status stage reads besides the context. */
+export interface StatusInput {
+  /** The canary of this sync (planCanary): status.canary, and the Progressing condition while it is active. */
+  canary: CanaryPlan | undefined;
+  /** observedGeneration = metadata.generation (a complete sync); else it is kept. */
+  updateObservedGen: boolean;
+  /** status.collisionCount after constructHistory. */
+  collisionCount: number | undefined;
+}
+
 /**
- * The full status to store: counters, daemonSetHash = current hash, collisionCount, conditions, and
+ * The full status to store: counters, daemonSetHash = current hash, collisionCount, canary, conditions, and
  * observedGeneration = metadata.generation only when `updateObservedGen` (a complete sync), else unchanged.
  * `changed` is false when nothing but lastTransitionTime would differ (then the shell writes nothing).
  */
-export function calculateStatus(
-  ctx: SyncContext,
-  updateObservedGen: boolean,
-  collisionCount: number | undefined,
-): StatusResult {
+export function calculateStatus(ctx: SyncContext, input: StatusInput): StatusResult {
   const { ds } = ctx;
+  const { canary, updateObservedGen, collisionCount } = input;
   const { counters, requeueAfterMs } = calculateCounters(ctx);
   const observedGeneration = updateObservedGen ? (ds.metadata.generation ?? 0) : (ds.status?.observedGeneration ?? 0);
   const status: DaemonSetStatus = {
@@ -430,8 +467,8 @@ export function calculateStatus(
     observedGeneration,
     daemonSetHash: ctx.hash,
   };
-  if (ctx.canary?.status) status.canary = ctx.canary.status;
-  const conditions = conditionsOf(ctx, status);
+  if (canary?.status) status.canary = canary.status;
+  const conditions = conditionsOf(ctx, status, canary);
   status.conditions = conditions.conditions;
   if (collisionCount !== undefined) status.collisionCount = collisionCount;
   return {

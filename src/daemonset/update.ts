@@ -12,11 +12,12 @@ import {
   updatedPodsOf,
   type NodeState,
   type PodFacts,
+  type UpdatedPodFacts,
 } from './node-state.ts';
 import type { NodeToDaemonPods } from './pods.ts';
 import type { NodesToUpdateStates, PodDelete } from './plan-types.ts';
 import { hasUpdateSelector, nodeSelectedForUpdate, partitionCount, rollingUpdateBudget } from './strategy.ts';
-import { targetHash } from './canary.ts';
+import { sameTarget, targetHash } from './targets.ts';
 
 /**
  * updatedDesiredNodeCounts (map part): the existing nodes that take part in the rolling update, in name order:
@@ -46,20 +47,20 @@ export function nodesToUpdate(ctx: SyncContext): string[] {
 
 /**
  * nodesToUpdate with what the partition holds back within rollingUpdate.selector (see SelectorPartitionHold). While a
- * canary runs or has failed (canary.ts), only its rolling nodes take part, all toward the same target revision, with
- * neither partition nor selector (the selector already chose the canary nodes; the partition applies after
+ * canary runs or has failed (targets.ts), only its rolling nodes take part, all toward the same target revision,
+ * with neither partition nor selector (the selector already chose the canary nodes; the partition applies after
  * promotion).
  */
 export function nodesToUpdateResult(ctx: SyncContext): NodesToUpdateStates {
-  const canary = ctx.canary;
-  if (canary?.active) {
+  const canary = ctx.targets.canary;
+  if (canary) {
     return derivedOnce(ctx, 'nodesToUpdate', () => {
       const nodes: NodeState[] = [];
       for (const n of canary.rollingNodes) {
         const s = ctx.stateByName.get(n);
         if (s?.node !== undefined && takesPart(s)) nodes.push(s);
       }
-      const hash = nodes[0] === undefined ? ctx.hash : targetHash(ctx, nodes[0].name);
+      const hash = nodes[0] === undefined ? ctx.hash : targetHash(ctx.targets, nodes[0].name);
       return nodesToUpdateInOrder(ctx.ds, hash, 0, nodes, false, false);
     });
   }
@@ -166,7 +167,7 @@ export interface RollingUpdateResult {
 /**
  * rollingUpdate. Budget: maxUnavailable and maxSurge scaled on the desired node count, rounded up (both 0 ->
  * maxUnavailable 1). Only nodes kept by filterDaemonPodsNodeToUpdate take part (processed in its order). "New" and
- * "old" are relative to each node's target revision (targetHash, canary.ts: the current one unless a canary holds
+ * "old" are relative to each node's target revision (targetHash, targets.ts: the current one unless a canary holds
  * the node on the stable one).
  *
  * maxSurge == 0 (delete first, manage creates the replacement on a later sync): per node, with at most one new and
@@ -187,7 +188,7 @@ export interface RollingUpdateResult {
  * Created: the budget-free nodes + the first (maxSurge - numSurge) candidates.
  */
 export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
-  const { ds, now } = ctx;
+  const { ds } = ctx;
   const result: RollingUpdateResult = {
     podsToDelete: [],
     nodesToCreate: [],
@@ -208,48 +209,70 @@ export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
   }
   const { nodes, states } = nodesToUpdateResult(ctx);
   result.nodesToUpdate = nodes;
+  if (result.maxSurge === 0) return { ...result, podsToDelete: deleteFirst(ctx, states, result.maxUnavailable) };
+  return { ...result, ...surgeFirst(ctx, states, result.maxSurge) };
+}
+
+/** How both passes read a node: its new and old pod relative to its target revision (targetHash), availability. */
+interface NodeReader {
+  podsOf(s: NodeState): UpdatedPodFacts;
+  available(f: PodFacts): boolean;
+}
+
+function nodeReader(ctx: SyncContext): NodeReader {
   // Every node's target is the current revision unless a canary runs (targetHash).
-  const sameTarget = ctx.canary?.active ? undefined : ctx.hash;
-  const minReady = ds.spec.minReadySeconds ?? 0;
-  const available = (f: PodFacts) => factsAvailable(f, minReady, now);
-  const del = (f: PodFacts, nodeName: string, reason: PodDelete['reason']): PodDelete => ({
-    podName: f.pod.metadata.name ?? '',
-    nodeName,
-    uid: f.pod.metadata.uid,
-    reason,
-  });
+  const same = sameTarget(ctx.targets);
+  const minReady = ctx.ds.spec.minReadySeconds ?? 0;
+  return {
+    podsOf: (s) => updatedPodsOf(s, same ?? targetHash(ctx.targets, s.name)),
+    available: (f) => factsAvailable(f, minReady, ctx.now),
+  };
+}
 
-  if (result.maxSurge === 0) {
-    let numUnavailable = 0;
-    const allowed: PodDelete[] = [];
-    const candidates: PodDelete[] = [];
-    for (const s of states) {
-      const nodeName = s.name;
-      const { newFacts, oldFacts, ok } = updatedPodsOf(s, sameTarget ?? targetHash(ctx, nodeName));
-      if (!ok) {
-        numUnavailable++;
-        continue;
-      }
-      const noOld = factsNilOrPreDeleting(oldFacts);
-      const noNew = factsNilOrPreDeleting(newFacts);
-      if (noOld === noNew) {
-        numUnavailable++;
-      } else if (newFacts) {
-        if (!available(newFacts)) numUnavailable++;
-        if (newFacts.preDeleting) numUnavailable++;
-      } else if (oldFacts && !available(oldFacts)) {
-        allowed.push(del(oldFacts, nodeName, 'OldPodUnavailable'));
-        numUnavailable++;
-      } else if (oldFacts && numUnavailable < result.maxUnavailable && candidates.length < result.maxUnavailable) {
-        // At most maxUnavailable candidates are ever taken (the first ones): more would be built for nothing.
-        candidates.push(del(oldFacts, nodeName, 'RollingUpdate'));
-      }
+function podDelete(f: PodFacts, nodeName: string, reason: PodDelete['reason']): PodDelete {
+  return { podName: f.pod.metadata.name ?? '', nodeName, uid: f.pod.metadata.uid, reason };
+}
+
+/** maxSurge 0 (upstream's rollingUpdate without surge): the old pods to delete within maxUnavailable. */
+function deleteFirst(ctx: SyncContext, states: readonly NodeState[], maxUnavailable: number): PodDelete[] {
+  const { podsOf, available } = nodeReader(ctx);
+  let numUnavailable = 0;
+  const allowed: PodDelete[] = [];
+  const candidates: PodDelete[] = [];
+  for (const s of states) {
+    const nodeName = s.name;
+    const { newFacts, oldFacts, ok } = podsOf(s);
+    if (!ok) {
+      numUnavailable++;
+      continue;
     }
-    const remaining = Math.min(Math.max(result.maxUnavailable - numUnavailable, 0), candidates.length);
-    result.podsToDelete = [...allowed, ...candidates.slice(0, remaining)];
-    return result;
+    const noOld = factsNilOrPreDeleting(oldFacts);
+    const noNew = factsNilOrPreDeleting(newFacts);
+    if (noOld === noNew) {
+      numUnavailable++;
+    } else if (newFacts) {
+      if (!available(newFacts)) numUnavailable++;
+      if (newFacts.preDeleting) numUnavailable++;
+    } else if (oldFacts && !available(oldFacts)) {
+      allowed.push(podDelete(oldFacts, nodeName, 'OldPodUnavailable'));
+      numUnavailable++;
+    } else if (oldFacts && numUnavailable < maxUnavailable && candidates.length < maxUnavailable) {
+      // At most maxUnavailable candidates are ever taken (the first ones): more would be built for nothing.
+      candidates.push(podDelete(oldFacts, nodeName, 'RollingUpdate'));
+    }
   }
+  const remaining = Math.min(Math.max(maxUnavailable - numUnavailable, 0), candidates.length);
+  return [...allowed, ...candidates.slice(0, remaining)];
+}
 
+/** maxSurge > 0 (upstream's rollingUpdate with surge): the nodes to start a new pod on, and the old pods to delete. */
+function surgeFirst(
+  ctx: SyncContext,
+  states: readonly NodeState[],
+  maxSurge: number,
+): Pick<RollingUpdateResult, 'podsToDelete' | 'nodesToCreate'> {
+  const { podsOf, available } = nodeReader(ctx);
+  const podsToDelete: PodDelete[] = [];
   let numSurge = 0;
   let numAvailable = 0;
   const allowedNew: string[] = [];
@@ -257,7 +280,7 @@ export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
   const shouldNotRun: PodDelete[] = [];
   for (const s of states) {
     const nodeName = s.name;
-    const { newFacts, oldFacts, ok } = updatedPodsOf(s, sameTarget ?? targetHash(ctx, nodeName));
+    const { newFacts, oldFacts, ok } = podsOf(s);
     if (!ok) {
       numSurge++;
       continue;
@@ -268,13 +291,13 @@ export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
     const old = oldFacts as PodFacts;
     if (!newFacts) {
       if (!available(old)) {
-        if (!shouldRun) result.podsToDelete.push(del(old, nodeName, 'NodeSunset'));
+        if (!shouldRun) podsToDelete.push(podDelete(old, nodeName, 'NodeSunset'));
         else allowedNew.push(nodeName);
-      } else if (numSurge >= result.maxSurge) {
+      } else if (numSurge >= maxSurge) {
         continue;
       } else if (!shouldRun) {
-        shouldNotRun.push(del(old, nodeName, 'NodeSunset'));
-      } else if (candidateNew.length < result.maxSurge) {
+        shouldNotRun.push(podDelete(old, nodeName, 'NodeSunset'));
+      } else if (candidateNew.length < maxSurge) {
         // At most maxSurge are ever taken (the first ones).
         candidateNew.push(nodeName);
       }
@@ -284,11 +307,10 @@ export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
       numSurge++;
       continue;
     }
-    result.podsToDelete.push(del(old, nodeName, 'SurgeReplaced'));
+    podsToDelete.push(podDelete(old, nodeName, 'SurgeReplaced'));
   }
   const deletable = Math.min(Math.max(numAvailable - ctx.desired, 0), shouldNotRun.length);
-  result.podsToDelete.push(...shouldNotRun.slice(0, deletable));
-  const remaining = Math.min(Math.max(result.maxSurge - numSurge, 0), candidateNew.length);
-  result.nodesToCreate = [...allowedNew, ...candidateNew.slice(0, remaining)];
-  return result;
+  podsToDelete.push(...shouldNotRun.slice(0, deletable));
+  const remaining = Math.min(Math.max(maxSurge - numSurge, 0), candidateNew.length);
+  return { podsToDelete, nodesToCreate: [...allowedNew, ...candidateNew.slice(0, remaining)] };
 }
