@@ -1,6 +1,6 @@
 // Helpers of the canary e2e files: container states (the fields the failure images of e2e/cluster/kwok-stages.yaml
 // drive: restartCount, state.waiting.reason, lastState.terminated.exitCode), a per-pod history kept from a pod watch,
-// and the canary contract's names (docs: README.md, "Canary with health gates").
+// and the canary contract's names (docs/rollout-strategies.md, "Canary with health gates").
 import { spawn, type ChildProcess } from 'node:child_process';
 import { binaries } from '../cluster/binaries.ts';
 import {

@@ -1,4 +1,4 @@
-// e2e of spec.progressDeadlineSeconds (as a Deployment's: README.md, "Canary with health gates"): an ordinary rollout
+// e2e of spec.progressDeadlineSeconds (as a Deployment's: docs/rollout-strategies.md, "Canary with health gates"): an ordinary rollout
 // (no canary) that makes no progress for that long turns Progressing False with reason ProgressDeadlineExceeded; the
 // rollout itself is not stopped, and a fixed template makes progress again and completes. The image that cannot be
 // pulled (e2e/cluster/kwok-stages.yaml) stalls the rollout at maxUnavailable.
