@@ -29,6 +29,8 @@ export interface ControllerRunOptions {
   kruisePodReadyGate?: KruisePodReadyGateMode;
   /** The version DaemonSets are read and written in (controller/daemonset/api-version.ts). */
   daemonSetApiVersion?: ServedVersion;
+  /** InPlaceWorkloadVerticalScaling: resize pods in place where the cluster serves pods/resize. */
+  inPlaceResize?: boolean;
   logger: Logger;
 }
 
@@ -83,6 +85,7 @@ export function startController(opts: ControllerRunOptions, signal: AbortSignal)
     imagePreDownload: opts.imagePreDownload,
     kruisePodReadyGate: opts.kruisePodReadyGate,
     apiVersion: opts.daemonSetApiVersion,
+    inPlaceResize: opts.inPlaceResize ?? false,
     // Untrimmed caches only for the benchmark's before/after (bench/memory.ts); not a product setting.
     trimCache: process.env.ADS_BENCH_UNTRIMMED_CACHE !== '1',
   });
@@ -107,6 +110,7 @@ export function startController(opts: ControllerRunOptions, signal: AbortSignal)
       if (!leaderSignal.aborted) log.error({ err }, 'storage migration stopped');
     });
     if (!(await cacheSync)) return;
+    await controller.resolveInPlaceResize(leaderSignal);
     log.info({ workers: opts.workers }, 'starting workers');
     await controller.runWorkers(leaderSignal, writeFence);
   };

@@ -171,6 +171,7 @@ function controllerRunOptions(
     // Behind Kruise's alpha gate, off by default: it puts extra (pull) pods into users' namespaces.
     imagePreDownload: gates.PreDownloadImageForDaemonSetUpdate ? v['image-predownload'] : 'off',
     kruisePodReadyGate: v['kruise-pod-ready-gate'],
+    inPlaceResize: gates.InPlaceWorkloadVerticalScaling,
     daemonSetApiVersion: v['daemonset-api-version'],
     logger: log,
   };

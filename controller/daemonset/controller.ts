@@ -66,6 +66,11 @@ export interface DaemonSetControllerOptions {
   /** The version DaemonSets are read and written in (default v1beta1; api-version.ts). */
   apiVersion?: ServedVersion;
   /**
+   * Resize pods in place through pods/resize (InPlaceWorkloadVerticalScaling) where the cluster serves it: checked
+   * by resolveInPlaceResize() before the workers start. Default false.
+   */
+  inPlaceResize?: boolean;
+  /**
    * Cache nodes and pods as the controller reads them and drop managedFields (src/daemonset/cache-shapes.ts);
    * default true. False only for the benchmark's before/after (bench/memory.ts).
    */
@@ -108,11 +113,13 @@ export class DaemonSetController {
   private readonly workers: number;
   private readonly imagePreDownload: ImagePreDownloadMode;
   private readonly kruisePodReadyGate: KruisePodReadyGateMode;
+  private inPlaceResize: boolean;
   private readonly access: DaemonSetAccess;
 
   constructor(opts: DaemonSetControllerOptions) {
     this.imagePreDownload = opts.imagePreDownload ?? 'pods';
     this.kruisePodReadyGate = opts.kruisePodReadyGate ?? DEFAULT_KRUISE_POD_READY_GATE;
+    this.inPlaceResize = opts.inPlaceResize ?? false;
     this.access = daemonSetAccess(opts.apiVersion);
     this.baseClient = opts.client;
     this.client = opts.client;
@@ -350,6 +357,27 @@ export class DaemonSetController {
     return waitForCacheSync(signal, this.daemonSets, this.pods, this.nodes, this.revisions);
   }
 
+  /**
+   * Keeps in-place resize on only if the apiserver serves pods/resize (Kubernetes 1.33 and later; GA in 1.35), asked
+   * once through discovery: resource changes then recreate pods, as without the gate. Call before runWorkers.
+   */
+  async resolveInPlaceResize(signal: AbortSignal): Promise<boolean> {
+    if (!this.inPlaceResize) return false;
+    try {
+      const served = (await this.baseClient.serverResources({ group: '', version: 'v1' }, { signal })).includes(
+        'pods/resize',
+      );
+      this.inPlaceResize = served;
+      if (served) this.log.info('in-place resize on: the apiserver serves pods/resize');
+      else
+        this.log.warn('in-place resize off: the apiserver does not serve pods/resize; resource changes recreate pods');
+    } catch (err) {
+      this.inPlaceResize = false;
+      this.log.warn({ err }, 'in-place resize off: discovery of pods/resize failed; resource changes recreate pods');
+    }
+    return this.inPlaceResize;
+  }
+
   /** Runs the workers until signal aborts. Call after waitForCacheSync, as the leader. */
   async runWorkers(signal: AbortSignal, writeFence?: () => string | undefined): Promise<void> {
     // Every request a reconcile makes carries the leadership's signal (aborted the moment it ends), and every
@@ -421,6 +449,7 @@ export class DaemonSetController {
       options: {
         imagePreDownload: this.expectations.satisfiedExpectations(pullPodsKey(key)) ? this.imagePreDownload : 'off',
         kruisePodReadyGate: this.kruisePodReadyGate,
+        inPlaceResize: this.inPlaceResize,
       },
     };
     let memo = this.planMemos.get(key);

@@ -31,6 +31,7 @@ import {
   SUCCESSFUL_CREATE_REASON,
   SUCCESSFUL_DELETE_REASON,
   SUCCESSFUL_UPDATE_POD_IN_PLACE_REASON,
+  SUCCESSFUL_RESIZE_POD_IN_PLACE_REASON,
 } from '../../src/daemonset/events.ts';
 import type { AfterManage, InPlaceUpdate, Plan, PodCreate, PodDelete } from '../../src/daemonset/plan-types.ts';
 import { isAbortError, isAlreadyExists, isConflict, isNotFound, WriteRefusedError } from '../../src/k8s/errors.ts';
@@ -287,32 +288,45 @@ export class SyncExecutor {
       return undefined;
     }
     let conditionWritten = false;
+    const operation = u.kind === 'resize' ? 'resize' : 'inplace_update';
     try {
-      await this.client.patch(resources.pods, { namespace, name: u.podName }, u.statusPatch, {
-        type: 'strategic',
-        subresource: 'status',
-      });
-      conditionWritten = true;
+      if (u.statusPatch !== undefined) {
+        await this.client.patch(resources.pods, { namespace, name: u.podName }, u.statusPatch, {
+          type: 'strategic',
+          subresource: 'status',
+        });
+        conditionWritten = true;
+      }
+      // A resize goes to pods/resize, which drops every other change (https://kubernetes.io/docs/tasks/configure-pod-container/resize-container-resources/).
       const patched = await this.client.patch<Pod>(resources.pods, { namespace, name: u.podName }, u.patch, {
         type: 'strategic',
+        ...(u.kind === 'resize' ? { subresource: 'resize' } : {}),
       });
       this.o.podVersions.expect(patched);
       this.inPlaceFailures.delete(podKey);
-      this.o.metrics?.podOperation(ds, 'inplace_update', 'success');
-      this.o.recorder.event(
-        ds,
-        'Normal',
-        SUCCESSFUL_UPDATE_POD_IN_PLACE_REASON,
-        `successfully update pod ${u.podName} in-place`,
-      );
+      this.o.metrics?.podOperation(ds, operation, 'success');
+      if (u.kind === 'resize')
+        this.o.recorder.event(
+          ds,
+          'Normal',
+          SUCCESSFUL_RESIZE_POD_IN_PLACE_REASON,
+          `resized pod ${u.podName} in place (revision ${ds.metadata.name}-${u.toHash}); the kubelet applies the new resources`,
+        );
+      else
+        this.o.recorder.event(
+          ds,
+          'Normal',
+          SUCCESSFUL_UPDATE_POD_IN_PLACE_REASON,
+          `successfully update pod ${u.podName} in-place`,
+        );
       return undefined;
     } catch (err) {
       if (isNotFound(err)) return undefined; // the pod is gone: nothing to put back or retry (nor to count)
-      this.o.metrics?.podOperation(ds, 'inplace_update', 'error');
+      this.o.metrics?.podOperation(ds, operation, 'error');
       // Half applied (InPlaceUpdateReady False, pod unchanged): put the condition back, best effort; if that fails
       // too, the next sync's refresh sets it True (no update in flight), as Kruise's inplaceupdate Refresh.
       let outcome = '';
-      if (conditionWritten) {
+      if (conditionWritten && u.revertStatusPatch !== undefined) {
         try {
           const reverted = await this.client.patch<Pod>(
             resources.pods,

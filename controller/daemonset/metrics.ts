@@ -140,7 +140,7 @@ const durationGauge = new Gauge({
   },
 });
 
-export type PodOperation = 'create' | 'delete' | 'inplace_update';
+export type PodOperation = 'create' | 'delete' | 'inplace_update' | 'resize';
 export type PodOperationResult = 'success' | 'error';
 const RESULTS: readonly PodOperationResult[] = ['success', 'error'];
 
@@ -155,6 +155,10 @@ const podOperationCounters: Record<PodOperation, Counter<'namespace' | 'daemonse
   inplace_update: counter(
     'pod_inplace_updates_total',
     'Daemon pods the controller updated in place, by result (success or error: the update was refused).',
+  ),
+  resize: counter(
+    'pod_resizes_total',
+    'Daemon pods the controller resized in place through pods/resize, by result (success or error: refused).',
   ),
 };
 

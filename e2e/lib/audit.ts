@@ -16,7 +16,7 @@ rules:
     verbs: [${WRITE_VERBS.join(', ')}]
     resources:
       - group: ""
-        resources: ["pods", "pods/status", "events"]
+        resources: ["pods", "pods/status", "pods/resize", "events"]
       - group: apps
         resources: ["controllerrevisions"]
       - group: apps.kruise.io
@@ -100,7 +100,14 @@ export function readAuditWrites(log: string): AuditWrite[] {
 }
 
 /** The writes a DaemonSet controller may make only while it leads: pods, pod status, revisions, DaemonSet status. */
-export const FENCED_RESOURCES = ['pods', 'pods/status', 'controllerrevisions', 'daemonsets', 'daemonsets/status'];
+export const FENCED_RESOURCES = [
+  'pods',
+  'pods/status',
+  'pods/resize',
+  'controllerrevisions',
+  'daemonsets',
+  'daemonsets/status',
+];
 
 export function describeWrite(w: AuditWrite): string {
   return `${new Date(w.received).toISOString()} ${w.user} ${w.verb} ${w.resource} ${w.namespace ?? ''}/${w.name ?? ''} -> ${w.code ?? '?'}`;

@@ -2,12 +2,16 @@
 // (https://github.com/openkruise/kruise/blob/master/pkg/features/kruise_features.go).
 // Parsed strictly, as Go's component-base does: a typo or an unknown gate stops the manager instead of being ignored.
 
-/** The gates and their defaults, as in Kruise. */
+/**
+ * The gates and their defaults, as in Kruise, but InPlaceWorkloadVerticalScaling: on here (Kruise: alpha, off),
+ * since Kubernetes' in-place pod resize is GA since 1.35; the controller still keeps it off where the apiserver
+ * does not serve pods/resize (controller/daemonset/controller.ts, resolveInPlaceResize).
+ */
 export const FEATURE_GATE_DEFAULTS = {
   PreDownloadImageForDaemonSetUpdate: false,
   KruiseDaemon: true,
   InPlaceUpdateEnvFromMetadata: true,
-  InPlaceWorkloadVerticalScaling: false,
+  InPlaceWorkloadVerticalScaling: true,
   DaemonSetPruneIneligibleNodes: false,
   PodWebhook: true,
   KruisePodReadinessGate: false,

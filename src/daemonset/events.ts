@@ -28,6 +28,11 @@ export const PARTITION_HOLDS_SELECTED_NODES = 'PartitionHoldsSelectedNodes';
 export const ROLLOUT_FROZEN_REASON = 'RolloutFrozen';
 /** Warning: a pull pod of the image pre-download failed (planner) or could not be created (shell). */
 export const FAILED_PRE_DOWNLOAD_IMAGE_REASON = 'FailedPreDownloadImage';
+// In-place resource resize (resize.ts); ours: Kruise logs these and records nothing.
+/** Warning: a pod's resources cannot change in place (the message has the field path); it is recreated. */
+export const RESIZE_NOT_POSSIBLE_REASON = 'ResizeNotPossible';
+/** Warning: the kubelet reports the pod's resize Infeasible on its node (its message); the pod is recreated. */
+export const RESIZE_INFEASIBLE_REASON = 'ResizeInfeasible';
 // Canary (canary/plan.ts); the messages name the revision, the nodes or pod, and the reason.
 /** Normal: a canary of a new revision started (or restarted on the same nodes for a newer template). */
 export const CANARY_STARTED_REASON = 'CanaryStarted';
@@ -47,6 +52,8 @@ export const SUCCESSFUL_DELETE_REASON = 'SuccessfulDelete';
 export const FAILED_DELETE_REASON = 'FailedDelete';
 export const SUCCESSFUL_UPDATE_POD_IN_PLACE_REASON = 'SuccessfulUpdatePodInPlace';
 export const FAILED_UPDATE_POD_IN_PLACE_REASON = 'FailedUpdatePodInPlace';
+/** Normal: pods/resize accepted the pod's new resources; the kubelet actuates them. */
+export const SUCCESSFUL_RESIZE_POD_IN_PLACE_REASON = 'SuccessfulResizePodInPlace';
 export const CREATED_IMAGE_PULL_JOB_REASON = 'CreatedImagePullJob';
 export const FAILED_CREATE_IMAGE_PULL_JOB_REASON = 'FailedCreateImagePullJob';
 
@@ -61,6 +68,8 @@ export type PlanEventReason =
   | typeof PARTITION_HOLDS_SELECTED_NODES
   | typeof ROLLOUT_FROZEN_REASON
   | typeof FAILED_PRE_DOWNLOAD_IMAGE_REASON
+  | typeof RESIZE_NOT_POSSIBLE_REASON
+  | typeof RESIZE_INFEASIBLE_REASON
   | typeof CANARY_STARTED_REASON
   | typeof CANARY_PAUSED_REASON
   | typeof CANARY_PROMOTED_REASON
@@ -76,5 +85,6 @@ export type EventReason =
   | typeof FAILED_DELETE_REASON
   | typeof SUCCESSFUL_UPDATE_POD_IN_PLACE_REASON
   | typeof FAILED_UPDATE_POD_IN_PLACE_REASON
+  | typeof SUCCESSFUL_RESIZE_POD_IN_PLACE_REASON
   | typeof CREATED_IMAGE_PULL_JOB_REASON
   | typeof FAILED_CREATE_IMAGE_PULL_JOB_REASON;

@@ -51,6 +51,7 @@ describe('inPlaceSpec (CanUpdateInPlace)', () => {
       images: [{ name: 'c', image: 'v2' }],
       labels: { a: '2', gone: null },
       annotations: {},
+      resize: [],
     });
   });
 });
@@ -387,7 +388,7 @@ describe('inPlaceRefreshPatch (Kruise inplaceupdate Refresh)', () => {
 });
 
 describe('planInPlaceUpdate: revertStatusPatch undoes the condition when the pod patch is refused', () => {
-  const spec = { images: [{ name: 'c', image: 'img:v2' }], labels: {}, annotations: {} };
+  const spec = { images: [{ name: 'c', image: 'img:v2' }], labels: {}, annotations: {}, resize: [] };
   const now = Date.parse('2024-01-02T00:00:00Z');
   const rows: { name: string; pod: PodRow; reverted: PodCondition }[] = [
     {

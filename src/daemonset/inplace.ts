@@ -16,6 +16,14 @@ import {
 import { normalizeRevisionData, revisionHashLabel } from './history.ts';
 import { conditionStatusPatch, podRevisionHash } from './pods.ts';
 import type { InPlaceUpdate } from './plan-types.ts';
+import {
+  resizePatch,
+  resizeProgress,
+  resizeRequested,
+  resourceChange,
+  type ContainerResize,
+  type ResizeProgress,
+} from './resize.ts';
 
 /** The annotation recording an in-place update (a subset of Kruise's InPlaceUpdateState). */
 export interface InPlaceUpdateState {
@@ -47,6 +55,8 @@ export interface InPlaceSpec {
   labels: Record<string, string | null>;
   /** Template annotation changes (null = removed). */
   annotations: Record<string, string | null>;
+  /** Containers whose cpu or memory change, resized through pods/resize before any image changes (resize.ts). */
+  resize: ContainerResize[];
 }
 
 function mapDiff(
@@ -72,11 +82,17 @@ function defaultedTemplate(t: PodTemplateSpec): PodTemplateSpec {
  * from the image (Always for `:latest` or no tag), so `nginx` -> `nginx:1.27` would otherwise change it, where
  * kruise-manager, comparing undefaulted templates, sees an image change only. The pod keeps its pull policy.
  */
-function stripForCompare(t: PodTemplateSpec): unknown {
+function stripForCompare(t: PodTemplateSpec, resize: boolean): unknown {
   const spec = cloneJson(t.spec ?? { containers: [] });
   for (const c of spec.containers ?? []) {
     if (c.imagePullPolicy === defaultImagePullPolicy(c.image ?? '')) delete c.imagePullPolicy;
     delete c.image;
+    // Compared by resourceChange instead, which knows which resource changes a pods/resize can make.
+    if (resize) delete c.resources;
+  }
+  if (resize) {
+    for (const c of spec.initContainers ?? []) delete c.resources;
+    delete spec.resources;
   }
   const meta = { ...(t.metadata ?? {}) };
   delete meta.labels;
@@ -85,17 +101,20 @@ function stripForCompare(t: PodTemplateSpec): unknown {
 }
 
 /**
- * CanUpdateInPlace: the change from `from` to `to` touches only container images (same containers, same order)
- * and template labels/annotations. Anything else (env, command, resources, volumes, containers added or removed)
+ * CanUpdateInPlace: the change from `from` to `to` touches only container images (same containers, same order),
+ * template labels/annotations and, with `resize` (InPlaceWorkloadVerticalScaling), the cpu and memory of containers
+ * as resourceChange allows. Anything else (env, command, other resources, volumes, containers added or removed)
  * needs a recreate. Returns what to change, or undefined.
  *
  * Both templates are defaulted first (apps/v1 template defaults): kruise-manager's revisions hold templates
  * undefaulted, ours defaulted, and a field only one side spells out by default is no change.
  */
-export function inPlaceSpec(from: PodTemplateSpec, to: PodTemplateSpec): InPlaceSpec | undefined {
+export function inPlaceSpec(from: PodTemplateSpec, to: PodTemplateSpec, resize = false): InPlaceSpec | undefined {
   const a = defaultedTemplate(from);
   const b = defaultedTemplate(to);
-  if (canonicalJson(stripForCompare(a)) !== canonicalJson(stripForCompare(b))) return undefined;
+  if (canonicalJson(stripForCompare(a, resize)) !== canonicalJson(stripForCompare(b, resize))) return undefined;
+  const resources = resize ? resourceChange(a.spec, b.spec) : ({ kind: 'none' } as const);
+  if (resources.kind === 'recreate') return undefined;
   const images: InPlaceSpec['images'] = [];
   const fromContainers = from.spec?.containers ?? [];
   for (const [i, c] of (to.spec?.containers ?? []).entries()) {
@@ -107,19 +126,37 @@ export function inPlaceSpec(from: PodTemplateSpec, to: PodTemplateSpec): InPlace
     images,
     labels: mapDiff(from.metadata?.labels, to.metadata?.labels),
     annotations: mapDiff(from.metadata?.annotations, to.metadata?.annotations),
+    resize: resources.kind === 'resize' ? resources.containers : [],
   };
 }
 
-/** inPlaceSpec between two revisions, cached per pair of data objects (asked once per pod to update). */
-const specCache = new WeakMap<object, WeakMap<object, InPlaceSpec | null>>();
-function inPlaceSpecBetween(old: ControllerRevision, current: ControllerRevision): InPlaceSpec | undefined {
+/**
+ * Why a pod of `from` is recreated rather than resized in place for `to`: resourceChange's field-path reasons when
+ * everything but resources could change in place, else none (the change was never an in-place one).
+ */
+export function resizeRecreateReasons(from: PodTemplateSpec, to: PodTemplateSpec): string[] {
+  const a = defaultedTemplate(from);
+  const b = defaultedTemplate(to);
+  if (canonicalJson(stripForCompare(a, true)) !== canonicalJson(stripForCompare(b, true))) return [];
+  const change = resourceChange(a.spec, b.spec);
+  return change.kind === 'recreate' ? change.reasons : [];
+}
+
+/** inPlaceSpec between two revisions, cached per pair of data objects (asked once per pod to update), per `resize`. */
+const specCaches = [false, true].map(() => new WeakMap<object, WeakMap<object, InPlaceSpec | null>>());
+function inPlaceSpecBetween(
+  old: ControllerRevision,
+  current: ControllerRevision,
+  resize: boolean,
+): InPlaceSpec | undefined {
+  const specCache = specCaches[resize ? 1 : 0]!;
   const cacheable = typeof old.data === 'object' && old.data !== null && typeof current.data === 'object';
   const byOld = cacheable ? specCache.get(old.data as object) : undefined;
   const hit = byOld?.get(current.data as object);
   if (hit !== undefined) return hit ?? undefined;
   const from = templateOfRevision(old);
   const to = templateOfRevision(current);
-  const spec = from && to ? inPlaceSpec(from, to) : undefined;
+  const spec = from && to ? inPlaceSpec(from, to, resize) : undefined;
   if (cacheable && current.data !== null) {
     const m = byOld ?? new WeakMap<object, InPlaceSpec | null>();
     m.set(current.data as object, spec ?? null);
@@ -136,12 +173,79 @@ export function canPodInPlaceUpdate(
   pod: Pod,
   current: ControllerRevision,
   oldRevisions: readonly ControllerRevision[],
+  resize = false,
 ): InPlaceSpec | undefined {
+  const old = podRevision(pod, oldRevisions);
+  return old && inPlaceSpecBetween(old, current, resize);
+}
+
+/** The revision a pod was made from, when it may be updated in place (it carries the InPlaceUpdateReady gate). */
+export function podRevision(pod: Pod, revisions: readonly ControllerRevision[]): ControllerRevision | undefined {
   if (!hasReadinessGate(pod, IN_PLACE_UPDATE_READY)) return undefined;
   const hash = podRevisionHash(pod);
-  const old = oldRevisions.find((r) => revisionHashLabel(r) === hash);
-  if (!old) return undefined;
-  return inPlaceSpecBetween(old, current);
+  return revisions.find((r) => revisionHashLabel(r) === hash);
+}
+
+/**
+ * The next write of a pod's in-place update. With containers to resize: the pods/resize first ('resize'; free of
+ * the maxUnavailable budget unless a container restarts for it), then, while the kubelet actuates it, nothing
+ * ('wait', free too: the pod stays Ready), a recreate if its node can never fit it ('infeasible'), and once done the
+ * rest: the image update ('update', within the budget: the containers restart) or only the hash label and template
+ * metadata ('finish', free). Images change only after the resources: a cgroup v1 node fails a container restarted
+ * with both (https://github.com/kubernetes/kubernetes/issues/127356). Without containers to resize: 'update'.
+ */
+export type InPlaceStep =
+  | { kind: 'resize' | 'update' | 'finish'; update: InPlaceUpdate; free: boolean }
+  | { kind: 'wait'; progress: ResizeProgress; free: true }
+  | { kind: 'infeasible'; message: string; free: false };
+
+export function inPlaceStep(pod: Pod, spec: InPlaceSpec, toHash: string, now: number): InPlaceStep {
+  if (spec.resize.length > 0) {
+    if (!resizeRequested(pod, spec.resize)) {
+      const free = !spec.resize.some((c) => c.restartsContainer);
+      return { kind: 'resize', update: planResize(pod, spec.resize, toHash), free };
+    }
+    const progress = resizeProgress(pod);
+    if (progress.state === 'infeasible') return { kind: 'infeasible', message: progress.message, free: false };
+    if (progress.state !== 'done') return { kind: 'wait', progress, free: true };
+  }
+  if (spec.images.length > 0 || spec.resize.length === 0)
+    return { kind: 'update', update: planInPlaceUpdate(pod, spec, toHash, now), free: false };
+  return { kind: 'finish', update: planResizeFinish(pod, spec, toHash, now), free: true };
+}
+
+function planResize(pod: Pod, containers: readonly ContainerResize[], toHash: string): InPlaceUpdate {
+  return {
+    podName: pod.metadata.name ?? '',
+    nodeName: pod.spec.nodeName,
+    fromHash: podRevisionHash(pod),
+    toHash,
+    kind: 'resize',
+    patch: resizePatch(containers),
+  };
+}
+
+/** A resize is done: the pod takes the revision (hash label, template metadata, the update's state), Ready kept. */
+function planResizeFinish(pod: Pod, spec: InPlaceSpec, toHash: string, now: number): InPlaceUpdate {
+  const state: InPlaceUpdateState = {
+    revision: toHash,
+    updateTimestamp: formatTime(now),
+    lastContainerStatuses: {},
+    updateImages: false,
+  };
+  return {
+    podName: pod.metadata.name ?? '',
+    nodeName: pod.spec.nodeName,
+    fromHash: podRevisionHash(pod),
+    toHash,
+    kind: 'finish',
+    patch: {
+      metadata: {
+        labels: { ...spec.labels, [CONTROLLER_REVISION_HASH_LABEL]: toHash },
+        annotations: { ...spec.annotations, [INPLACE_UPDATE_STATE_ANNOTATION]: JSON.stringify(state) },
+      },
+    },
+  };
 }
 
 /**

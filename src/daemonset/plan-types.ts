@@ -22,6 +22,8 @@ export type DeleteReason =
   | 'PreparingDelete'
   /** rollingUpdate (no surge): old pod replaced within maxUnavailable. */
   | 'RollingUpdate'
+  /** rollingUpdate: old pod updated in place outside the budget, as it stays Ready (a resize; inplace.ts). */
+  | 'InPlaceResize'
   /** rollingUpdate / manage with surge: old pod replaced once the new pod on its node is available. */
   | 'SurgeReplaced'
   /** an old pod that is not ready/available is replaced without consuming the budget. */
@@ -76,15 +78,22 @@ export interface InPlaceUpdate {
   fromHash: string;
   toHash: string;
   /**
-   * Applied in order: first `statusPatch` on pods/status (InPlaceUpdateReady False, reason StartInPlaceUpdate),
-   * then `patch` on the pod (images, hash label, template metadata, inplace-update-state annotation).
+   * 'update' (images, labels, annotations; the pod turns unready until the new images run), 'resize' (`patch` goes
+   * to pods/resize: the new cpu and memory, strategic merge; the hash label stays until the kubelet reports it
+   * done) or 'finish' (a resize is done: hash label and template metadata, the pod stays Ready). Default 'update'.
    */
-  statusPatch: unknown;
+  kind?: 'update' | 'resize' | 'finish';
+  /**
+   * Applied in order: first `statusPatch` on pods/status (InPlaceUpdateReady False, reason StartInPlaceUpdate),
+   * then `patch` on the pod (images, hash label, template metadata, inplace-update-state annotation). Only 'update'
+   * has one.
+   */
+  statusPatch?: unknown;
   /**
    * pods/status: InPlaceUpdateReady as it was before `statusPatch`, written (best effort) when `patch` fails, so a
    * refused update does not leave the pod NotReady (the next sync's refresh would set it True otherwise).
    */
-  revertStatusPatch: unknown;
+  revertStatusPatch?: unknown;
   patch: unknown;
 }
 
@@ -187,6 +196,11 @@ export interface PlanOptions {
   imagePreDownload?: ImagePreDownloadMode;
   /** --kruise-pod-ready-gate (default DEFAULT_KRUISE_POD_READY_GATE, pods.ts). */
   kruisePodReadyGate?: KruisePodReadyGateMode;
+  /**
+   * Resize pods in place through pods/resize (InPlaceWorkloadVerticalScaling, resize.ts) under InPlaceIfPossible;
+   * off here, the controller turns it on when the gate is on and the cluster serves pods/resize.
+   */
+  inPlaceResize?: boolean;
 }
 
 /** Everything one sync reads, already in memory. */

@@ -11,7 +11,15 @@ import { cleanupHistory, constructHistory, revisionHashLabel, type HistoryResult
 import { planCanary } from './canary/plan.ts';
 import { manage, syncNodes } from './manage.ts';
 import type { PlanMemo } from './memo.ts';
-import { canPodInPlaceUpdate, inPlaceRefreshPatch, planInPlaceUpdate } from './inplace.ts';
+import {
+  canPodInPlaceUpdate,
+  inPlaceRefreshPatch,
+  inPlaceStep,
+  podRevision,
+  resizeRecreateReasons,
+  templateOfRevision,
+  type InPlaceStep,
+} from './inplace.ts';
 import { kruisePodReadyPatch } from './pods.ts';
 import { planImagePreDownload, planImagePullJobs } from './predownload.ts';
 import type {
@@ -35,10 +43,12 @@ import {
 } from './status.ts';
 import { burstReplicas, isDaemonSetPaused, isInPlaceIfPossible, isRolloutFrozen, isRollingUpdate } from './strategy.ts';
 import { nodeTargets, targetHash } from './targets.ts';
-import { rollingUpdate } from './update.ts';
+import { rollingUpdate, type FreeUpdate } from './update.ts';
 import {
   HASH_COLLISION_REASON,
   INVALID_ROLLING_UPDATE_REASON,
+  RESIZE_INFEASIBLE_REASON,
+  RESIZE_NOT_POSSIBLE_REASON,
   INVALID_SELECTOR_REASON,
   PARTITION_HOLDS_SELECTED_NODES,
   ROLLOUT_FROZEN_REASON,
@@ -396,7 +406,8 @@ type RollingUpdatePart = Pick<AfterManage, 'creates' | 'deletes' | 'podPatches' 
 
 /**
  * 6. rollingUpdate unless OnDelete or paused, through syncNodes, leaving out `skipNodes`; under InPlaceIfPossible the
- * pods to replace are updated in place where the change allows it.
+ * pods to replace are updated in place where the change allows it, and pods whose update keeps them Ready (a resize)
+ * outside the budget.
  */
 function rollingUpdateStage(
   ctx: SyncContext,
@@ -406,43 +417,93 @@ function rollingUpdateStage(
   const { ds } = ctx;
   const none: RollingUpdatePart = { creates: [], deletes: [], podPatches: [], inPlaceUpdates: [], events: [] };
   if (!isRollingUpdate(ds) || isDaemonSetPaused(ds)) return none;
-  const ru = rollingUpdate(ctx);
+  const inPlace = isInPlaceIfPossible(ds) ? inPlaceSteps(ctx, history) : undefined;
+  const ru = rollingUpdate(ctx, inPlace?.free);
   if (ru.error)
     return { ...none, events: [{ type: 'Warning', reason: INVALID_ROLLING_UPDATE_REASON, message: ru.error }] };
   const skip = (nodeName: string | undefined) => nodeName !== undefined && skipNodes.has(nodeName);
-  const toDelete = skipNodes.size === 0 ? ru.podsToDelete : ru.podsToDelete.filter((d) => !skip(d.nodeName));
+  const kept = <T extends { nodeName?: string | undefined }>(list: T[]) =>
+    skipNodes.size === 0 ? list : list.filter((d) => !skip(d.nodeName));
+  const toDelete = kept(ru.podsToDelete);
   const nodesToCreate = skipNodes.size === 0 ? ru.nodesToCreate : ru.nodesToCreate.filter((n) => !skip(n));
-  const inPlace =
-    isInPlaceIfPossible(ds) && toDelete.length > 0
-      ? inPlaceUpdates(ctx, history, toDelete)
-      : { updates: [], rest: toDelete };
-  const synced = syncNodes(ctx, inPlace.rest, nodesToCreate);
-  return { ...synced, inPlaceUpdates: inPlace.updates, events: [] };
+  const toUpdate = [...kept(ru.freeUpdates), ...toDelete];
+  const planned =
+    inPlace && toUpdate.length > 0
+      ? inPlaceUpdates(ctx, inPlace, toUpdate)
+      : { updates: [], rest: toDelete, events: [] };
+  const synced = syncNodes(ctx, planned.rest, nodesToCreate);
+  return { ...synced, inPlaceUpdates: planned.updates, events: planned.events };
+}
+
+/** Each pod's next in-place step (inplace.ts, inPlaceStep), computed once per sync, and the budget-free ones. */
+interface InPlaceSteps {
+  stepOf(pod: Pod, nodeName: string): { step?: InPlaceStep; recreateReasons: () => string[] };
+  free: FreeUpdate;
 }
 
 /**
- * inPlaceUpdatePods: update in place what can be, up to burstReplicas; delete the rest. Each pod goes to its node's
- * target revision: the current one, or the stable one (a failed canary's nodes going back).
+ * The in-place steps of this sync. Each pod goes to its node's target revision: the current one, or the stable one
+ * (a failed canary's nodes going back).
+ */
+function inPlaceSteps(ctx: SyncContext, history: HistoryResult): InPlaceSteps {
+  const resize = ctx.opts.inPlaceResize === true;
+  const all = [history.current, ...history.old];
+  const byHash = new Map(all.map((r) => [revisionHashLabel(r), r]));
+  const steps = new Map<string, InPlaceStep | undefined>();
+  const stepOf = (pod: Pod, nodeName: string) => {
+    const toHash = targetHash(ctx.targets, nodeName);
+    const target = byHash.get(toHash);
+    const key = pod.metadata.name ?? '';
+    if (!steps.has(key)) {
+      const spec = target && canPodInPlaceUpdate(pod, target, all, resize);
+      steps.set(key, spec ? inPlaceStep(pod, spec, toHash, ctx.now) : undefined);
+    }
+    const recreateReasons = () => {
+      const from = podRevision(pod, all);
+      const fromTemplate = from && templateOfRevision(from);
+      const toTemplate = target && templateOfRevision(target);
+      return resize && fromTemplate && toTemplate ? resizeRecreateReasons(fromTemplate, toTemplate) : [];
+    };
+    return { step: steps.get(key), recreateReasons };
+  };
+  return { stepOf, free: (pod, nodeName) => stepOf(pod, nodeName).step?.free === true };
+}
+
+/**
+ * inPlaceUpdatePods: update in place what can be, up to burstReplicas; delete the rest, saying why a resize could not
+ * be made where that is the cause. A resize the kubelet is still making waits; one its node can never fit is
+ * recreated (it is in `toUpdate` only within the budget).
  */
 function inPlaceUpdates(
   ctx: SyncContext,
-  history: HistoryResult,
-  toDelete: readonly PodDelete[],
-): { updates: InPlaceUpdate[]; rest: PodDelete[] } {
+  steps: InPlaceSteps,
+  toUpdate: readonly PodDelete[],
+): { updates: InPlaceUpdate[]; rest: PodDelete[]; events: PlanEvent[] } {
   const burst = burstReplicas(ctx.ds, ctx.desired);
-  const all = [history.current, ...history.old];
-  const byHash = new Map(all.map((r) => [revisionHashLabel(r), r]));
   const updates: InPlaceUpdate[] = [];
   const rest: PodDelete[] = [];
-  for (const d of toDelete) {
+  const events: PlanEvent[] = [];
+  for (const d of toUpdate) {
     const pod = ctx.podsByName.get(d.podName);
-    const toHash = targetHash(ctx.targets, d.nodeName ?? pod?.spec.nodeName ?? '');
-    const target = byHash.get(toHash);
-    const spec = pod && target && canPodInPlaceUpdate(pod, target, all);
-    if (!pod || !spec) rest.push(d);
-    else if (updates.length < burst) updates.push(planInPlaceUpdate(pod, spec, toHash, ctx.now));
+    const { step, recreateReasons } = pod ? steps.stepOf(pod, d.nodeName ?? pod.spec.nodeName ?? '') : {};
+    if (!step || step.kind === 'infeasible') {
+      rest.push(d);
+      const why = step?.kind === 'infeasible' ? undefined : recreateReasons?.();
+      if (step?.kind === 'infeasible')
+        events.push({
+          type: 'Warning',
+          reason: RESIZE_INFEASIBLE_REASON,
+          message: `pod ${d.podName} on node ${d.nodeName ?? ''} is recreated: its node cannot fit the new resources: ${step.message}`,
+        });
+      else if (why && why.length > 0)
+        events.push({
+          type: 'Warning',
+          reason: RESIZE_NOT_POSSIBLE_REASON,
+          message: `pod ${d.podName} on node ${d.nodeName ?? ''} is recreated: ${why.join('; ')}`,
+        });
+    } else if (step.kind !== 'wait' && updates.length < burst) updates.push(step.update);
   }
-  return { updates, rest };
+  return { updates, rest, events };
 }
 
 /** The stable revision of a canary is kept even when no pod runs it (its pods are built from it). */

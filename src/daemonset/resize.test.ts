@@ -1,6 +1,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { DaemonSet } from '../api/types.ts';
 import type { Container, Pod, PodSpec } from '../k8s/types.ts';
+import type { Plan } from './plan-types.ts';
+import { addNodes, FakeCluster, newDaemonSet } from './test-fixtures.ts';
 import {
   podQOSClass,
   podResources,
@@ -222,4 +225,127 @@ test('resizeRequested: the pod spec already holds the new cpu and memory', () =>
   });
   assert.equal(resizeRequested(pod('0.2'), target), true);
   assert.equal(resizeRequested(pod('100m'), target), false);
+});
+
+// ---- planning: resize under InPlaceIfPossible (plan.ts, inplace.ts inPlaceStep) ----
+
+describe('planning a resize', () => {
+  const withResources = (resources: ResourceRequirements, policy?: Container['resizePolicy']) => (ds: DaemonSet) => {
+    const ct = ds.spec.template.spec.containers[0]!;
+    ct.resources = resources;
+    if (policy) ct.resizePolicy = policy;
+  };
+  const burstable = (cpu: string): ResourceRequirements => ({
+    requests: { cpu, memory: '64Mi' },
+    limits: { memory: '128Mi' },
+  });
+  /** 3 ready pods of a template with resources, under InPlaceIfPossible with maxUnavailable 1. */
+  function cluster(inPlaceResize: boolean, policy?: Container['resizePolicy']): FakeCluster {
+    const ds = newDaemonSet({
+      strategy: 'RollingUpdate',
+      rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 1 },
+    });
+    withResources(burstable('100m'), policy)(ds);
+    const c = new FakeCluster(ds, addNodes(3), { inPlaceResize });
+    c.sync();
+    c.sync();
+    c.markReady();
+    return c;
+  }
+  const kinds = (p: Plan) => p.inPlaceUpdates.map((u) => u.kind ?? 'update');
+  const cpuOf = (p: Pod) => (p.spec.containers[0]!.resources as ResourceRequirements).requests?.cpu;
+
+  test('cpu only: every pod resized at once (it stays Ready), then takes the revision once the kubelet is done', () => {
+    const c = cluster(true);
+    const uids = c.pods.map((p) => p.metadata.uid);
+    c.updateSpec(withResources(burstable('200m')));
+    const resize = c.sync();
+    assert.deepEqual([kinds(resize), resize.deletes.length], [['resize', 'resize', 'resize'], 0]);
+    assert.ok(
+      resize.inPlaceUpdates.every((u) => u.statusPatch === undefined),
+      'no readiness flip',
+    );
+    assert.deepEqual(c.pods.map(cpuOf), ['200m', '200m', '200m']);
+    assert.ok(
+      c.pods.every((p) => c.hashOf(p) !== resize.hash),
+      'the revision waits for the kubelet',
+    );
+    assert.deepEqual(kinds(c.sync()), [], 'the kubelet is still at it: nothing to do');
+    c.kubeletResize('done');
+    const finish = c.sync();
+    assert.deepEqual(kinds(finish), ['finish', 'finish', 'finish']);
+    assert.ok(c.pods.every((p) => c.hashOf(p) === finish.hash));
+    assert.deepEqual(
+      c.pods.map((p) => p.metadata.uid),
+      uids,
+    );
+    assert.equal(c.sync().status?.updatedNumberScheduled, 3);
+  });
+
+  test('a container that restarts for its resize (RestartContainer) is resized within maxUnavailable', () => {
+    const c = cluster(true, [{ resourceName: 'cpu', restartPolicy: 'RestartContainer' }]);
+    c.updateSpec(withResources(burstable('200m')));
+    assert.deepEqual(kinds(c.sync()), ['resize']);
+  });
+
+  test('Deferred waits; Infeasible recreates within maxUnavailable, with the kubelet message in an event', () => {
+    const c = cluster(true);
+    c.updateSpec(withResources(burstable('200m')));
+    c.sync();
+    c.kubeletResize('Deferred');
+    const waiting = c.sync();
+    assert.deepEqual([kinds(waiting), waiting.deletes.length], [[], 0]);
+    c.kubeletResize('Infeasible');
+    const recreate = c.sync();
+    assert.deepEqual([kinds(recreate), recreate.deletes.length], [[], 1]);
+    assert.match(
+      recreate.events.find((e) => e.reason === 'ResizeInfeasible')?.message ?? '',
+      /^pod \S+ on node node-\d is recreated: its node cannot fit the new resources: resize Infeasible$/,
+    );
+  });
+
+  test('resources and image: resize first, the image (within the budget) once the resize is done', () => {
+    const c = cluster(true);
+    c.updateSpec((ds) => {
+      withResources(burstable('200m'))(ds);
+      ds.spec.template.spec.containers[0]!.image = 'foo/bar:v2';
+    });
+    const first = c.sync();
+    assert.deepEqual(kinds(first), ['resize', 'resize', 'resize']);
+    assert.ok(
+      c.pods.every((p) => p.spec.containers[0]!.image !== 'foo/bar:v2'),
+      'no image change yet',
+    );
+    c.kubeletResize('done');
+    const second = c.sync();
+    assert.deepEqual(kinds(second), ['update']);
+    assert.equal(c.pods.filter((p) => p.spec.containers[0]!.image === 'foo/bar:v2').length, 1);
+  });
+
+  const recreates: [string, (ds: DaemonSet) => void, RegExp | undefined, boolean][] = [
+    [
+      'a QoS class change',
+      withResources({ requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '100m', memory: '128Mi' } }),
+      /is recreated: .*limits\[cpu\]: added.*; spec\.template\.spec\.containers: the pod's QoS class would change from Burstable to Guaranteed$/,
+      true,
+    ],
+    [
+      'a GPU',
+      withResources({ ...burstable('100m'), limits: { memory: '128Mi', 'nvidia.com/gpu': '1' } }),
+      /resources\.limits\[nvidia\.com\/gpu\]: added/,
+      true,
+    ],
+    ['cpu with the gate off', withResources(burstable('200m')), undefined, false],
+  ];
+  for (const [name, change, reason, gate] of recreates) {
+    test(`${name}: recreated within maxUnavailable${reason ? ', saying why' : ', silently as before'}`, () => {
+      const c = cluster(gate);
+      c.updateSpec(change);
+      const p = c.sync();
+      assert.deepEqual([kinds(p), p.deletes.length], [[], 1]);
+      const event = p.events.find((e) => e.reason === 'ResizeNotPossible');
+      if (reason) assert.match(event?.message ?? '', reason);
+      else assert.equal(event, undefined);
+    });
+  }
 });

@@ -270,6 +270,7 @@ export class FakeCluster {
           ready: false,
           restartCount: 0,
           state: { running: {} },
+          ...(ct.resources ? { resources: ct.resources } : {}),
         })),
       };
       this.pods.push(pod);
@@ -287,8 +288,12 @@ export class FakeCluster {
     for (const u of p.inPlaceUpdates) {
       this.pods = this.pods.map((x) => {
         if (x.metadata.name !== u.podName) return x;
-        const afterStatus = deepMerge(x, u.statusPatch as Record<string, unknown>);
-        return deepMerge(afterStatus, u.patch as Record<string, unknown>) as Pod;
+        const afterStatus = u.statusPatch ? deepMerge(x, u.statusPatch as Record<string, unknown>) : x;
+        const patched = deepMerge(afterStatus, u.patch as Record<string, unknown>) as Pod;
+        // The apiserver counts a pods/resize as a new generation of the pod.
+        if (u.kind === 'resize')
+          patched.metadata = { ...patched.metadata, generation: (x.metadata.generation ?? 1) + 1 };
+        return patched;
       });
     }
     for (const patch of p.podPatches) {
@@ -333,6 +338,27 @@ export class FakeCluster {
         };
       });
       return { ...p, status: { ...p.status, containerStatuses: statuses } };
+    });
+  }
+
+  /**
+   * The kubelet's answer to resizes (pods/resize) of the pods `filter` picks: 'done' reports the spec's resources in
+   * the container statuses and observes the generation; 'Deferred' or 'Infeasible' sets PodResizePending.
+   */
+  kubeletResize(outcome: 'done' | 'Deferred' | 'Infeasible', filter: (p: Pod) => boolean = () => true): void {
+    this.pods = this.pods.map((p) => {
+      if (!filter(p)) return p;
+      const conditions = (p.status?.conditions ?? []).filter((c) => c.type !== 'PodResizePending');
+      if (outcome !== 'done') {
+        conditions.push({ type: 'PodResizePending', status: 'True', reason: outcome, message: `resize ${outcome}` });
+        return { ...p, status: { ...p.status, conditions } };
+      }
+      const containerStatuses = (p.status?.containerStatuses ?? []).map((cs) => {
+        const spec = p.spec.containers.find((c) => c.name === cs.name);
+        return spec?.resources ? { ...cs, resources: spec.resources } : cs;
+      });
+      const status = { ...p.status, conditions, containerStatuses, observedGeneration: p.metadata.generation ?? 1 };
+      return { ...p, status };
     });
   }
 

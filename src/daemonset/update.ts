@@ -2,7 +2,7 @@
 // (or update in place) and, when surging, on which nodes to start a new pod first; plus Kruise's partition and
 // rollingUpdate.selector filter (filterDaemonPodsNodeToUpdate).
 import type { DaemonSet } from '../api/types.ts';
-import type { Node } from '../k8s/types.ts';
+import type { Node, Pod } from '../k8s/types.ts';
 import { labelSelectorErrors } from '../k8s/labels.ts';
 import { cmp, derivedOnce, type SyncContext } from './context.ts';
 import {
@@ -155,6 +155,11 @@ function nodesToUpdateInOrder(
 export interface RollingUpdateResult {
   /** Old pods to replace (deleted, or updated in place under InPlaceIfPossible where possible). */
   podsToDelete: PodDelete[];
+  /**
+   * Old available pods whose update keeps them Ready (`freeUpdate`: a resize), updated in place outside the
+   * maxUnavailable budget. Empty without `freeUpdate` and with surge.
+   */
+  freeUpdates: PodDelete[];
   /** Surge: nodes to start a new pod on, next to the old one. */
   nodesToCreate: string[];
   maxSurge: number;
@@ -187,10 +192,11 @@ export interface RollingUpdateResult {
  * new not available (or PreparingDelete) counts against maxSurge, else the old pod is deleted.
  * Created: the budget-free nodes + the first (maxSurge - numSurge) candidates.
  */
-export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
+export function rollingUpdate(ctx: SyncContext, freeUpdate?: FreeUpdate): RollingUpdateResult {
   const { ds } = ctx;
   const result: RollingUpdateResult = {
     podsToDelete: [],
+    freeUpdates: [],
     nodesToCreate: [],
     maxSurge: 0,
     maxUnavailable: 0,
@@ -209,7 +215,7 @@ export function rollingUpdate(ctx: SyncContext): RollingUpdateResult {
   }
   const { nodes, states } = nodesToUpdateResult(ctx);
   result.nodesToUpdate = nodes;
-  if (result.maxSurge === 0) return { ...result, podsToDelete: deleteFirst(ctx, states, result.maxUnavailable) };
+  if (result.maxSurge === 0) return { ...result, ...deleteFirst(ctx, states, result.maxUnavailable, freeUpdate) };
   return { ...result, ...surgeFirst(ctx, states, result.maxSurge) };
 }
 
@@ -233,12 +239,29 @@ function podDelete(f: PodFacts, nodeName: string, reason: PodDelete['reason']): 
   return { podName: f.pod.metadata.name ?? '', nodeName, uid: f.pod.metadata.uid, reason };
 }
 
-/** maxSurge 0 (upstream's rollingUpdate without surge): the old pods to delete within maxUnavailable. */
-function deleteFirst(ctx: SyncContext, states: readonly NodeState[], maxUnavailable: number): PodDelete[] {
+/**
+ * Whether updating this old, available pod keeps it available, so that it needs none of the maxUnavailable budget:
+ * a resize the kubelet makes without restarting a container (inplace.ts, inPlaceStep). Availability is Ready for
+ * minReadySeconds (upstream's IsPodAvailable, https://github.com/kubernetes/kubernetes/blob/master/pkg/api/v1/pod/util.go),
+ * and the kubelet leaves Ready alone through such a resize.
+ */
+export type FreeUpdate = (pod: Pod, nodeName: string) => boolean;
+
+/**
+ * maxSurge 0 (upstream's rollingUpdate without surge): the old pods to delete within maxUnavailable, and those
+ * whose update `freeUpdate` says needs no budget.
+ */
+function deleteFirst(
+  ctx: SyncContext,
+  states: readonly NodeState[],
+  maxUnavailable: number,
+  freeUpdate: FreeUpdate | undefined,
+): Pick<RollingUpdateResult, 'podsToDelete' | 'freeUpdates'> {
   const { podsOf, available } = nodeReader(ctx);
   let numUnavailable = 0;
   const allowed: PodDelete[] = [];
   const candidates: PodDelete[] = [];
+  const freeUpdates: PodDelete[] = [];
   for (const s of states) {
     const nodeName = s.name;
     const { newFacts, oldFacts, ok } = podsOf(s);
@@ -256,13 +279,15 @@ function deleteFirst(ctx: SyncContext, states: readonly NodeState[], maxUnavaila
     } else if (oldFacts && !available(oldFacts)) {
       allowed.push(podDelete(oldFacts, nodeName, 'OldPodUnavailable'));
       numUnavailable++;
+    } else if (oldFacts && freeUpdate?.(oldFacts.pod, nodeName)) {
+      freeUpdates.push(podDelete(oldFacts, nodeName, 'InPlaceResize'));
     } else if (oldFacts && numUnavailable < maxUnavailable && candidates.length < maxUnavailable) {
       // At most maxUnavailable candidates are ever taken (the first ones): more would be built for nothing.
       candidates.push(podDelete(oldFacts, nodeName, 'RollingUpdate'));
     }
   }
   const remaining = Math.min(Math.max(maxUnavailable - numUnavailable, 0), candidates.length);
-  return [...allowed, ...candidates.slice(0, remaining)];
+  return { podsToDelete: [...allowed, ...candidates.slice(0, remaining)], freeUpdates };
 }
 
 /** maxSurge > 0 (upstream's rollingUpdate with surge): the nodes to start a new pod on, and the old pods to delete. */

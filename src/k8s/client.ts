@@ -296,6 +296,24 @@ export class KubeClient {
     return this.request<T>('get', 'GET', path, {}, undefined, undefined, opts);
   }
 
+  /**
+   * The resources a group version serves, subresources included (`pods/resize`): discovery's APIResourceList, as
+   * client-go's DiscoveryClient.ServerResourcesForGroupVersion (https://github.com/kubernetes/client-go/blob/master/discovery/discovery_client.go).
+   */
+  async serverResources(type: Pick<ResourceType, 'group' | 'version'>, opts: RequestOptions = {}): Promise<string[]> {
+    const path = type.group ? `/apis/${type.group}/${type.version}` : `/api/${type.version}`;
+    const list = await this.request<{ resources?: { name: string }[] }>(
+      'get',
+      'GET',
+      path,
+      {},
+      undefined,
+      undefined,
+      opts,
+    );
+    return (list.resources ?? []).map((r) => r.name);
+  }
+
   /** get, or undefined when the object does not exist (controller-runtime's client.IgnoreNotFound on a read). */
   async getIfExists<T = KubeObject>(
     type: ResourceType,

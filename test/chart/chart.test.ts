@@ -43,6 +43,7 @@ const expectedClusterRules = [
   { apiGroups: ['apps.kruise.io'], resources: ['daemonsets/finalizers'], verbs: ['update'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'create', 'delete', 'patch'] },
   { apiGroups: [''], resources: ['pods/status'], verbs: ['patch'] },
+  { apiGroups: [''], resources: ['pods/resize'], verbs: ['patch'] },
   { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
   {
     apiGroups: ['apps'],
