@@ -32,6 +32,8 @@ import {
   SUCCESSFUL_DELETE_REASON,
   SUCCESSFUL_UPDATE_POD_IN_PLACE_REASON,
   SUCCESSFUL_RESIZE_POD_IN_PLACE_REASON,
+  RESIZE_INFEASIBLE_REASON,
+  RESIZE_NOT_POSSIBLE_REASON,
 } from '../../src/daemonset/events.ts';
 import type { AfterManage, InPlaceUpdate, Plan, PodCreate, PodDelete } from '../../src/daemonset/plan-types.ts';
 import { isAbortError, isAlreadyExists, isConflict, isNotFound, WriteRefusedError } from '../../src/k8s/errors.ts';
@@ -155,9 +157,13 @@ export class SyncExecutor {
     for (const e of [...plan.events, ...(step === plan ? [] : step.events)]) {
       // A canary's steps are the rollout's milestones, a handful per revision: they get a spam-filter bucket of their
       // own (a rollout's pod creates and deletes use up the object's burst of 25 at once), and a log line too.
+      // Why a pod is recreated rather than resized (one per pod) get one too: the recreates' own events would
+      // otherwise use up the burst before them.
       const canary = CANARY_EVENT_REASONS.has(e.reason);
-      this.o.recorder.event(ds, e.type, e.reason, e.message, canary ? { spamGroup: 'canary' } : {});
-      if (canary) log[e.type === 'Warning' ? 'warn' : 'info']({ reason: e.reason }, e.message);
+      const resize = e.reason === RESIZE_NOT_POSSIBLE_REASON || e.reason === RESIZE_INFEASIBLE_REASON;
+      const spamGroup = canary ? 'canary' : resize ? 'resize' : undefined;
+      this.o.recorder.event(ds, e.type, e.reason, e.message, spamGroup ? { spamGroup } : {});
+      if (spamGroup) log[e.type === 'Warning' ? 'warn' : 'info']({ reason: e.reason }, e.message);
     }
 
     // Status last, by the status-write rule.
