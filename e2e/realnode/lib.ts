@@ -1,6 +1,6 @@
 // Helpers of the real-node e2e tests: a private cluster with one real node (a kubelet with containerd and runc) and
 // tainted kwok nodes, crictl on that node, and what a test needs to look inside it.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe } from 'node:test';
@@ -136,4 +136,31 @@ export async function criImageId(node: RealNodeRecord, ref: string): Promise<str
 export async function criImages(node: RealNodeRecord): Promise<string[]> {
   const { images } = await crictlJson<{ images: { repoTags: string[] | null }[] }>(node, ['images']);
   return images.flatMap((i) => i.repoTags ?? []);
+}
+
+/**
+ * The cpu quota (microseconds per period, -1 without a limit) and the memory limit (bytes, -1 without) of a running
+ * process's cgroup, as the kernel enforces them: cgroup v1 (cpu.cfs_quota_us, memory.limit_in_bytes in the
+ * hierarchies /proc/PID/cgroup names) or v2 (cpu.max, memory.max).
+ */
+export function cgroupLimits(pid: number): { cpuQuotaUs: number; memoryBytes: number } {
+  const lines = readFileSync(`/proc/${pid}/cgroup`, 'utf8').trim().split('\n');
+  const num = (text: string) => (text === 'max' ? -1 : Number(text));
+  if (existsSync('/sys/fs/cgroup/cgroup.controllers')) {
+    const dir = join('/sys/fs/cgroup', lines.find((l) => l.startsWith('0::'))!.slice(3));
+    return {
+      cpuQuotaUs: num(readFileSync(join(dir, 'cpu.max'), 'utf8').trim().split(' ')[0]!),
+      memoryBytes: num(readFileSync(join(dir, 'memory.max'), 'utf8').trim()),
+    };
+  }
+  const dirOf = (controller: string) => {
+    const [, controllers, path] = lines.map((l) => l.split(':')).find((f) => f[1]!.split(',').includes(controller))!;
+    return join('/sys/fs/cgroup', controllers!, path!);
+  };
+  // cgroup v1 writes "no limit" as the largest page-aligned value; -1 for the quota.
+  const memory = Number(readFileSync(join(dirOf('memory'), 'memory.limit_in_bytes'), 'utf8').trim());
+  return {
+    cpuQuotaUs: Number(readFileSync(join(dirOf('cpu'), 'cpu.cfs_quota_us'), 'utf8').trim()),
+    memoryBytes: memory >= 2 ** 62 ? -1 : memory,
+  };
 }

@@ -23,6 +23,7 @@ import {
   PodWatch,
   adsManifest,
   adsPods,
+  eventsFor,
   getAds,
   hashOf,
   imagePatch,
@@ -41,6 +42,7 @@ import { AdsWatch, canaryOf, conditionStatus, containerStatus } from '../canary/
 import {
   FAKE_NODE_TOLERATION,
   createTaintedFakeNodes,
+  cgroupLimits,
   criContainerPid,
   criContainers,
   criImageId,
@@ -148,6 +150,14 @@ function daemonSet(
       updateStrategy: { type: 'RollingUpdate', rollingUpdate },
     },
   };
+}
+
+/** Changes only the daemon container's resources (a JSON patch: a merge patch would replace the containers list). */
+async function setResources(name: string, value: unknown): Promise<void> {
+  await kubectl([
+    ...['patch', ADS_V1BETA1, name, '-n', TEST_NS, '--type', 'json', '-p'],
+    JSON.stringify([{ op: 'add', path: '/spec/template/spec/containers/0/resources', value }]),
+  ]);
 }
 
 /** Changes only the daemon container's image (a merge patch would replace the containers list). */
@@ -587,6 +597,86 @@ describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_00
       completeEarly,
       [],
       'no status counted the node updated and available before the kubelet reported the image',
+    );
+  });
+
+  test('in-place resize: the kubelet changes the cgroup limits of the running container; same pod, no restart', async () => {
+    // The chart's manager, with its ClusterRole (patch on pods/resize): resources first, then the revision label.
+    const name = 'resize';
+    const manifest = daemonSet(name, daemon.v1, { rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 1 });
+    const container = (manifest.spec.template.spec.containers as Record<string, unknown>[])[0]!;
+    container.resources = { requests: { cpu: '50m', memory: '32Mi' }, limits: { cpu: '200m', memory: '64Mi' } };
+    await apply(manifest);
+    const rolled = await waitRolledOut(TEST_NS, name, 1, 120_000);
+    const [before] = await adsPods(TEST_NS, name);
+    assert.ok(before);
+    const st0 = containerStatus(before, 'daemon')!;
+    const pidOf = async (pod: PodJson) => {
+      const [running] = (await criContainers(c.node, TEST_NS, pod.metadata.name)).filter(
+        (x) => x.state === 'CONTAINER_RUNNING' && x.metadata.name === 'daemon',
+      );
+      return criContainerPid(c.node, running!.id);
+    };
+    const limits0 = cgroupLimits(await pidOf(before));
+    assert.deepEqual(limits0, { cpuQuotaUs: 20_000, memoryBytes: 64 * 2 ** 20 }, 'the cgroup holds the first limits');
+    const resized = { requests: { cpu: '100m', memory: '48Mi' }, limits: { cpu: '300m', memory: '96Mi' } };
+    await setResources(name, resized);
+    const after = await eventually(
+      'the pod takes the new revision once its status reports the new resources',
+      async () => {
+        const [p] = await adsPods(TEST_NS, name);
+        const hash = p?.metadata.labels?.['controller-revision-hash'];
+        return p && hash !== rolled.status?.daemonSetHash && podReady(p) && p;
+      },
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
+    const st1 = containerStatus(after, 'daemon') as typeof st0 & { resources?: unknown };
+    assert.equal(after.metadata.uid, before.metadata.uid, 'the same pod (UID kept)');
+    assert.equal(st1.restartCount, st0.restartCount, 'no container restart');
+    assert.equal(st1.containerID, st0.containerID, 'the same container');
+    assert.deepEqual(st1.resources, resized, 'the kubelet reports the new resources');
+    const limits1 = cgroupLimits(await pidOf(after));
+    assert.deepEqual(limits1, { cpuQuotaUs: 30_000, memoryBytes: 96 * 2 ** 20 }, 'the kernel enforces the new limits');
+    await waitRolledOut(TEST_NS, name, 1, 60_000);
+    process.stderr.write(
+      `✔ real node: resized in place, cgroup cpu quota ${limits0.cpuQuotaUs} -> ${limits1.cpuQuotaUs} us, memory ` +
+        `${limits0.memoryBytes / 2 ** 20} -> ${limits1.memoryBytes / 2 ** 20} MiB, restartCount ${st1.restartCount}, ` +
+        `container ${(st1.containerID ?? '').slice(0, 25)}... kept\n`,
+    );
+  });
+
+  test('in-place resize Infeasible on the real node: the pod is recreated, with the kubelet message in an event', async () => {
+    const name = 'resize';
+    const [before] = await adsPods(TEST_NS, name);
+    assert.ok(before);
+    // More cpu than the node has: the kubelet answers PodResizePending Infeasible.
+    await setResources(name, { requests: { cpu: '64', memory: '48Mi' }, limits: { cpu: '64', memory: '96Mi' } });
+    const event = await eventually(
+      'a ResizeInfeasible event',
+      async () => (await eventsFor(TEST_NS, name)).find((e) => e.reason === 'ResizeInfeasible'),
+      { timeoutMs: 90_000 },
+    );
+    assert.match(
+      event.message ?? '',
+      new RegExp(
+        `^pod ${before.metadata.name} on node ${c.node.name} is recreated: its node cannot fit the new resources: .*cpu`,
+      ),
+    );
+    const replaced = await eventually('the pod recreated: a new pod waits for a node with 64 cpus', async () => {
+      const pods = await adsPods(TEST_NS, name);
+      return (
+        pods.length === 1 &&
+        pods[0]!.metadata.uid !== before.metadata.uid &&
+        pods[0]!.status?.phase === 'Pending' &&
+        pods[0]!
+      );
+    });
+    // Back to what fits: the pending pod is replaced and the rollout completes.
+    await setResources(name, { requests: { cpu: '100m', memory: '48Mi' }, limits: { cpu: '300m', memory: '96Mi' } });
+    await waitRolledOut(TEST_NS, name, 1, 120_000);
+    await kubectl(['delete', ADS_V1BETA1, name, '-n', TEST_NS, '--wait=false']);
+    process.stderr.write(
+      `✔ real node: Infeasible resize recreated ${before.metadata.name} as ${replaced.metadata.name} (Pending); event: ${event.message}\n`,
     );
   });
 
