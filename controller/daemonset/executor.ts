@@ -6,7 +6,7 @@
 import type { DaemonSet } from '../../src/api/types.ts';
 import type { DaemonSetAccess } from './api-version.ts';
 import { kruisePodReadyPatch } from '../../src/daemonset/pods.ts';
-import { IMAGE_PULL_POD_DAEMONSET_UID_LABEL } from '../../src/daemonset/constants.ts';
+import { IMAGE_PULL_POD_DAEMONSET_UID_LABEL, RESIZE_REFUSED_ANNOTATION } from '../../src/daemonset/constants.ts';
 import { slowStartBatches } from '../../src/daemonset/manage.ts';
 import { revisionMatches } from '../../src/daemonset/history.ts';
 import { statusWriteAction } from '../../src/daemonset/status.ts';
@@ -36,7 +36,14 @@ import {
   RESIZE_NOT_POSSIBLE_REASON,
 } from '../../src/daemonset/events.ts';
 import type { AfterManage, InPlaceUpdate, Plan, PodCreate, PodDelete } from '../../src/daemonset/plan-types.ts';
-import { isAbortError, isAlreadyExists, isConflict, isNotFound, WriteRefusedError } from '../../src/k8s/errors.ts';
+import {
+  ApiError,
+  isAbortError,
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  WriteRefusedError,
+} from '../../src/k8s/errors.ts';
 import { resources, type ResourceType } from '../../src/k8s/resources.ts';
 import { type KubeClient } from '../../src/k8s/client.ts';
 import { objectKey, type ControllerRevision, type Pod } from '../../src/k8s/types.ts';
@@ -90,6 +97,9 @@ export interface SyncExecutorOptions {
  * Error lists below hold one entry per request that may have failed; `undefined` is no error (as a nil error in a
  * Go slice handed to utilerrors.NewAggregate), so `errors.push(ignoreNotFound(err))` needs no branch.
  */
+/** What the failure event of a refused resize ends with once the pod is marked for a recreate. */
+const RECREATE_INSTEAD = '; the pod is recreated instead';
+
 export class SyncExecutor {
   /** Pods (namespace/name) whose in-place update failed: not retried before their backoff ends. */
   private readonly inPlaceFailures = new Map<string, InPlaceFailure>();
@@ -346,6 +356,10 @@ export class SyncExecutor {
           outcome = `; restoring its InPlaceUpdateReady condition failed too (${message(revertErr)}), the next sync sets it True`;
         }
       }
+      // The apiserver refused the resize itself (403, 422: the node's allocatable, the QoS class, RBAC): it will
+      // refuse it again, so the pod says so and the planner recreates it instead (inplace.ts, inPlaceStep).
+      if (u.kind === 'resize' && err instanceof ApiError && (err.code === 403 || err.code === 422))
+        outcome = await this.recordResizeRefused(namespace, u, err);
       const now = monotonic();
       const next = nextInPlaceFailure(failed, u.toHash, now);
       for (const [k, f] of this.inPlaceFailures) if (inPlaceFailureExpired(f, now)) this.inPlaceFailures.delete(k);
@@ -354,9 +368,27 @@ export class SyncExecutor {
         ds,
         'Warning',
         FAILED_UPDATE_POD_IN_PLACE_REASON,
-        `failed to update pod ${u.podName} in-place(revision ${ds.metadata.name}-${u.toHash}): ${message(err)}${outcome}; retrying in ${Math.round((next.retryAt - now) / 1000)}s`,
+        `failed to update pod ${u.podName} in-place(revision ${ds.metadata.name}-${u.toHash}): ${message(err)}${outcome}` +
+          (outcome === RECREATE_INSTEAD ? '' : `; retrying in ${Math.round((next.retryAt - now) / 1000)}s`),
       );
       return err;
+    }
+  }
+
+  /** RESIZE_REFUSED_ANNOTATION on the pod; returns what the failure event adds (RECREATE_INSTEAD once marked). */
+  private async recordResizeRefused(namespace: string, u: InPlaceUpdate, err: ApiError): Promise<string> {
+    const value = JSON.stringify({ revision: u.toHash, message: err.status?.message ?? err.message });
+    try {
+      const patched = await this.client.patch<Pod>(
+        resources.pods,
+        { namespace, name: u.podName },
+        { metadata: { annotations: { [RESIZE_REFUSED_ANNOTATION]: value } } },
+        { type: 'merge' },
+      );
+      this.o.podVersions.expect(patched);
+      return RECREATE_INSTEAD;
+    } catch (annotateErr) {
+      return `; marking it for a recreate failed too (${message(annotateErr)})`;
     }
   }
 

@@ -60,6 +60,11 @@ export const IMAGE_PREDOWNLOAD_IGNORED_LABEL = 'apps.kruise.io/image-predownload
  * rollingUpdate.paused, next to it, only stops updates.
  */
 export const ROLLOUT_FROZEN_ANNOTATION = 'advanced-daemonset.io/rollout-frozen';
+/**
+ * On a pod whose pods/resize the apiserver refused (403, 422: e.g. "node didn't have enough allocatable resources"),
+ * JSON {revision, message}: the resize to that revision cannot be made, so the pod is recreated instead (inplace.ts).
+ */
+export const RESIZE_REFUSED_ANNOTATION = 'advanced-daemonset.io/resize-refused';
 
 // Canary (rollingUpdate.canary): our own keys. The controls are annotations on the DaemonSet, so `kubectl annotate`
 // works and the spec stays owned by whoever applies it.

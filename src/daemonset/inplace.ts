@@ -12,6 +12,7 @@ import {
   IN_PLACE_UPDATE_READY,
   INPLACE_UPDATE_STATE_ANNOTATION,
   INPLACE_UPDATE_STATE_ANNOTATION_OLD,
+  RESIZE_REFUSED_ANNOTATION,
 } from './constants.ts';
 import { normalizeRevisionData, revisionHashLabel } from './history.ts';
 import { conditionStatusPatch, podRevisionHash } from './pods.ts';
@@ -197,21 +198,37 @@ export function podRevision(pod: Pod, revisions: readonly ControllerRevision[]):
 export type InPlaceStep =
   | { kind: 'resize' | 'update' | 'finish'; update: InPlaceUpdate; free: boolean }
   | { kind: 'wait'; progress: ResizeProgress; free: true }
+  /** `message` says why: the apiserver refused the pods/resize, or the kubelet found it Infeasible. */
   | { kind: 'infeasible'; message: string; free: false };
 
 export function inPlaceStep(pod: Pod, spec: InPlaceSpec, toHash: string, now: number): InPlaceStep {
   if (spec.resize.length > 0) {
+    const refused = resizeRefused(pod, toHash);
+    if (refused !== undefined) return { kind: 'infeasible', message: `pods/resize refused: ${refused}`, free: false };
     if (!resizeRequested(pod, spec.resize)) {
       const free = !spec.resize.some((c) => c.restartsContainer);
       return { kind: 'resize', update: planResize(pod, spec.resize, toHash), free };
     }
     const progress = resizeProgress(pod);
-    if (progress.state === 'infeasible') return { kind: 'infeasible', message: progress.message, free: false };
+    if (progress.state === 'infeasible')
+      return { kind: 'infeasible', message: `the kubelet reports it Infeasible: ${progress.message}`, free: false };
     if (progress.state !== 'done') return { kind: 'wait', progress, free: true };
   }
   if (spec.images.length > 0 || spec.resize.length === 0)
     return { kind: 'update', update: planInPlaceUpdate(pod, spec, toHash, now), free: false };
   return { kind: 'finish', update: planResizeFinish(pod, spec, toHash, now), free: true };
+}
+
+/** The apiserver's message when it refused the pod's pods/resize to `toHash` (RESIZE_REFUSED_ANNOTATION). */
+function resizeRefused(pod: Pod, toHash: string): string | undefined {
+  const raw = pod.metadata.annotations?.[RESIZE_REFUSED_ANNOTATION];
+  if (!raw) return undefined;
+  try {
+    const r = JSON.parse(raw) as { revision?: unknown; message?: unknown };
+    return r.revision === toHash ? String(r.message ?? '') : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function planResize(pod: Pod, containers: readonly ContainerResize[], toHash: string): InPlaceUpdate {

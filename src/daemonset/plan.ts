@@ -493,7 +493,7 @@ function inPlaceUpdates(
         events.push({
           type: 'Warning',
           reason: RESIZE_INFEASIBLE_REASON,
-          message: `pod ${d.podName} on node ${d.nodeName ?? ''} is recreated: its node cannot fit the new resources: ${step.message}`,
+          message: `pod ${d.podName} on node ${d.nodeName ?? ''} is recreated: its resize cannot be made: ${step.message}`,
         });
       else if (why && why.length > 0)
         events.push({

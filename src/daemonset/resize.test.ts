@@ -300,7 +300,38 @@ describe('planning a resize', () => {
     assert.deepEqual([kinds(recreate), recreate.deletes.length], [[], 1]);
     assert.match(
       recreate.events.find((e) => e.reason === 'ResizeInfeasible')?.message ?? '',
-      /^pod \S+ on node node-\d is recreated: its node cannot fit the new resources: resize Infeasible$/,
+      /^pod \S+ on node node-\d is recreated: its resize cannot be made: the kubelet reports it Infeasible: resize Infeasible$/,
+    );
+  });
+
+  test('a pods/resize the apiserver refused (the executor marks the pod) recreates within maxUnavailable', () => {
+    const c = cluster(true);
+    const before = structuredClone(c.pods);
+    c.updateSpec(withResources(burstable('64')));
+    const resize = c.sync();
+    assert.equal(resize.inPlaceUpdates.length, 3);
+    // The apiserver refused the first (its spec unchanged) and the executor marked it (executor.ts,
+    // recordResizeRefused); the others were accepted and wait for the kubelet.
+    const refused = resize.inPlaceUpdates[0]!;
+    const message = "node didn't have enough allocatable resources: cpu, requested: 64000, allocatable: 2000";
+    c.pods = c.pods.map((p) => {
+      if (p.metadata.name !== refused.podName) return p;
+      const old = before.find((x) => x.metadata.name === p.metadata.name)!;
+      const annotations = {
+        ...p.metadata.annotations,
+        'advanced-daemonset.io/resize-refused': JSON.stringify({ revision: refused.toHash, message }),
+      };
+      return { ...old, metadata: { ...old.metadata, annotations } };
+    });
+    const recreate = c.sync();
+    assert.deepEqual(
+      [recreate.deletes.map((d) => d.podName), kinds(recreate)],
+      [[refused.podName], []],
+      JSON.stringify(recreate.events),
+    );
+    assert.equal(
+      recreate.events.find((e) => e.reason === 'ResizeInfeasible')?.message,
+      `pod ${refused.podName} on node ${refused.nodeName} is recreated: its resize cannot be made: pods/resize refused: ${message}`,
     );
   });
 
