@@ -23,12 +23,13 @@ import { healthPortFlag, logLevelFlag, metricsPortFlag } from '../../src/cli/com
 import { parseFeatureGates, type FeatureGates } from '../../src/cli/feature-gates.ts';
 import { CERT_MODES } from '../../certs/modes.ts';
 import { newServingCertificate } from '../../certs/webhook-config.ts';
+import type { KubeClient } from '../../src/k8s/client.ts';
 import { currentNamespace, loadKubeConfig } from '../../src/k8s/kubeconfig.ts';
 import { startController, type ControllerRunOptions } from '../../controller/run.ts';
 import { enableProcessMetrics, registry } from '../../controller/runtime/metrics.ts';
 import { startMetricsServer, startProbeServer, type RunningServer } from '../../controller/runtime/probes.ts';
 import { delegatingAuthorizer } from '../../controller/runtime/metrics-auth.ts';
-import { startManagedWebhook, type ManagedWebhook } from './webhook-host.ts';
+import { startManagedWebhook, type ManagedWebhook, type ManagedWebhookOptions } from './webhook-host.ts';
 import { limitFlags, prefixed, webhookLimitsOf, webhookPortFlag } from '../../webhook/command.ts';
 
 export const controllerFlags = {
@@ -177,6 +178,53 @@ function controllerRunOptions(
   };
 }
 
+/** The managed webhook's options (cmd/advanced-daemonset/webhook-host.ts) from the webhook's flags. */
+function managedWebhookOptions(
+  w: FlagValues<typeof webhookFlags>,
+  v: FlagValues<typeof controllerFlags>,
+  client: KubeClient,
+  log: Logger,
+): ManagedWebhookOptions {
+  return {
+    certDir: w['cert-dir'],
+    port: w['webhook-port'],
+    host: w['webhook-host'],
+    keepRegistration: w['webhook-keep-registration'],
+    configurationName: w['webhook-configuration-name'],
+    timeoutSeconds: w['webhook-timeout-seconds'],
+    drainMs: w['webhook-drain'],
+    limits: webhookLimitsOf(w, 'webhook-'),
+    certMode: w['cert-mode'],
+    certSecretName: w['cert-secret-name'],
+    serviceName: w['webhook-service-name'],
+    namespace: currentNamespace(loadKubeConfig(v.kubeconfig)),
+    client,
+    logger: log,
+  };
+}
+
+/**
+ * --metrics-secure: a self-signed certificate, as controller-runtime's when no certificate directory is given
+ * (scrapers skip verification, as the chart's ServiceMonitor does, and authenticate with their token: what matters
+ * is the token's privacy), and TokenReview + SubjectAccessReview for each scraper.
+ */
+async function secureMetricsOptions(client: KubeClient, log: Logger) {
+  const { leaf } = await newServingCertificate([hostname(), 'localhost', '127.0.0.1']);
+  return { tls: { cert: leaf.certPem, key: leaf.keyPem }, authorizer: delegatingAuthorizer(client, log) };
+}
+
+/** What ends the process: a signal, the controller stopping, or its leadership lost. */
+function shutdownReason(
+  stop: AbortController,
+  controller: { done: Promise<{ lostLeadership: boolean }> },
+  log: Logger,
+): Promise<'signal' | 'lost-leadership' | 'stopped'> {
+  return Promise.race([
+    onShutdownSignal(stop, log).then(() => 'signal' as const),
+    controller.done.then((d) => (d.lostLeadership ? ('lost-leadership' as const) : ('stopped' as const))),
+  ]);
+}
+
 /** Resolves on the first SIGTERM/SIGINT; aborts `controller` then. */
 function onShutdownSignal(controller: AbortController, log: Logger): Promise<void> {
   return new Promise((resolve) => {
@@ -229,27 +277,7 @@ async function runProcess(
   let draining = false;
   try {
     controller = startController(opts, stop.signal);
-    if (w) {
-      webhook = await startManagedWebhook(
-        {
-          certDir: w['cert-dir'],
-          port: w['webhook-port'],
-          host: w['webhook-host'],
-          keepRegistration: w['webhook-keep-registration'],
-          configurationName: w['webhook-configuration-name'],
-          timeoutSeconds: w['webhook-timeout-seconds'],
-          drainMs: w['webhook-drain'],
-          limits: webhookLimitsOf(w, 'webhook-'),
-          certMode: w['cert-mode'],
-          certSecretName: w['cert-secret-name'],
-          serviceName: w['webhook-service-name'],
-          namespace: currentNamespace(loadKubeConfig(v.kubeconfig)),
-          client: controller.client,
-          logger: log,
-        },
-        stop.signal,
-      );
-    }
+    if (w) webhook = await startManagedWebhook(managedWebhookOptions(w, v, controller.client, log), stop.signal);
     const health = await startProbeServer({
       host: healthAddress.host,
       port: healthAddress.port,
@@ -262,28 +290,14 @@ async function runProcess(
       readyz: () => !draining && (webhook ? webhook.ready() : controller!.synced()),
     });
     servers.push(health);
-    const secureMetrics = v['metrics-secure']
-      ? {
-          // Self-signed, as controller-runtime's when no certificate directory is given: scrapers skip verification
-          // (the chart's ServiceMonitor does) and authenticate with their token; what matters is the token's privacy.
-          tls: await newServingCertificate([hostname(), 'localhost', '127.0.0.1']).then(({ leaf }) => ({
-            cert: leaf.certPem,
-            key: leaf.keyPem,
-          })),
-          authorizer: delegatingAuthorizer(controller.client, log),
-        }
-      : undefined;
+    const secureMetrics = v['metrics-secure'] ? await secureMetricsOptions(controller.client, log) : undefined;
     servers.push(await startMetricsServer(registry, metricsAddress.port, metricsAddress.host, secureMetrics));
     log.info(
       { healthPort: health.port, metricsPort: servers[1]!.port, webhookPort: webhook?.port },
       withWebhook ? 'manager started' : 'controller started',
     );
 
-    const reason = await Promise.race([
-      onShutdownSignal(stop, log).then(() => 'signal' as const),
-      controller.done.then((d) => (d.lostLeadership ? ('lost-leadership' as const) : ('stopped' as const))),
-    ]);
-    if (reason === 'lost-leadership') {
+    if ((await shutdownReason(stop, controller, log)) === 'lost-leadership') {
       // controller-runtime skips the graceful shutdown here (its manager sets gracefulShutdownTimeout to 0 and
       // returns "leader election lost"): in-flight reconciles are not waited for. Their requests were aborted and
       // their writes are refused by the Lease fence; the Deployment restarts this replica as a standby.
