@@ -33,6 +33,18 @@ const restarts = (p: PodJson) => p.status?.containerStatuses?.[0]?.restartCount;
 describe('in-place resource resize on kwok nodes', { timeout: 300_000 }, () => {
   const f = fixture('resize', 6);
   const name = 'resize';
+  /** Samples the pods from now on, checking maxUnavailable 1 (the DaemonSet is rolled out). */
+  const armedSampler = async () => {
+    const sampler = await Sampler.start({
+      namespace: f.ns,
+      name,
+      nodeSelector: `e2e-group=${f.group}`,
+      maxUnavailable: 1,
+      maxPodsPerNode: 1,
+    });
+    sampler.arm();
+    return sampler;
+  };
 
   test('(a) cpu and memory only: every pod resized in place at once, UIDs kept, no restart, none unavailable', async () => {
     const { hash: v1, pods: initial } = await rolledOutDaemonSet(f, name, {
@@ -47,14 +59,7 @@ describe('in-place resource resize on kwok nodes', { timeout: 300_000 }, () => {
         spec.containers[0]!.resources = burstable('100m');
       },
     });
-    const sampler = await Sampler.start({
-      namespace: f.ns,
-      name,
-      nodeSelector: `e2e-group=${f.group}`,
-      maxUnavailable: 1,
-      maxPodsPerNode: 1,
-    });
-    sampler.arm();
+    const sampler = await armedSampler();
     const started = Date.now();
     await patchAds(f.ns, name, resourcesPatch(burstable('250m', '96Mi')));
     const v2 = (await waitNewRevision(f.ns, name, v1)).status!.daemonSetHash!;
@@ -84,14 +89,7 @@ describe('in-place resource resize on kwok nodes', { timeout: 300_000 }, () => {
   test('(b) a QoS class change recreates the pods within maxUnavailable, saying why with the field path', async () => {
     const before = new Map((await adsPods(f.ns, name)).map((p) => [p.spec.nodeName ?? '', p]));
     const v2 = before.values().next().value!.metadata.labels!['controller-revision-hash']!;
-    const sampler = await Sampler.start({
-      namespace: f.ns,
-      name,
-      nodeSelector: `e2e-group=${f.group}`,
-      maxUnavailable: 1,
-      maxPodsPerNode: 1,
-    });
-    sampler.arm();
+    const sampler = await armedSampler();
     // Requests equal to limits for cpu and memory: Burstable becomes Guaranteed.
     const guaranteed = { requests: { cpu: '250m', memory: '96Mi' }, limits: { cpu: '250m', memory: '96Mi' } };
     await patchAds(f.ns, name, resourcesPatch(guaranteed));

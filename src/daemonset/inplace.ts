@@ -231,15 +231,20 @@ function resizeRefused(pod: Pod, toHash: string): string | undefined {
   }
 }
 
-function planResize(pod: Pod, containers: readonly ContainerResize[], toHash: string): InPlaceUpdate {
+/** An in-place update of `pod` to `toHash` that writes `patch` only (no readiness flip). */
+function podWrite(pod: Pod, toHash: string, kind: 'resize' | 'finish', patch: unknown): InPlaceUpdate {
   return {
     podName: pod.metadata.name ?? '',
     nodeName: pod.spec.nodeName,
     fromHash: podRevisionHash(pod),
     toHash,
-    kind: 'resize',
-    patch: resizePatch(containers),
+    kind,
+    patch,
   };
+}
+
+function planResize(pod: Pod, containers: readonly ContainerResize[], toHash: string): InPlaceUpdate {
+  return podWrite(pod, toHash, 'resize', resizePatch(containers));
 }
 
 /** A resize is done: the pod takes the revision (hash label, template metadata, the update's state), Ready kept. */
@@ -250,19 +255,12 @@ function planResizeFinish(pod: Pod, spec: InPlaceSpec, toHash: string, now: numb
     lastContainerStatuses: {},
     updateImages: false,
   };
-  return {
-    podName: pod.metadata.name ?? '',
-    nodeName: pod.spec.nodeName,
-    fromHash: podRevisionHash(pod),
-    toHash,
-    kind: 'finish',
-    patch: {
-      metadata: {
-        labels: { ...spec.labels, [CONTROLLER_REVISION_HASH_LABEL]: toHash },
-        annotations: { ...spec.annotations, [INPLACE_UPDATE_STATE_ANNOTATION]: JSON.stringify(state) },
-      },
+  return podWrite(pod, toHash, 'finish', {
+    metadata: {
+      labels: { ...spec.labels, [CONTROLLER_REVISION_HASH_LABEL]: toHash },
+      annotations: { ...spec.annotations, [INPLACE_UPDATE_STATE_ANNOTATION]: JSON.stringify(state) },
     },
-  };
+  });
 }
 
 /**

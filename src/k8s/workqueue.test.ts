@@ -5,6 +5,7 @@ import {
   defaultControllerRateLimiter,
   ItemExponentialFailureRateLimiter,
   MaxOfRateLimiter,
+  NO_WORKQUEUE_METRICS,
   setWorkQueueMetricsProvider,
   WorkQueue,
   type InProgressSource,
@@ -145,14 +146,7 @@ describe('WorkQueue', () => {
         'depth m 1',
       ]);
     } finally {
-      setWorkQueueMetricsProvider({
-        add() {},
-        depth() {},
-        queueDuration() {},
-        workDuration() {},
-        retry() {},
-        inProgress: () => () => {},
-      });
+      setWorkQueueMetricsProvider(NO_WORKQUEUE_METRICS);
     }
   });
 });

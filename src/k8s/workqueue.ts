@@ -34,7 +34,8 @@ export interface WorkQueueMetricsProvider {
   inProgress(source: InProgressSource): () => void;
 }
 
-const noMetrics: WorkQueueMetricsProvider = {
+/** Reports nothing: the provider until one is set (setWorkQueueMetricsProvider). */
+export const NO_WORKQUEUE_METRICS: WorkQueueMetricsProvider = {
   add() {},
   depth() {},
   queueDuration() {},
@@ -42,7 +43,7 @@ const noMetrics: WorkQueueMetricsProvider = {
   retry() {},
   inProgress: () => () => {},
 };
-let metricsProvider = noMetrics;
+let metricsProvider = NO_WORKQUEUE_METRICS;
 
 /** Sets the provider of queues made from now on (client-go's workqueue.SetProvider). */
 export function setWorkQueueMetricsProvider(provider: WorkQueueMetricsProvider): void {
