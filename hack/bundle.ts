@@ -65,16 +65,6 @@ export const NODE_RUNTIME_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA
 export const ADMISSION_WORKER_ENTRY = 'webhook/admission-worker.ts';
 
 /**
- * The worker threads a bundle may start, each built beside it when the bundle includes the module that starts it:
- * [that module, the worker's entry, its file beside the bundle]. The certificate thread (src/pki/pki.ts) keeps
- * @peculiar/x509 out of the main thread's heap.
- */
-const WORKERS: readonly (readonly [string, string, string])[] = [
-  ['webhook/pool.ts', ADMISSION_WORKER_ENTRY, 'admission-worker.mjs'],
-  ['src/pki/pki.ts', 'src/pki/pki-worker.ts', 'pki-worker.mjs'],
-];
-
-/**
  * The dashboard's page script (`kubectl ads dashboard`, plugin/dashboard/assets.ts): a bundle that includes the
  * dashboard gets it beside itself as dashboard-ui/app.js (preact, htm and the stylesheet inside), where the dashboard
  * looks for it, so the packed plugin needs neither esbuild nor preact at run time.
@@ -109,10 +99,9 @@ export async function bundle(entry: string, outfile: string): Promise<Metafile> 
     });
   const result = await esbuild(entry, outfile);
   asciiOnly(outfile);
-  for (const [module, entry, file] of WORKERS) {
-    if (!(module in result.metafile.inputs)) continue;
-    const worker = join(dirname(outfile), file);
-    await esbuild(entry, worker);
+  if ('webhook/pool.ts' in result.metafile.inputs) {
+    const worker = join(dirname(outfile), 'admission-worker.mjs');
+    await esbuild(ADMISSION_WORKER_ENTRY, worker);
     asciiOnly(worker);
   }
   if (DASHBOARD_ASSETS in result.metafile.inputs) await bundleDashboardUi(dirname(outfile));

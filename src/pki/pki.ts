@@ -2,25 +2,45 @@
 // (https://github.com/PeculiarVentures/x509) on Node's WebCrypto. ECDSA P-256 keys: fast to generate and accepted
 // everywhere we use them (kube-apiserver serving/client certs, service-account signing, webhook serving).
 //
-// The library runs in a worker thread (pki-worker.ts, x509.ts), started when a certificate is made and ended once
-// none has been asked for POOL_IDLE_MS: imported on the main thread, its ASN.1 schemas, tsyringe and
-// reflect-metadata would stay in the heap for as long as the process runs (bench/history.md, "The code the manager
-// loads"). Measured on the bundle (dist/main.mjs on Node 24, after two full collections): `certs --out DIR --host
-// 127.0.0.1`, which makes a CA and a leaf, held 13.4 MiB of heap with the hand-written DER and 16.9 MiB with the
-// library imported in process; and the manager at 1,000 nodes (bench/README.md, section 6), which makes its
-// serving certificate at start, 4 MiB more RSS.
+// The library is imported when a certificate is made, not with this module: its ASN.1 schemas, tsyringe and
+// reflect-metadata stay in the heap for as long as the process runs (bench/history.md, "The code the manager
+// loads"), and a manager whose certificate is already in its Secret or cert dir makes none. Measured on the bundle
+// (dist/main.mjs on Node 24, after two full collections): `--help` holds 13.3 MiB of heap with the hand-written
+// DER and with the library; `certs --out DIR --host 127.0.0.1`, which makes a CA and a leaf, 13.4 MiB before and
+// 16.9 MiB after: the library's share, for the life of a process that made a certificate (the manager at 1,000
+// nodes, bench/README.md section 6: 105 MiB of RSS cached against 101 MiB). Running it on a worker thread that ended
+// when idle was worse: the thread's isolate counts while it runs and its memory is not all returned (123 MiB peak,
+// 108 MiB cached).
 // src/pki/pki.test.ts reads every field back with Node's X509Certificate, and every control plane the tests start
 // (etcd, kube-apiserver and the rest, whose Go x509 parser rejects any DER that is not minimal) runs on these
 // certificates.
-import { createPrivateKey, generateKeyPairSync, type KeyObject, type webcrypto } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, webcrypto, type KeyObject } from 'node:crypto';
 import { chmodSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
-import type { PkiOperation, PKI_OPERATIONS } from './pki-worker.ts';
-export { ipAddressBytes } from './ip.ts';
-import type { KeyPairPem, LeafOptions } from './x509.ts';
-export type { KeyPairPem, LeafOptions } from './x509.ts';
+import { isIPv4, isIPv6 } from 'node:net';
+// Types only (erased): the module itself is imported by x509() below.
+import type * as X509Module from '@peculiar/x509';
+
+type X509 = typeof X509Module;
+
+let library: Promise<X509> | undefined;
+
+/** @peculiar/x509, imported at the first certificate made (the header says why), on Node's WebCrypto. */
+function x509(): Promise<X509> {
+  library ??= import('@peculiar/x509').then((lib) => {
+    lib.cryptoProvider.set(webcrypto as unknown as Parameters<X509['cryptoProvider']['set']>[0]);
+    return lib;
+  });
+  return library;
+}
+
+const keyAlgorithm = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+const signingAlgorithm = { name: 'ECDSA', hash: 'SHA-256' } as const;
+const dayMs = 24 * 3600 * 1000;
+
+export interface KeyPairPem {
+  certPem: string;
+  keyPem: string;
+}
 
 export interface CertificateAuthority extends KeyPairPem {
   /** The CA certificate's subject as DER: a leaf's issuer must be these bytes exactly (Go's x509 chains by them). */
@@ -30,88 +50,164 @@ export interface CertificateAuthority extends KeyPairPem {
   signingKey: webcrypto.CryptoKey;
 }
 
+export interface LeafOptions {
+  commonName: string;
+  /** Subject O= entries; for client certs these are the Kubernetes groups (e.g. system:masters). */
+  organizations?: string[];
+  dnsNames?: string[];
+  ipAddresses?: string[];
+  usage: 'server' | 'client' | 'server-client';
+  validityDays?: number;
+  /** Start of validity; defaults to one hour ago to tolerate clock skew. */
+  now?: Date;
+}
+
 /**
- * The worker's entry beside this module: src/pki/pki-worker.ts when run from source (tsx, which worker threads
- * inherit through execArgv), pki-worker.mjs beside the bundle (hack/bundle.ts builds it next to every bundle that
- * includes this module).
+ * CN first, then one O= per organization, each in an RDN of its own, as `CN=a, O=b` reads; UTF8String as RFC 5280
+ * (section 4.1.2.6) asks of new certificates, and as CAs already in Secrets were written.
  */
-const here = fileURLToPath(import.meta.url);
-export const PKI_WORKER_FILE = join(dirname(here), here.endsWith('.ts') ? 'pki-worker.ts' : 'pki-worker.mjs');
-
-/** The worker ends after this long without a request; a burst of certificates (a cluster's PKI) shares one. */
-const POOL_IDLE_MS = 2_000;
-
-interface PkiThread {
-  worker: Worker;
-  pending: Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>;
-  idle?: NodeJS.Timeout;
-}
-let thread: PkiThread | undefined;
-let nextId = 0;
-
-function startThread(): PkiThread {
-  const t: PkiThread = { worker: new Worker(PKI_WORKER_FILE), pending: new Map() };
-  const fail = (err: Error) => {
-    for (const p of t.pending.values()) p.reject(err);
-    t.pending.clear();
-    if (thread === t) thread = undefined;
-  };
-  t.worker.on('message', (m: { id: number; result?: unknown; error?: string }) => {
-    const p = t.pending.get(m.id);
-    t.pending.delete(m.id);
-    if (m.error !== undefined) p?.reject(new Error(m.error));
-    else p?.resolve(m.result);
-    if (t.pending.size > 0) return;
-    // Idle: the process may exit meanwhile, and the thread ends after POOL_IDLE_MS.
-    t.worker.unref();
-    t.idle = setTimeout(() => {
-      if (thread === t) thread = undefined;
-      void t.worker.terminate();
-    }, POOL_IDLE_MS).unref();
-  });
-  t.worker.on('error', fail);
-  t.worker.on('exit', (code) => fail(new Error(`certificate: the certificate thread exited (code ${code})`)));
-  return t;
+function name(lib: X509, commonName: string, organizations: string[] = []): InstanceType<X509['Name']> {
+  return new lib.Name([
+    { CN: [{ utf8String: commonName }] },
+    ...organizations.map((o) => ({ O: [{ utf8String: o }] })),
+  ]);
 }
 
-/** Runs one certificate operation on the worker thread. */
-function inThread<K extends PkiOperation>(
-  op: K,
-  ...args: Parameters<(typeof PKI_OPERATIONS)[K]>
-): ReturnType<(typeof PKI_OPERATIONS)[K]> {
-  const t = (thread ??= startThread());
-  clearTimeout(t.idle);
-  t.worker.ref();
-  const id = nextId++;
-  return new Promise<unknown>((resolve, reject) => {
-    t.pending.set(id, { resolve, reject });
-    t.worker.postMessage({ id, op, args });
-  }) as ReturnType<(typeof PKI_OPERATIONS)[K]>;
+/** To the second: DER times have no fraction (RFC 5280, section 4.1.2.5); one hour back for clock skew. */
+function validity(now: Date | undefined, days: number): { notBefore: Date; notAfter: Date } {
+  const start = Math.floor(((now ?? new Date()).getTime() - 3600 * 1000) / 1000) * 1000;
+  return { notBefore: new Date(start), notAfter: new Date(start + days * dayMs) };
 }
 
-const keyAlgorithm = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+/**
+ * A random positive 16-byte serial (RFC 5280, section 4.1.2.2), in hex: the top bit clear, the next one set, so it
+ * is positive and its DER keeps all 16 bytes.
+ */
+function serialNumber(): string {
+  const b = webcrypto.getRandomValues(new Uint8Array(16));
+  b[0] = (b[0]! & 0x7f) | 0x40;
+  return Buffer.from(b).toString('hex');
+}
 
-/** The CA's key as the CryptoKey callers sign with (node:crypto alone). */
-function signingKeyOf(keyPem: string): webcrypto.CryptoKey {
-  const key = createPrivateKey(keyPem);
-  if (key.asymmetricKeyType !== 'ec') throw new Error('certificate: the CA key must be an ECDSA P-256 key');
-  return key.toCryptoKey(keyAlgorithm, false, ['sign']);
+async function newKeys(): Promise<webcrypto.CryptoKeyPair> {
+  return (await webcrypto.subtle.generateKey(keyAlgorithm, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+}
+
+async function privateKeyPem(key: webcrypto.CryptoKey): Promise<string> {
+  const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', key));
+  return createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }).export({
+    type: 'pkcs8',
+    format: 'pem',
+  }) as string;
 }
 
 export async function createCA(commonName: string, validityDays = 3650, now?: Date): Promise<CertificateAuthority> {
-  const ca = await inThread('generateCA', commonName, validityDays, now);
-  return { ...ca, subject: Buffer.from(ca.subject), keyId: Buffer.from(ca.keyId), signingKey: signingKeyOf(ca.keyPem) };
+  const lib = await x509();
+  const keys = await newKeys();
+  const ski = await lib.SubjectKeyIdentifierExtension.create(keys.publicKey);
+  const cert = await lib.X509CertificateGenerator.createSelfSigned({
+    serialNumber: serialNumber(),
+    name: name(lib, commonName),
+    keys,
+    signingAlgorithm,
+    ...validity(now, validityDays),
+    extensions: [
+      new lib.BasicConstraintsExtension(true, undefined, true),
+      new lib.KeyUsagesExtension(lib.KeyUsageFlags.keyCertSign | lib.KeyUsageFlags.cRLSign, true),
+      ski,
+    ],
+  });
+  return {
+    certPem: cert.toString('pem'),
+    keyPem: await privateKeyPem(keys.privateKey),
+    subject: Buffer.from(cert.subjectName.toArrayBuffer()),
+    keyId: Buffer.from(ski.keyId, 'hex'),
+    signingKey: keys.privateKey,
+  };
 }
 
-/** Loads a CA written earlier by createCA, to sign more leaves with it. */
+/**
+ * Loads a CA written earlier by createCA (this one, or an earlier version, which wrote the same fields), to sign
+ * more leaves with it: its subject as encoded, and its subject key identifier (or, if it has none, one computed
+ * from its key as createCA does).
+ */
 export async function loadCA(certPem: string, keyPem: string): Promise<CertificateAuthority> {
-  const signingKey = signingKeyOf(keyPem);
-  const { subject, keyId } = await inThread('readCA', certPem);
-  return { certPem, keyPem, subject: Buffer.from(subject), keyId: Buffer.from(keyId), signingKey };
+  const lib = await x509();
+  const cert = new lib.X509Certificate(certPem);
+  const keyId =
+    cert.getExtension(lib.SubjectKeyIdentifierExtension)?.keyId ??
+    (await lib.SubjectKeyIdentifierExtension.create(await cert.publicKey.export())).keyId;
+  const key = createPrivateKey(keyPem);
+  if (key.asymmetricKeyType !== 'ec') throw new Error('certificate: the CA key must be an ECDSA P-256 key');
+  return {
+    certPem,
+    keyPem,
+    subject: Buffer.from(cert.subjectName.toArrayBuffer()),
+    keyId: Buffer.from(keyId, 'hex'),
+    signingKey: key.toCryptoKey(keyAlgorithm, false, ['sign']),
+  };
 }
 
-export function createLeaf(ca: CertificateAuthority, opts: LeafOptions): Promise<KeyPairPem> {
-  return inThread('generateLeaf', { keyPem: ca.keyPem, subject: ca.subject, keyId: ca.keyId }, opts);
+export async function createLeaf(ca: CertificateAuthority, opts: LeafOptions): Promise<KeyPairPem> {
+  const lib = await x509();
+  const keys = await newKeys();
+  const ekus: string[] = [];
+  if (opts.usage !== 'client') ekus.push(lib.ExtendedKeyUsage.serverAuth);
+  if (opts.usage !== 'server') ekus.push(lib.ExtendedKeyUsage.clientAuth);
+  const sans = [
+    ...(opts.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })),
+    ...(opts.ipAddresses ?? []).map((ip) => ({ type: 'ip' as const, value: ipText(ip) })),
+  ];
+  const extensions: InstanceType<X509['Extension']>[] = [
+    new lib.BasicConstraintsExtension(false, undefined, true),
+    new lib.KeyUsagesExtension(lib.KeyUsageFlags.digitalSignature | lib.KeyUsageFlags.keyEncipherment, true),
+    new lib.ExtendedKeyUsageExtension(ekus),
+    new lib.AuthorityKeyIdentifierExtension(ca.keyId.toString('hex')),
+  ];
+  if (sans.length > 0) extensions.push(new lib.SubjectAlternativeNameExtension(sans));
+  const cert = await lib.X509CertificateGenerator.create({
+    serialNumber: serialNumber(),
+    subject: name(lib, opts.commonName, opts.organizations),
+    issuer: new lib.Name(ca.subject),
+    publicKey: keys.publicKey,
+    signingKey: ca.signingKey,
+    signingAlgorithm,
+    ...validity(opts.now, opts.validityDays ?? 365),
+    extensions,
+  });
+  return { certPem: cert.toString('pem'), keyPem: await privateKeyPem(keys.privateKey) };
+}
+
+/** An IPv4 or IPv6 address as the 4 or 16 bytes of a subject alternative name (RFC 5280, section 4.2.1.6). */
+export function ipAddressBytes(ip: string): Buffer {
+  if (isIPv4(ip)) return Buffer.from(ip.split('.').map(Number));
+  if (!isIPv6(ip)) throw new Error(`certificate: ${JSON.stringify(ip)} is not an IP address`);
+  let text = ip;
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (v4) {
+    const [a, b, c, d] = v4[1]!.split('.').map(Number) as [number, number, number, number];
+    text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split('::') as [string, string | undefined];
+  const groups = (s: string | undefined) => (s ? s.split(':') : []);
+  const left = groups(head);
+  const right = groups(tail);
+  const all =
+    tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  const out = Buffer.alloc(16);
+  all.forEach((g, i) => out.writeUInt16BE(parseInt(g, 16), i * 2));
+  return out;
+}
+
+/**
+ * An IP address as the library's parser reads it right: dotted IPv4, or IPv6 as eight hexadecimal groups. It reads
+ * the groups of an IPv6 address with parseInt(group, 16), so an embedded IPv4 (`::ffff:10.0.0.1`) would come out
+ * wrong (parseIPv6 in @peculiar/asn1-x509's ip_converter.js).
+ */
+function ipText(ip: string): string {
+  const bytes = ipAddressBytes(ip);
+  if (bytes.length === 4) return [...bytes].join('.');
+  return Array.from({ length: 8 }, (_, i) => bytes.readUInt16BE(i * 2).toString(16)).join(':');
 }
 
 /** A bare key pair (PEM), e.g. for service-account token signing: node:crypto alone, no certificate library. */
