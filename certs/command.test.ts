@@ -1,11 +1,18 @@
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { chmodSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, statSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UserError } from '../src/cli/command.ts';
 import { certsCommand, validHost } from './command.ts';
+
+/** A directory under the system's temporary one, removed when this file's tests are done. */
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 describe('validHost', () => {
   const cases: { host: string; ok: boolean }[] = [
@@ -24,7 +31,7 @@ describe('validHost', () => {
 
 describe('advanced-daemonset certs', () => {
   test('writes a CA and a serving certificate it signed, for every host; keys private', async () => {
-    const out = join(mkdtempSync(join(tmpdir(), 'ads-certs-')), 'out');
+    const out = join(tempDir('ads-certs-'), 'out');
     const write = () => certsCommand.run(['--out', out, '--host', '127.0.0.1', '--host', 'ads.ns.svc', '--days', '30']);
     const quiet = console.log;
     console.log = () => {};
@@ -51,7 +58,7 @@ describe('advanced-daemonset certs', () => {
   });
 
   test('--force overwrites files that were readable by others and leaves keys at 0600, certificates at 0644', async () => {
-    const out = mkdtempSync(join(tmpdir(), 'ads-certs-force-'));
+    const out = tempDir('ads-certs-force-');
     const run = (...extra: string[]) => certsCommand.run(['--out', out, '--host', '127.0.0.1', ...extra]);
     const quiet = console.log;
     console.log = () => {};

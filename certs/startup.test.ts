@@ -1,14 +1,21 @@
 // The webhook's start-up decision (certs/startup.ts): serve the cert dir's certificate at once,
 // make a new one locally, or wait for the bootstrap. The behaviour with the apiserver down is
 // shown in controller/webhook-host.test.ts and e2e/webhook/apiserver-down.e2e.ts.
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { issueMaterial, servingDnsNames, startupRetryDelayMs, writeCertDir } from './bootstrap.ts';
 import { newServingCertificate } from './webhook-config.ts';
 import { assessServingFiles, planWebhookStartup, readServingFiles, type ServingFiles } from './startup.ts';
+
+/** A directory under the system's temporary one, removed when this file's tests are done. */
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 const day = 24 * 3600 * 1000;
 const names = servingDnsNames('ads-webhook', 'kruise-system');
@@ -171,7 +178,7 @@ describe('webhook start-up plan', () => {
   });
 
   test('readServingFiles reads what writeCertDir wrote, and empty strings for a missing dir', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ads-startup-'));
+    const dir = tempDir('ads-startup-');
     assert.deepEqual(readServingFiles(join(dir, 'missing')), none);
     const m = await issueMaterial({ certPem: '', keyPem: '', caBundlePem: '', caKeyPem: '' }, 'renew-ca', {
       dnsNames: names,

@@ -1,11 +1,18 @@
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crdConversion, ensureLocalServingCertificate, webhookConfigurations } from './webhook-config.ts';
 import { assertDaemonSetWebhookPolicy } from './testing/webhook-policy.ts';
+
+/** A directory under the system's temporary one, removed when this file's tests are done. */
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 describe('webhook configurations', () => {
   test('url endpoints get the path appended, scoped to apps.kruise.io daemonsets, failing closed', () => {
@@ -67,7 +74,7 @@ describe('CRD conversion webhook', () => {
 
 describe('local serving certificate', () => {
   test('is written once, valid for the hosts, reused while fresh and renewed near expiry', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ads-certs-'));
+    const dir = tempDir('ads-certs-');
     const first = await ensureLocalServingCertificate(dir, ['127.0.0.1', 'localhost']);
     const cert = new X509Certificate(readFileSync(join(dir, 'tls.crt')));
     assert.equal(cert.checkIP('127.0.0.1'), '127.0.0.1');

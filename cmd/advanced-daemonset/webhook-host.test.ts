@@ -1,10 +1,10 @@
 // The self-signed webhook starting while the apiserver is unreachable, against the in-process
 // fake apiserver (stopped, then started on the same port: a refused connection on demand). The
 // webhook-host mode is shown against a real control plane in e2e/webhook/apiserver-down.e2e.ts.
-import { afterEach, describe, test } from 'node:test';
+import { after, afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
@@ -15,6 +15,13 @@ import type { KubeObject } from '../../src/k8s/types.ts';
 import { FakeApiServer, startForSuite } from '../../src/k8s/testing/fake-apiserver.ts';
 import { startManagedWebhook, type ManagedWebhook } from './webhook-host.ts';
 import { sleep, until } from '../../src/testing/wait.ts';
+
+/** A directory under the system's temporary one, removed when this file's tests are done. */
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 const NS = 'kruise-system';
 const SERVICE = 'ads-webhook';
@@ -110,7 +117,7 @@ describe('self-signed webhook start-up with the apiserver unreachable', () => {
       dnsNames: servingDnsNames(SERVICE, NS),
       now: new Date(),
     });
-    const dir = mkdtempSync(join(tmpdir(), 'ads-webhook-host-'));
+    const dir = tempDir('ads-webhook-host-');
     writeCertDir(dir, material); // what an earlier run left
     server.upsert(SECRETS, {
       apiVersion: 'v1',
@@ -163,7 +170,7 @@ describe('self-signed webhook start-up with the apiserver unreachable', () => {
   test('with no certificate at all it keeps retrying, not ready, and serves once the bootstrap got one', async () => {
     server.removeSilently(SECRETS, NS, SECRET);
     await server.stop();
-    const dir = mkdtempSync(join(tmpdir(), 'ads-webhook-host-'));
+    const dir = tempDir('ads-webhook-host-');
     webhook = await start(dir);
     assert.equal(webhook.ready(), false);
     await until('a few retries', () => retries() >= 3);
@@ -182,7 +189,7 @@ describe('self-signed webhook start-up with the apiserver unreachable', () => {
 
   test('stopping before the bootstrap completes ends the retries', async () => {
     await server.stop();
-    const dir = mkdtempSync(join(tmpdir(), 'ads-webhook-host-'));
+    const dir = tempDir('ads-webhook-host-');
     webhook = await start(dir);
     await until('a retry', () => retries() >= 1);
     await webhook.stop();

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -10,7 +10,9 @@ test('isMainModule: the started script, through a symlink too; another module or
   const saved = process.argv[1];
   t.after(() => (process.argv[1] = saved as string));
   const self = import.meta.filename;
-  const link = join(mkdtempSync(join(tmpdir(), 'main-module-')), 'link.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'main-module-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const link = join(dir, 'link.ts');
   symlinkSync(self, link);
   const rows: [string | undefined, boolean][] = [
     [self, true],
