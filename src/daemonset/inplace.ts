@@ -196,7 +196,8 @@ export function podRevision(pod: Pod, revisions: readonly ControllerRevision[]):
  * with both (https://github.com/kubernetes/kubernetes/issues/127356). Without containers to resize: 'update'.
  */
 export type InPlaceStep =
-  | { kind: 'resize' | 'update' | 'finish'; update: InPlaceUpdate; free: boolean }
+  /** `update` builds the write: only for the pods this sync updates, not for every pod asked whether it is free. */
+  | { kind: 'resize' | 'update' | 'finish'; update: () => InPlaceUpdate; free: boolean }
   | { kind: 'wait'; progress: ResizeProgress; free: true }
   /** `message` says why: the apiserver refused the pods/resize, or the kubelet found it Infeasible. */
   | { kind: 'infeasible'; message: string; free: false };
@@ -207,7 +208,7 @@ export function inPlaceStep(pod: Pod, spec: InPlaceSpec, toHash: string, now: nu
     if (refused !== undefined) return { kind: 'infeasible', message: `pods/resize refused: ${refused}`, free: false };
     if (!resizeRequested(pod, spec.resize)) {
       const free = !spec.resize.some((c) => c.restartsContainer);
-      return { kind: 'resize', update: planResize(pod, spec.resize, toHash), free };
+      return { kind: 'resize', update: () => planResize(pod, spec.resize, toHash), free };
     }
     const progress = resizeProgress(pod);
     if (progress.state === 'infeasible')
@@ -215,8 +216,8 @@ export function inPlaceStep(pod: Pod, spec: InPlaceSpec, toHash: string, now: nu
     if (progress.state !== 'done') return { kind: 'wait', progress, free: true };
   }
   if (spec.images.length > 0 || spec.resize.length === 0)
-    return { kind: 'update', update: planInPlaceUpdate(pod, spec, toHash, now), free: false };
-  return { kind: 'finish', update: planResizeFinish(pod, spec, toHash, now), free: true };
+    return { kind: 'update', update: () => planInPlaceUpdate(pod, spec, toHash, now), free: false };
+  return { kind: 'finish', update: () => planResizeFinish(pod, spec, toHash, now), free: true };
 }
 
 /** The apiserver's message when it refused the pod's pods/resize to `toHash` (RESIZE_REFUSED_ANNOTATION). */

@@ -418,7 +418,8 @@ function rollingUpdateStage(
   const none: RollingUpdatePart = { creates: [], deletes: [], podPatches: [], inPlaceUpdates: [], events: [] };
   if (!isRollingUpdate(ds) || isDaemonSetPaused(ds)) return none;
   const inPlace = isInPlaceIfPossible(ds) ? inPlaceSteps(ctx, history) : undefined;
-  const ru = rollingUpdate(ctx, inPlace?.free);
+  // Without resize no update is free: the rolling update then asks nothing of the in-place steps.
+  const ru = rollingUpdate(ctx, ctx.opts.inPlaceResize === true ? inPlace?.free : undefined);
   if (ru.error)
     return { ...none, events: [{ type: 'Warning', reason: INVALID_ROLLING_UPDATE_REASON, message: ru.error }] };
   const skip = (nodeName: string | undefined) => nodeName !== undefined && skipNodes.has(nodeName);
@@ -501,7 +502,7 @@ function inPlaceUpdates(
           reason: RESIZE_NOT_POSSIBLE_REASON,
           message: `pod ${d.podName} on node ${d.nodeName ?? ''} is recreated: ${why.join('; ')}`,
         });
-    } else if (step.kind !== 'wait' && updates.length < burst) updates.push(step.update);
+    } else if (step.kind !== 'wait' && updates.length < burst) updates.push(step.update());
   }
   return { updates, rest, events };
 }

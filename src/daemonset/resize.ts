@@ -8,7 +8,7 @@
 // resource name (a GPU, ephemeral-storage, hugepages), a request or limit added or removed, or a change of the pod's
 // QoS class recreates the pod, because the apiserver refuses them on pods/resize (ValidatePodResize in
 // https://github.com/kubernetes/kubernetes/blob/master/pkg/apis/core/validation/validation.go).
-import { compareQuantity, parseQuantity, type Quantity } from '../api/quantity.ts';
+import { compareQuantity, parseQuantity, quantityFromJSON, type Quantity } from '../api/quantity.ts';
 import type { Container, Pod, PodSpec } from '../k8s/types.ts';
 
 /** The resources a pods/resize may change. */
@@ -54,12 +54,8 @@ export function podResources(c: Container | undefined): ResourceRequirements {
 }
 
 const quantity = (s: string | undefined): Quantity | undefined => {
-  if (s === undefined) return undefined;
-  try {
-    return parseQuantity(String(s));
-  } catch {
-    return undefined;
-  }
+  const q = s === undefined ? undefined : quantityFromJSON(s);
+  return typeof q === 'string' ? undefined : q;
 };
 
 /** Whether two quantities are the same amount ("1" and "1000m" are); an unparsable one equals only its own text. */
