@@ -1,10 +1,9 @@
 // The pure parts of the self-signed certificate mode. The apiserver side (Secret races,
 // caBundle injection, RBAC) is proven in e2e/helm/cert-bootstrap.e2e.ts.
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { lstatSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, statSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { lstatSync, readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   assessMaterial,
@@ -23,13 +22,7 @@ import {
   type CertificateMaterial,
 } from './bootstrap.ts';
 import type { KubeObject } from '../src/k8s/types.ts';
-
-/** A directory under the system's temporary one, removed when this file's tests are done. */
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { tempDir } from '../src/testing/temp-dir.ts';
 
 const day = 24 * 3600 * 1000;
 const names = servingDnsNames('ads-webhook', 'kruise-system');

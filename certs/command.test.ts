@@ -1,18 +1,11 @@
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { chmodSync, mkdtempSync, readFileSync, statSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserError } from '../src/cli/command.ts';
 import { certsCommand, validHost } from './command.ts';
-
-/** A directory under the system's temporary one, removed when this file's tests are done. */
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { tempDir } from '../src/testing/temp-dir.ts';
 
 describe('validHost', () => {
   const cases: { host: string; ok: boolean }[] = [

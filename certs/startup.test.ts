@@ -1,21 +1,13 @@
 // The webhook's start-up decision (certs/startup.ts): serve the cert dir's certificate at once,
 // make a new one locally, or wait for the bootstrap. The behaviour with the apiserver down is
 // shown in controller/webhook-host.test.ts and e2e/webhook/apiserver-down.e2e.ts.
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { issueMaterial, servingDnsNames, startupRetryDelayMs, writeCertDir } from './bootstrap.ts';
 import { newServingCertificate } from './webhook-config.ts';
 import { assessServingFiles, planWebhookStartup, readServingFiles, type ServingFiles } from './startup.ts';
-
-/** A directory under the system's temporary one, removed when this file's tests are done. */
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { tempDir } from '../src/testing/temp-dir.ts';
 
 const day = 24 * 3600 * 1000;
 const names = servingDnsNames('ads-webhook', 'kruise-system');

@@ -1,18 +1,11 @@
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, statSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { crdConversion, ensureLocalServingCertificate, webhookConfigurations } from './webhook-config.ts';
 import { assertDaemonSetWebhookPolicy } from './testing/webhook-policy.ts';
-
-/** A directory under the system's temporary one, removed when this file's tests are done. */
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { tempDir } from '../src/testing/temp-dir.ts';
 
 describe('webhook configurations', () => {
   test('url endpoints get the path appended, scoped to apps.kruise.io daemonsets, failing closed', () => {

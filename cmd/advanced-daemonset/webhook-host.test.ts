@@ -1,11 +1,10 @@
 // The self-signed webhook starting while the apiserver is unreachable, against the in-process
 // fake apiserver (stopped, then started on the same port: a refused connection on demand). The
 // webhook-host mode is shown against a real control plane in e2e/webhook/apiserver-down.e2e.ts.
-import { after, afterEach, describe, test } from 'node:test';
+import { afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { pino } from 'pino';
@@ -15,13 +14,7 @@ import type { KubeObject } from '../../src/k8s/types.ts';
 import { FakeApiServer, startForSuite } from '../../src/k8s/testing/fake-apiserver.ts';
 import { startManagedWebhook, type ManagedWebhook } from './webhook-host.ts';
 import { sleep, until } from '../../src/testing/wait.ts';
-
-/** A directory under the system's temporary one, removed when this file's tests are done. */
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { tempDir } from '../../src/testing/temp-dir.ts';
 
 const NS = 'kruise-system';
 const SERVICE = 'ads-webhook';
