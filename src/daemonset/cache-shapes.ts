@@ -218,7 +218,7 @@ export function cachedNode(node: Node, previous?: Node): Node {
  * Volumes, env, probes, tolerations and the rest are the kubelet's and the scheduler's.
  */
 function cachedPodSpec(spec: PodSpec | undefined): PodSpec {
-  const out: PodSpec = { ...pick(spec, ['nodeName']), containers: hashConsed(containerImages(spec?.containers)) };
+  const out: PodSpec = { ...pick(spec, ['nodeName']), containers: hashConsed(cachedContainers(spec?.containers)) };
   const required = spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
   if (required) out.affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: required } };
   if (spec?.readinessGates) out.readinessGates = hashConsed(spec.readinessGates);
@@ -230,7 +230,7 @@ function cachedPodSpec(spec: PodSpec | undefined): PodSpec {
  * the pod holds against what its revision asks for). The containers of a DaemonSet's pods are alike, so they are
  * hash-consed as one part; a pod that holds per-node resources holds the list of its node group.
  */
-function containerImages(containers: PodSpec['containers'] | undefined): PodSpec['containers'] {
+function cachedContainers(containers: PodSpec['containers'] | undefined): PodSpec['containers'] {
   return (containers ?? []).map((c) => {
     const out: PodSpec['containers'][number] = { name: intern(c.name) };
     if (c.image !== undefined) out.image = intern(c.image);
