@@ -66,6 +66,24 @@ export const ROLLOUT_FROZEN_ANNOTATION = 'advanced-daemonset.io/rollout-frozen';
  */
 export const RESIZE_REFUSED_ANNOTATION = 'advanced-daemonset.io/resize-refused';
 
+// Per-node resources (src/api/setting.ts, src/daemonset/overrides.ts).
+/**
+ * Node annotation prefix: `<prefix><namespace>.<daemonset>.<container>` holds a JSON ResourceRequirements that the
+ * container of that DaemonSet's pod on the node gets, in place of the template's and of any DaemonSetSetting's.
+ */
+export const NODE_RESOURCES_ANNOTATION_PREFIX = 'resources.advanced-daemonset.io/';
+/**
+ * ExtendedDaemonSet's prefix for the same (ExtendedDaemonSetRessourceNodeAnnotationKey,
+ * https://github.com/DataDog/extendeddaemonset/blob/main/api/v1alpha1/const.go): read too, so the annotations of a
+ * cluster moving from EDS keep working; ours wins where both name a container.
+ */
+export const EDS_NODE_RESOURCES_ANNOTATION_PREFIX = 'resources.extendeddaemonset.datadoghq.com/';
+/**
+ * Pod annotation: JSON {hash, containers: {<name>: {source, resources}}}, the per-node resources the pod was given
+ * (source `Node` for a node annotation, `DaemonSetSetting/<name>`), absent when every container has the template's.
+ */
+export const RESOURCES_OVERRIDE_ANNOTATION = 'advanced-daemonset.io/resources-override';
+
 // Canary (rollingUpdate.canary): our own keys. The controls are annotations on the DaemonSet, so `kubectl annotate`
 // works and the spec stays owned by whoever applies it.
 /** Pod label, "true" on the canary pods while the canary runs (removed when it is promoted or fails). */

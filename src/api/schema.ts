@@ -522,7 +522,8 @@ export const DaemonSetStatusV1beta1Schema = Type.Object(
 /** ObjectMeta is validated by the apiserver itself; a CRD may only say `type: object` here. */
 const ObjectMetaSchema = Type.Unsafe<ObjectMeta>({ type: 'object' });
 
-const typeMetaFields = {
+/** apiVersion, kind and metadata, as every kind of ours has them. */
+export const typeMetaFields = {
   apiVersion: Type.Optional(
     Type.String({
       description:

@@ -45,6 +45,14 @@ export const resources = {
     namespaced: true,
     kind: 'DaemonSet',
   },
+  /** Per-node container resources of an Advanced DaemonSet (src/api/setting.ts). */
+  daemonSetSettings: {
+    group: 'advanced-daemonset.io',
+    version: 'v1alpha1',
+    resource: 'daemonsetsettings',
+    namespaced: true,
+    kind: 'DaemonSetSetting',
+  },
   customResourceDefinitions: {
     group: 'apiextensions.k8s.io',
     version: 'v1',
