@@ -5,7 +5,7 @@
 // (crd.ts, settingCrdObject) and the webhook's structural check, as schema.ts is for the DaemonSet.
 import { Type, type Static } from '@sinclair/typebox';
 import type { ObjectMeta } from '../k8s/types.ts';
-import { CONDITION_STATUSES, LabelSelectorSchema, typeMetaFields } from './schema.ts';
+import { LabelSelectorSchema, typeMetaFields, type CONDITION_STATUSES } from './schema.ts';
 
 export const SETTING_API_GROUP = 'advanced-daemonset.io';
 export const SETTING_VERSION = 'v1alpha1';

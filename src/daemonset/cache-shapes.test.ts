@@ -28,7 +28,7 @@ import { fullNode, fullPod } from './test-full-objects.ts';
 // ---- the shapes themselves ----
 
 describe('cachedNode and cachedPod', () => {
-  test('a node keeps name, labels, taints, unschedulable and condition types and statuses; nothing else', () => {
+  test('a node keeps name, labels, per-node resources annotations, taints, unschedulable and conditions; nothing else', () => {
     const full = fullNode(
       newNode('n1', { zone: 'a' }, [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule', timeAdded: 'x' }]),
     );
@@ -43,6 +43,8 @@ describe('cachedNode and cachedPod', () => {
         resourceVersion: '367',
         creationTimestamp: '2026-11-24T01:09:04Z',
         labels: full.metadata.labels,
+        // The node has other annotations, none of them per-node resources.
+        annotations: {},
       },
       spec: { taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule', timeAdded: 'x' }], unschedulable: true },
       status: {
@@ -55,6 +57,15 @@ describe('cachedNode and cachedPod', () => {
       },
     });
     assert.deepEqual(full, before, 'the input is not changed');
+    const resources = {
+      'resources.advanced-daemonset.io/ns.agent.main': '{"requests":{"cpu":"1"}}',
+      'resources.extendeddaemonset.datadoghq.com/ns.agent.side': '{"limits":{"memory":"1Gi"}}',
+    };
+    const annotated = {
+      ...full,
+      metadata: { ...full.metadata, annotations: { ...full.metadata.annotations, ...resources } },
+    };
+    assert.deepEqual(cachedNode(annotated).metadata.annotations, resources, 'only per-node resources annotations');
     assert.deepEqual(cachedNode(newNode('bare')), {
       apiVersion: 'v1',
       kind: 'Node',

@@ -25,6 +25,7 @@ import type {
   PodSpec,
   PodStatus,
 } from '../k8s/types.ts';
+import { isNodeResourcesAnnotation } from './overrides.ts';
 
 /**
  * Drops metadata.managedFields, which nothing here reads and which is often half of an object's bytes
@@ -187,8 +188,9 @@ const NODE_META_KEYS = ['name', 'uid', 'resourceVersion', 'creationTimestamp', '
  * affinity, rollingUpdate.selector, canary spread) and taints; the node event handler compares the set of True
  * condition types (nodeInSameCondition) and everything else it keeps (shouldIgnoreNodeUpdate), so a heartbeat,
  * which only moves condition times, wakes no DaemonSet. spec.unschedulable is kept for the node event handler's
- * comparison (cordoning is tolerated through the daemon tolerations, as upstream). Resources (allocatable,
- * capacity), images, addresses, nodeInfo and annotations are not read: the scheduler checks resources.
+ * comparison (cordoning is tolerated through the daemon tolerations, as upstream). Of the annotations only the per-node
+ * resources ones (overrides.ts) are kept. Resources (allocatable, capacity), images, addresses and nodeInfo are not
+ * read: the scheduler checks resources.
  * `previous`, the cached node it replaces, lends its unchanged parts (shareUnchanged): after a heartbeat, all but
  * the resourceVersion.
  */
@@ -197,6 +199,9 @@ export function cachedNode(node: Node, previous?: Node): Node {
   internTimestamp(out.metadata);
   // Zone, region, instance type, OS, architecture, pool: the values of most node labels repeat across nodes.
   if (out.metadata.labels) out.metadata.labels = internValues(out.metadata.labels);
+  // Of the annotations, only per-node resources (overrides.ts); most nodes have none, and share one empty object.
+  if (node.metadata.annotations)
+    out.metadata.annotations = nodeResourcesAnnotations(node.metadata.annotations) ?? NO_ANNOTATIONS;
   typeMeta(node, out);
   // An object the apiserver sent stays an object (empty, if nothing of it is kept): readers may test for it.
   if (node.spec) out.spec = hashConsed(pick(node.spec, ['taints', 'unschedulable']));
@@ -209,6 +214,17 @@ export function cachedNode(node: Node, previous?: Node): Node {
     );
   }
   return previous ? shareUnchanged(out, previous) : out;
+}
+
+const NO_ANNOTATIONS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+/** The per-node resources annotations (ours and EDS's) of a node, or undefined when it has none. */
+function nodeResourcesAnnotations(annotations: Record<string, string> | undefined): Record<string, string> | undefined {
+  let out: Record<string, string> | undefined;
+  for (const k in annotations) {
+    if (Object.hasOwn(annotations, k) && isNodeResourcesAnnotation(k)) (out ??= {})[k] = annotations[k] as string;
+  }
+  return out;
 }
 
 /**

@@ -1,11 +1,13 @@
 // What every planning step shares within one sync: nodes with their eligibility, pods grouped by node, the hash
 // (the node index, newSyncContext), then each node's target revision (withTargets). Each stage returns its results
 // rather than writing them into the context; only derivedOnce fills in values computed from the context itself.
+import type { DaemonSetSetting } from '../api/setting.ts';
 import type { DaemonSet } from '../api/types.ts';
 import type { Node, Pod } from '../k8s/types.ts';
 import { nodeShouldRunDaemonPod, templateTolerations, type NodeEligibility } from './eligibility.ts';
 import type { PlanMemo, PodLookup, PodUpkeepCounts } from './memo.ts';
 import { newNodeState, type NodeState } from './node-state.ts';
+import { nodeResources, type NodeResources } from './overrides.ts';
 import { getNodesToDaemonPods } from './pods.ts';
 import type { CountersResult, NodesToUpdateStates, NodeTargets, PlanOptions } from './plan-types.ts';
 
@@ -38,6 +40,8 @@ export interface NodeIndex {
   hash: string;
   now: number;
   opts: PlanOptions;
+  /** Each node's per-node container resources (overrides.ts): node annotations and DaemonSetSettings. */
+  resources: NodeResources;
 }
 
 /** The context of the stages after the canary: the node index with each node's target revision. */
@@ -86,7 +90,8 @@ function sortedByName(nodes: readonly Node[]): boolean {
 }
 
 /**
- * The context of one sync, every node targeting `hash`. With `memo` (memo.ts), the per-node part is brought up to date
+ * The context of one sync, every node targeting `hash`; `settings`, the DaemonSetSettings of `ds` in precedence order
+ * (overrides.ts, settingsOf). With `memo` (memo.ts), the per-node part is brought up to date
  * from the previous sync of the same DaemonSet, re-evaluating only the nodes whose object or pods changed; without it
  * everything is built here. The two give the same context.
  */
@@ -98,11 +103,13 @@ export function newSyncContext(
   now: number,
   opts: PlanOptions = {},
   memo?: PlanMemo,
+  settings: readonly DaemonSetSetting[] = [],
 ): SyncContext {
   const tolerations = templateTolerations(ds);
   if (memo) {
     const v = memo.update(ds, nodes, pods, tolerations, sortedByName, byName);
     return {
+      resources: nodeResources(ds, v.nodeByName, settings),
       ds,
       nodes: v.nodes,
       nodeByName: v.nodeByName,
@@ -143,6 +150,7 @@ export function newSyncContext(
   }
   ghosts.sort((a, b) => cmp(a.name, b.name));
   return {
+    resources: nodeResources(ds, nodeByName, settings),
     ds,
     nodes: sorted,
     nodeByName,

@@ -33,6 +33,13 @@ export const FAILED_PRE_DOWNLOAD_IMAGE_REASON = 'FailedPreDownloadImage';
 export const RESIZE_NOT_POSSIBLE_REASON = 'ResizeNotPossible';
 /** Warning: the kubelet reports the pod's resize Infeasible on its node (its message); the pod is recreated. */
 export const RESIZE_INFEASIBLE_REASON = 'ResizeInfeasible';
+// Per-node resources (overrides.ts, setting-status.ts); ours, as EDS records none.
+/** Warning: a node's resources annotation for the DaemonSet is not a ResourceRequirements; it is ignored. */
+export const INVALID_RESOURCES_OVERRIDE_REASON = 'InvalidResourcesOverride';
+/** Warning, on a DaemonSetSetting: another setting sets the same container on some nodes; says which one wins. */
+export const SETTING_CONFLICT_REASON = 'SettingConflict';
+/** Warning, on a DaemonSetSetting: it names a container the DaemonSet does not have. */
+export const SETTING_UNKNOWN_CONTAINER_REASON = 'UnknownContainer';
 // Canary (canary/plan.ts); the messages name the revision, the nodes or pod, and the reason.
 /** Normal: a canary of a new revision started (or restarted on the same nodes for a newer template). */
 export const CANARY_STARTED_REASON = 'CanaryStarted';
@@ -70,6 +77,9 @@ export type PlanEventReason =
   | typeof FAILED_PRE_DOWNLOAD_IMAGE_REASON
   | typeof RESIZE_NOT_POSSIBLE_REASON
   | typeof RESIZE_INFEASIBLE_REASON
+  | typeof INVALID_RESOURCES_OVERRIDE_REASON
+  | typeof SETTING_CONFLICT_REASON
+  | typeof SETTING_UNKNOWN_CONTAINER_REASON
   | typeof CANARY_STARTED_REASON
   | typeof CANARY_PAUSED_REASON
   | typeof CANARY_PROMOTED_REASON

@@ -274,7 +274,8 @@ export interface SyncNodesResult {
  * syncNodes (pure part): lifecycle preDelete first (a hooked pod is not deleted but labelled PreparingDelete with a
  * timestamp, and with markPodNotReady its KruisePodReady condition is set False held by the hook), then creates and
  * deletes each capped at burstReplicas. New pods are built from the current template and hash, or, beside a canary,
- * from the node's target revision (podTargetOf, targets.ts; newPodForNode, pods.ts).
+ * from the node's target revision (podTargetOf, targets.ts; newPodForNode, pods.ts), with the node's per-node resources
+ * (overrides.ts).
  */
 export function syncNodes(
   ctx: SyncContext,
@@ -317,7 +318,8 @@ export function syncNodes(
   const burst = burstReplicas(ds, ctx.desired);
   const creates = nodesNeedingDaemonPods.slice(0, burst).map((nodeName): PodCreate => {
     const target = podTargetOf(ds, ctx.targets, nodeName);
-    return { nodeName, revisionHash: target.hash, pod: newPodForNode(target, nodeName, ctx.opts) };
+    const pod = newPodForNode(target, nodeName, ctx.opts, ctx.resources.of(nodeName));
+    return { nodeName, revisionHash: target.hash, pod };
   });
   return { creates, deletes: deletable.slice(0, burst), podPatches };
 }

@@ -1,4 +1,5 @@
 // The data a sync plan is made of: what the shell (controller/) executes. See planDaemonSet in plan.ts.
+import type { DaemonSetSetting, DaemonSetSettingStatus } from '../api/setting.ts';
 import type { CanaryPhase, CanaryStatus, DaemonSet, DaemonSetStatus } from '../api/types.ts';
 import type { ControllerRevision, KubeObject, Node, Pod } from '../k8s/types.ts';
 import type { BackoffState } from './backoff.ts';
@@ -29,7 +30,9 @@ export type DeleteReason =
   /** an old pod that is not ready/available is replaced without consuming the budget. */
   | 'OldPodUnavailable'
   /** surge: old pod on a node that no longer should run the daemon, removed once enough pods are available. */
-  | 'NodeSunset';
+  | 'NodeSunset'
+  /** Its node asks for other per-node resources (overrides.ts) that cannot be resized in place: within maxUnavailable. */
+  | 'ResourcesOverride';
 
 export interface PodCreate {
   nodeName: string;
@@ -59,7 +62,9 @@ export type PatchReason =
   /** metadata: the old pod's node pulled the new images ahead (image pre-download). */
   | 'ImagePreDownloaded'
   /** metadata: label advanced-daemonset.io/canary "true" set on a canary pod, or removed (null) after the canary. */
-  | 'CanaryLabel';
+  | 'CanaryLabel'
+  /** metadata: the per-node resources record (advanced-daemonset.io/resources-override), when no resize is needed. */
+  | 'ResourcesOverride';
 
 export interface PodPatch {
   podName: string;
@@ -101,6 +106,14 @@ export interface PlanEvent {
   type: 'Normal' | 'Warning';
   reason: PlanEventReason;
   message: string;
+  /** The object the event is about when it is not the DaemonSet (a DaemonSetSetting). */
+  about?: KubeObject;
+}
+
+/** A DaemonSetSetting's status to write (status subresource), when it differs from the stored one. */
+export interface SettingStatusWrite {
+  setting: DaemonSetSetting;
+  status: DaemonSetSettingStatus;
 }
 
 export interface RevisionPlan {
@@ -182,6 +195,8 @@ export interface Plan {
   imagePreDownload?: Pick<ImagePreDownloadPlan, 'creates' | 'deletes'>;
   /** Image pre-download with Kruise ImagePullJobs instead (options.imagePreDownload 'imagepulljob'). */
   imagePullJobs?: ImagePullJobPlan;
+  /** The statuses of the DaemonSet's DaemonSetSettings that changed (setting-status.ts). */
+  settingStatuses?: SettingStatusWrite[];
 }
 
 export type ImagePreDownloadMode = 'pods' | 'imagepulljob' | 'off';
@@ -232,6 +247,11 @@ export interface DaemonSetSnapshot {
   podsAwaitingWrites?: ReadonlySet<string>;
   /** Image pre-download pull pods of this DaemonSet (label apps.kruise.io/image-predownload-daemonset-uid). */
   imagePullPods?: readonly Pod[];
+  /**
+   * The DaemonSetSettings of the namespace (those referencing this DaemonSet are picked by the planner, overrides.ts).
+   * Default none.
+   */
+  settings?: readonly DaemonSetSetting[];
   options?: PlanOptions;
 }
 

@@ -2,7 +2,7 @@
 // (https://github.com/openkruise/kruise/blob/master/pkg/controller/daemonset/daemonset_controller.go):
 // history, expectations gate, manage, (in-place refresh), rollingUpdate, cleanupHistory, status
 // (docs/architecture.md#one-sync). The shell (controller/) executes the plan; see plan-types.ts for what each part means.
-import type { LabelSelector, Pod } from '../k8s/types.ts';
+import type { ControllerRevision, LabelSelector, Pod } from '../k8s/types.ts';
 import { isEmptyLabelSelector, labelSelectorErrors } from '../k8s/labels.ts';
 import { CONTROLLER_REVISION_HASH_LABEL } from './constants.ts';
 import { gcFailedPodsBackoff, type BackoffState } from './backoff.ts';
@@ -14,6 +14,7 @@ import type { PlanMemo } from './memo.ts';
 import {
   canPodInPlaceUpdate,
   inPlaceRefreshPatch,
+  inPlaceSpec,
   inPlaceStep,
   podRevision,
   resizeRecreateReasons,
@@ -44,6 +45,9 @@ import {
 import { burstReplicas, isDaemonSetPaused, isInPlaceIfPossible, isRolloutFrozen, isRollingUpdate } from './strategy.ts';
 import { nodeTargets, targetHash } from './targets.ts';
 import { rollingUpdate, type FreeUpdate } from './update.ts';
+import { overrideUpdates, type OverrideUpdates } from './override-update.ts';
+import { podResourceOverrides, settingsOf, withResourceOverrides } from './overrides.ts';
+import { settingStatuses } from './setting-status.ts';
 import {
   HASH_COLLISION_REASON,
   INVALID_ROLLING_UPDATE_REASON,
@@ -89,14 +93,22 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot, memo?: PlanMemo): Pla
 
   // 3. History; then the node index, the canary, and each node's target revision, which the later stages read.
   const { history, pods, revisions, part: historyPart } = historyStage(snapshot);
-  const index = newSyncContext(ds, snapshot.nodes, pods, history.hash, now, snapshot.options, memo);
+  const settings = settingsOf(ds, snapshot.settings ?? []);
+  const index = newSyncContext(ds, snapshot.nodes, pods, history.hash, now, snapshot.options, memo, settings);
+  const settingStatus = settingStatuses(index);
   const expectationsSatisfied = snapshot.expectationsSatisfied !== false;
   const readiness = readinessPatches(index, pods, now, expectationsSatisfied, snapshot.podsAwaitingWrites);
   const canary = planCanary(index, history.current, history.old);
   const ctx = withTargets(index, nodeTargets(history.hash, canary));
   const head = withParts(
-    { ...emptyPlan(snapshot, 'ExpectationsPending'), hash: history.hash, revisions },
+    {
+      ...emptyPlan(snapshot, 'ExpectationsPending'),
+      hash: history.hash,
+      revisions,
+      ...(settingStatus.writes.length > 0 ? { settingStatuses: settingStatus.writes } : {}),
+    },
     historyPart,
+    { events: settingStatus.events },
     { podPatches: readiness },
     { events: canary.events, podPatches: canary.podPatches, requeueAfterMs: canary.requeueAfterMs },
   );
@@ -375,19 +387,21 @@ function finishSync(
 ): AfterManage {
   // 8. Status (computed from the state before this plan, as upstream's status pass reads the cache).
   const s = calculateStatus(ctx, { canary, updateObservedGen: true, collisionCount: history.collisionCount });
-  // 6. Rolling update.
+  // 6. Rolling update, then the pods whose node asks for other resources (override-update.ts).
   const ru = rollingUpdateStage(ctx, history, skipNodes);
+  const ov = overrideStage(ctx, history, ru, skipNodes);
+  const requeueAfterMs = minDelay(s.requeueAfterMs, ov.requeueAfterMs);
   return {
     creates: ru.creates,
-    deletes: ru.deletes,
-    podPatches: ru.podPatches,
-    inPlaceUpdates: ru.inPlaceUpdates,
+    deletes: [...ru.deletes, ...ov.deletes],
+    podPatches: [...ru.podPatches, ...ov.podPatches],
+    inPlaceUpdates: [...ru.inPlaceUpdates, ...ov.inPlaceUpdates],
     // 7. cleanupHistory (sees every owned pod, terminating and terminal ones included).
     revisionDeletes: cleanupHistory(ctx.ds, history.old, pods, keptRevisions(ctx)),
-    events: [...partitionHoldEvents(ctx), ...ru.events],
+    events: [...partitionHoldEvents(ctx), ...ru.events, ...ov.events],
     status: s.status,
     statusChanged: s.changed,
-    ...(s.requeueAfterMs !== undefined ? { requeueAfterMs: s.requeueAfterMs } : {}),
+    ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}),
   };
 }
 
@@ -403,6 +417,25 @@ function partitionHoldEvents(ctx: SyncContext): PlanEvent[] {
 }
 
 type RollingUpdatePart = Pick<AfterManage, 'creates' | 'deletes' | 'podPatches' | 'inPlaceUpdates' | 'events'>;
+
+/**
+ * 6b. Per-node resources (override-update.ts), on the pods the rolling update leaves alone in this sync: not on the
+ * nodes it creates a pod on, nor the pods it deletes or updates.
+ */
+function overrideStage(
+  ctx: SyncContext,
+  history: HistoryResult,
+  ru: RollingUpdatePart,
+  skipNodes: ReadonlySet<string>,
+): OverrideUpdates {
+  const taken = new Set<string>([...ru.deletes, ...ru.inPlaceUpdates].map((d) => d.podName));
+  const skip = ru.creates.length === 0 ? skipNodes : new Set([...skipNodes, ...ru.creates.map((c) => c.nodeName)]);
+  const ov = overrideUpdates(ctx, [history.current, ...history.old], taken, skip, ru.deletes.length);
+  if (ov.deletes.length === 0) return ov;
+  // Through syncNodes, as every delete: a preDelete hook holds the pod first.
+  const synced = syncNodes(ctx, ov.deletes, []);
+  return { ...ov, deletes: synced.deletes, podPatches: [...ov.podPatches, ...synced.podPatches] };
+}
 
 /**
  * 6. rollingUpdate unless OnDelete or paused, through syncNodes, leaving out `skipNodes`; under InPlaceIfPossible the
@@ -451,19 +484,36 @@ function inPlaceSteps(ctx: SyncContext, history: HistoryResult): InPlaceSteps {
   const all = [history.current, ...history.old];
   const byHash = new Map(all.map((r) => [revisionHashLabel(r), r]));
   const steps = new Map<string, InPlaceStep | undefined>();
+  // The templates of a pod's update, each with its per-node resources (overrides.ts): those the pod was given, and
+  // those its node asks for now. Undefined when the pod's revision or the target is unknown.
+  const templates = (pod: Pod, target: ControllerRevision | undefined, nodeName: string) => {
+    const from = podRevision(pod, all);
+    const fromTemplate = from && templateOfRevision(from);
+    const toTemplate = target && templateOfRevision(target);
+    if (!fromTemplate || !toTemplate) return undefined;
+    const recorded = podResourceOverrides(pod);
+    const wanted = ctx.resources.of(nodeName);
+    return {
+      from: withResourceOverrides(fromTemplate, recorded === 'invalid' ? undefined : recorded),
+      to: withResourceOverrides(toTemplate, wanted),
+    };
+  };
   const stepOf = (pod: Pod, nodeName: string) => {
     const toHash = targetHash(ctx.targets, nodeName);
     const target = byHash.get(toHash);
     const key = pod.metadata.name ?? '';
     if (!steps.has(key)) {
-      const spec = target && canPodInPlaceUpdate(pod, target, all, resize);
+      // Without per-node resources on either side, the spec between the two revisions is cached (inplace.ts).
+      const plain = ctx.resources.none && podResourceOverrides(pod) === undefined;
+      const t = plain ? undefined : templates(pod, target, nodeName);
+      const spec = plain
+        ? target && canPodInPlaceUpdate(pod, target, all, resize)
+        : t && inPlaceSpec(t.from, t.to, resize);
       steps.set(key, spec ? inPlaceStep(pod, spec, toHash, ctx.now) : undefined);
     }
     const recreateReasons = () => {
-      const from = podRevision(pod, all);
-      const fromTemplate = from && templateOfRevision(from);
-      const toTemplate = target && templateOfRevision(target);
-      return resize && fromTemplate && toTemplate ? resizeRecreateReasons(fromTemplate, toTemplate) : [];
+      const t = resize ? templates(pod, target, nodeName) : undefined;
+      return t ? resizeRecreateReasons(t.from, t.to) : [];
     };
     return { step: steps.get(key), recreateReasons };
   };

@@ -21,6 +21,7 @@ import {
   POD_TEMPLATE_GENERATION_LABEL,
 } from './constants.ts';
 import { templateTolerations } from './eligibility.ts';
+import { withResourceOverrides, type ResourceOverrides } from './overrides.ts';
 import { isInPlaceIfPossible } from './strategy.ts';
 
 /**
@@ -94,10 +95,18 @@ export function templateGeneration(ds: DaemonSet): string | undefined {
  *   dropped: the controller already evaluated them), spec.nodeName left empty for the scheduler;
  * - readiness gate KruisePodReady when needsKruisePodReadyGate (and InPlaceUpdateReady under rollingUpdateType
  *   InPlaceIfPossible), no duplicates;
- * - generateName `<ds>-`, namespace, controller ownerReference.
+ * - generateName `<ds>-`, namespace, controller ownerReference;
+ * - with `overrides`, the node's per-node resources in the containers they name, recorded in an annotation
+ *   (overrides.ts, withResourceOverrides).
  */
-export function newPod(ds: DaemonSet, nodeName: string, hash: string, opts: NewPodOptions = {}): Pod {
-  const template = ds.spec.template;
+export function newPod(
+  ds: DaemonSet,
+  nodeName: string,
+  hash: string,
+  opts: NewPodOptions = {},
+  overrides?: ResourceOverrides,
+): Pod {
+  const template = withResourceOverrides(ds.spec.template, overrides);
   const spec = cloneJson(template.spec);
   spec.tolerations = templateTolerations(ds);
   const gates = [...(spec.readinessGates ?? [])];
@@ -142,8 +151,13 @@ export interface PodTarget {
 }
 
 /** The pod to create on `nodeName` for its target revision: newPod, labelled as a canary pod when it is one. */
-export function newPodForNode(target: PodTarget, nodeName: string, opts: NewPodOptions = {}): Pod {
-  const pod = newPod(target.ds, nodeName, target.hash, opts);
+export function newPodForNode(
+  target: PodTarget,
+  nodeName: string,
+  opts: NewPodOptions = {},
+  overrides?: ResourceOverrides,
+): Pod {
+  const pod = newPod(target.ds, nodeName, target.hash, opts, overrides);
   if (target.canary) pod.metadata.labels = { ...(pod.metadata.labels ?? {}), [CANARY_POD_LABEL]: 'true' };
   return pod;
 }

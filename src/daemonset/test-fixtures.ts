@@ -2,6 +2,7 @@
 // newDaemonSet, newPod, expectSyncDaemonSets) plus a tiny in-memory cluster where creates and deletes are
 // instant, as with upstream's fake clients. Used by *.test.ts only.
 import assert from 'node:assert/strict';
+import type { DaemonSetSetting } from '../api/setting.ts';
 import type { DaemonSet } from '../api/types.ts';
 import type { ControllerRevision, Node, Pod, PodCondition, Taint } from '../k8s/types.ts';
 import { formatTime, isPodReady } from '../k8s/pod.ts';
@@ -155,6 +156,27 @@ export function newPod(ds: DaemonSet, nodeName: string, opts: PodOptions = {}): 
   };
 }
 
+/** A DaemonSetSetting of `ds` (its namespace), created at `created`, for the nodes `matchLabels` selects (all without). */
+export function newSetting(
+  ds: DaemonSet,
+  name: string,
+  created: string,
+  containers: DaemonSetSetting['spec']['containers'],
+  matchLabels?: Record<string, string>,
+  reference = ds.metadata.name ?? '',
+): DaemonSetSetting {
+  return {
+    apiVersion: 'advanced-daemonset.io/v1alpha1',
+    kind: 'DaemonSetSetting',
+    metadata: { name, namespace: ds.metadata.namespace, creationTimestamp: created, generation: 1, uid: `${name}-uid` },
+    spec: {
+      reference: { kind: 'DaemonSet', name: reference },
+      ...(matchLabels ? { nodeSelector: { matchLabels } } : {}),
+      containers,
+    },
+  };
+}
+
 export function snapshot(
   ds: DaemonSet,
   nodes: Node[],
@@ -218,6 +240,8 @@ export class FakeCluster {
   private seq = 0;
 
   options?: PlanOptions;
+  /** DaemonSetSettings of the namespace; their statuses are written back as the controller writes them. */
+  settings: DaemonSetSetting[] = [];
 
   constructor(ds: DaemonSet, nodes: Node[], options?: PlanOptions) {
     this.ds = ds;
@@ -235,6 +259,7 @@ export class FakeCluster {
       failedPodsBackoff: this.backoff,
       expectationsSatisfied,
       ...(this.options ? { options: this.options } : {}),
+      ...(this.settings.length > 0 ? { settings: this.settings } : {}),
     };
     const full = planDaemonSet(snap);
     // Every sync of every table is planned a second time with this cluster's memo, which must not change the plan.
@@ -302,6 +327,11 @@ export class FakeCluster {
       );
     }
     if (p.status && p.statusChanged) this.ds = { ...this.ds, status: p.status };
+    for (const w of p.settingStatuses ?? []) {
+      this.settings = this.settings.map((x) =>
+        x.metadata.name === w.setting.metadata.name ? { ...x, status: structuredClone(w.status) } : x,
+      );
+    }
     this.backoff = p.failedPodsBackoff;
   }
 
