@@ -1,7 +1,7 @@
 // Table tests of `pods` rows (lifecycle state, in-place state) and of kubectl's printers (columns, ages, names).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { inPlaceCell, ownedPods, podRows, podStatusCell } from './pods.ts';
+import { inPlaceCell, ownedPods, podRows, podStatusCell, resourcesCell } from './pods.ts';
 import { age, formatObjects, formatTable, humanDuration, nameLine } from './printers.ts';
 import { ds, pod, T0 } from './test-fixtures.ts';
 
@@ -21,12 +21,31 @@ describe('pods rows', () => {
       ['n2', 'n1', 'n3'],
     );
   });
-  test('by node: NODE POD REVISION UPDATED READY STATUS LIFECYCLE IN-PLACE RESTARTS AGE', () => {
+  test('by node: NODE POD REVISION UPDATED READY STATUS LIFECYCLE IN-PLACE RESOURCES RESTARTS AGE', () => {
     assert.deepEqual(podRows(ownedPods(pods, d), d, T0 + 65_000), [
-      ['n1', 'agent-n1', 'h2', 'true', '1/1', 'Running', 'Normal', '-', '0', '65s'],
-      ['n2', 'agent-n2', 'h1', 'false', '1/1', 'Running', 'PreparingDelete', '-', '3', '65s'],
-      ['n3', 'agent-n3', 'h2', 'true', '0/1', 'Running', '-', '-', '0', '65s'],
+      ['n1', 'agent-n1', 'h2', 'true', '1/1', 'Running', 'Normal', '-', 'template', '0', '65s'],
+      ['n2', 'agent-n2', 'h1', 'false', '1/1', 'Running', 'PreparingDelete', '-', 'template', '3', '65s'],
+      ['n3', 'agent-n3', 'h2', 'true', '0/1', 'Running', '-', '-', 'template', '0', '65s'],
     ]);
+  });
+  test('RESOURCES: the source of each overridden container, from the pod’s record', () => {
+    const key = 'advanced-daemonset.io/resources-override';
+    const record = (containers: Record<string, string>) =>
+      JSON.stringify({
+        hash: 'x',
+        containers: Object.fromEntries(Object.entries(containers).map(([c, source]) => [c, { source, resources: {} }])),
+      });
+    const cases: [Record<string, string> | undefined, string][] = [
+      [undefined, 'template'],
+      [{ [key]: record({ agent: 'Node' }) }, 'agent=Node'],
+      [{ [key]: record({ side: 'DaemonSetSetting/big', agent: 'Node' }) }, 'agent=Node, side=DaemonSetSetting/big'],
+      [{ [key]: '{' }, 'invalid record'],
+    ];
+    for (const [annotations, want] of cases) {
+      const p = pod('n1', 'h2');
+      if (annotations) p.metadata.annotations = annotations;
+      assert.equal(resourcesCell(p), want);
+    }
   });
   test('READY says when the containers are ready but the pod is not (a readiness gate holds it)', () => {
     const p = pod('n1', 'h2');

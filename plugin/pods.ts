@@ -1,12 +1,14 @@
 // `kubectl ads pods NAME`: one row per pod of the DaemonSet, by node: its revision, readiness, the Kruise lifecycle
 // state (label lifecycle.apps.kruise.io/state: PreparingNormal, Normal, PreparingUpdate, Updated, PreparingDelete)
-// and the in-place update recorded in annotation apps.kruise.io/inplace-update-state.
+// the in-place update recorded in annotation apps.kruise.io/inplace-update-state, and where its containers' resources
+// come from (per-node resources, src/daemonset/overrides.ts).
 import type { DaemonSet } from '../src/api/types.ts';
 import type { Pod } from '../src/k8s/types.ts';
 import { getPodCondition, isPodReady } from '../src/k8s/pod.ts';
 import { CONTROLLER_REVISION_HASH_LABEL, IN_PLACE_UPDATE_READY, LIFECYCLE_STATE_LABEL } from '../src/api/constants.ts';
 import { getControllerOf } from '../src/daemonset/pods.ts';
 import { getInPlaceUpdateState, inPlaceUpdateCompleted } from '../src/daemonset/inplace.ts';
+import { overrideSources, podResourceOverrides } from '../src/daemonset/overrides.ts';
 import { age } from './printers.ts';
 import { updateRevision } from './daemonset.ts';
 
@@ -19,6 +21,7 @@ export const POD_HEADERS = [
   'STATUS',
   'LIFECYCLE',
   'IN-PLACE',
+  'RESOURCES',
   'RESTARTS',
   'AGE',
 ] as const;
@@ -41,6 +44,14 @@ export function inPlaceCell(pod: Pod): string {
   const ready = getPodCondition(pod, IN_PLACE_UPDATE_READY);
   const running = !inPlaceUpdateCompleted(pod, state) || ready?.status === 'False';
   return running ? `updating to ${rev}` : `done (${rev})`;
+}
+
+/**
+ * The RESOURCES cell: "template" when the pod records no per-node resources, else each overridden container's
+ * source (`agent=Node`, `agent=DaemonSetSetting/big`); "invalid record" for an annotation that does not parse.
+ */
+export function resourcesCell(pod: Pod): string {
+  return overrideSources(podResourceOverrides(pod)) || 'template';
 }
 
 /** kubectl's STATUS cell, shortened: Terminating, a waiting/terminated container's reason, else the phase. */
@@ -68,6 +79,7 @@ export function podRow(pod: Pod, current: string, now: number): string[] {
     podStatusCell(pod),
     pod.metadata.labels?.[LIFECYCLE_STATE_LABEL] ?? '-',
     inPlaceCell(pod),
+    resourcesCell(pod),
     String(statuses.reduce((n, s) => n + (s.restartCount ?? 0), 0)),
     age(pod.metadata.creationTimestamp, now),
   ];

@@ -3,6 +3,9 @@
 // to do, and hands the plan to the executor (executor.ts). It decides nothing itself. Shapes and
 // names as upstream's https://github.com/kubernetes/kubernetes/blob/master/pkg/controller/daemon/daemon_controller.go.
 import type { DaemonSet } from '../../src/api/types.ts';
+import type { DaemonSetSetting } from '../../src/api/setting.ts';
+import { nodeOverridesChanged } from '../../src/daemonset/overrides.ts';
+import { missingDaemonSetStatus } from '../../src/daemonset/setting-status.ts';
 import { daemonSetAccess, type DaemonSetAccess } from './api-version.ts';
 import type { ServedVersion } from '../../src/api/constants.ts';
 import { adoptPatch, claimObjects, releasePatch } from '../../src/daemonset/claim.ts';
@@ -14,7 +17,7 @@ import { planDaemonSet } from '../../src/daemonset/plan.ts';
 import { PlanMemo } from '../../src/daemonset/memo.ts';
 import { minDelay } from '../../src/daemonset/context.ts';
 import { STATUS_PROGRESS_INTERVAL_MS } from '../../src/daemonset/status.ts';
-import type { DaemonSetSnapshot, ImagePreDownloadMode } from '../../src/daemonset/plan-types.ts';
+import type { DaemonSetSnapshot, ImagePreDownloadMode, SettingStatusWrite } from '../../src/daemonset/plan-types.ts';
 import { DEFAULT_KRUISE_POD_READY_GATE, type KruisePodReadyGateMode } from '../../src/daemonset/pods.ts';
 import type { BackoffState } from '../../src/daemonset/backoff.ts';
 import { labelSelectorMatches } from '../../src/k8s/labels.ts';
@@ -115,6 +118,12 @@ export class DaemonSetController {
   private readonly kruisePodReadyGate: KruisePodReadyGateMode;
   private inPlaceResize: boolean;
   private readonly access: DaemonSetAccess;
+  /**
+   * DaemonSetSettings (per-node resources, src/daemonset/overrides.ts), watched when the apiserver serves them: a
+   * cluster whose chart predates the CRD runs without (settingsServed, asked once through discovery).
+   */
+  readonly settings: Informer<DaemonSetSetting>;
+  private settingsServed: Promise<boolean> | undefined;
 
   constructor(opts: DaemonSetControllerOptions) {
     this.imagePreDownload = opts.imagePreDownload ?? 'pods';
@@ -167,6 +176,12 @@ export class DaemonSetController {
       type: resources.controllerRevisions,
       ...(trim ? { transform: withoutManagedFields } : {}),
     });
+    this.settings = new Informer<DaemonSetSetting>({
+      ...common,
+      name: 'daemonsetsettings',
+      type: resources.daemonSetSettings,
+      ...(trim ? { transform: withoutManagedFields } : {}),
+    });
     this.registerHandlers();
   }
 
@@ -194,6 +209,19 @@ export class DaemonSetController {
       onUpdate: (old, cur) => this.updateHistory(old, cur),
       onDelete: (obj) => this.deleteHistory(obj),
     });
+    this.settings.addEventHandler({
+      onAdd: (s) => this.enqueueReferenced(s),
+      onUpdate: (old, cur) => {
+        if (old.spec.reference.name !== cur.spec.reference.name) this.enqueueReferenced(old);
+        this.enqueueReferenced(cur);
+      },
+      onDelete: (obj) => this.enqueueReferenced(deletedObject(obj)),
+    });
+  }
+
+  /** A setting wakes the DaemonSet it references (its key, whether or not that DaemonSet exists). */
+  private enqueueReferenced(s: DaemonSetSetting): void {
+    this.queue.add(`${s.metadata.namespace ?? ''}/${s.spec.reference.name}`);
   }
 
   addDaemonSet(ds: DaemonSet): void {
@@ -257,7 +285,18 @@ export class DaemonSetController {
   }
 
   updateNode(old: Node, cur: Node): void {
-    this.enqueueIf((ds) => nodeUpdateAffects(old, cur, ds));
+    // Per-node resources: the node's annotations for a DaemonSet, or its labels where a setting may select it.
+    const relabelled = labelsChanged(old, cur);
+    this.enqueueIf(
+      (ds) =>
+        nodeUpdateAffects(old, cur, ds) || nodeOverridesChanged(old, cur, ds) || (relabelled && this.hasSettings(ds)),
+    );
+  }
+
+  private hasSettings(ds: DaemonSet): boolean {
+    return this.settings.store
+      .byIndex('namespace', ds.metadata.namespace ?? '')
+      .some((s) => s.spec.reference.name === ds.metadata.name);
   }
 
   deleteNode(): void {
@@ -350,11 +389,30 @@ export class DaemonSetController {
 
   /** Starts the informers (also used by followers, so a new leader starts warm). */
   startInformers(signal: AbortSignal): Promise<void>[] {
-    return [this.daemonSets, this.pods, this.nodes, this.revisions].map((i) => i.run(signal));
+    const informers = [this.daemonSets, this.pods, this.nodes, this.revisions].map((i) => i.run(signal));
+    this.settingsServed = this.resolveSettings(signal);
+    const settings = this.settingsServed.then((served) => (served ? this.settings.run(signal) : undefined));
+    return [...informers, settings];
   }
 
-  waitForCacheSync(signal: AbortSignal): Promise<boolean> {
-    return waitForCacheSync(signal, this.daemonSets, this.pods, this.nodes, this.revisions);
+  async waitForCacheSync(signal: AbortSignal): Promise<boolean> {
+    const synced = await waitForCacheSync(signal, this.daemonSets, this.pods, this.nodes, this.revisions);
+    if (!synced || !(await this.settingsServed)) return synced;
+    return this.settings.waitForCacheSync(signal);
+  }
+
+  /** Whether the apiserver serves DaemonSetSettings (the chart's CRD), asked once through discovery. */
+  private async resolveSettings(signal: AbortSignal): Promise<boolean> {
+    const { group, version, resource } = resources.daemonSetSettings;
+    try {
+      const served = (await this.baseClient.serverResources({ group, version }, { signal })).includes(resource);
+      if (!served) this.log.warn(`${resource}.${group} is not served: pods get no per-node resources from settings`);
+      return served;
+    } catch (err) {
+      if (!isNotFound(err)) this.log.warn({ err }, `discovery of ${resource}.${group} failed: running without`);
+      else this.log.warn(`${resource}.${group} is not served: pods get no per-node resources from settings`);
+      return false;
+    }
   }
 
   /**
@@ -405,6 +463,7 @@ export class DaemonSetController {
     if (!ds) {
       this.forget(key);
       this.executor.forget(key);
+      await this.executor.writeMissingDaemonSetSettings(this.settingsReferencing(key), this.log);
       return;
     }
     const log = this.log.child({ daemonset: key });
@@ -446,6 +505,7 @@ export class DaemonSetController {
       // Pull pods in flight not yet in the cache: plan no pre-download until they are, or the parallelism
       // would be exceeded.
       imagePullPods,
+      settings: this.settings.store.byIndex('namespace', namespace),
       options: {
         imagePreDownload: this.expectations.satisfiedExpectations(pullPodsKey(key)) ? this.imagePreDownload : 'off',
         kruisePodReadyGate: this.kruisePodReadyGate,
@@ -469,6 +529,16 @@ export class DaemonSetController {
     const statusDeferredMs = await this.executor.execute(ds, key, plan, log);
     const requeueAfterMs = minDelay(plan.requeueAfterMs, statusDeferredMs);
     return requeueAfterMs !== undefined ? { requeueAfterMs } : undefined;
+  }
+
+  /** The statuses to write on the settings that reference the DaemonSet `key` (namespace/name), which is gone. */
+  private settingsReferencing(key: string): SettingStatusWrite[] {
+    const [namespace = '', name] = key.split('/');
+    const now = Date.now();
+    return this.settings.store.byIndex('namespace', namespace).flatMap((setting) => {
+      const status = setting.spec.reference.name === name ? missingDaemonSetStatus(setting, now) : undefined;
+      return status ? [{ setting, status }] : [];
+    });
   }
 
   /**

@@ -35,7 +35,14 @@ import {
   RESIZE_INFEASIBLE_REASON,
   RESIZE_NOT_POSSIBLE_REASON,
 } from '../../src/daemonset/events.ts';
-import type { AfterManage, InPlaceUpdate, Plan, PodCreate, PodDelete } from '../../src/daemonset/plan-types.ts';
+import type {
+  AfterManage,
+  InPlaceUpdate,
+  Plan,
+  PodCreate,
+  PodDelete,
+  SettingStatusWrite,
+} from '../../src/daemonset/plan-types.ts';
 import {
   ApiError,
   isAbortError,
@@ -156,6 +163,8 @@ export class SyncExecutor {
       errors.push(...(await this.executePods(ds, key, step, log)));
     }
 
+    errors.push(...(await this.writeSettingStatuses(plan.settingStatuses ?? [])));
+
     // History cleanup after the pods moved on.
     const revisionDeletes = step === plan ? plan.revisions.delete : plan.afterManage!.revisionDeletes;
     for (const name of revisionDeletes) {
@@ -172,7 +181,7 @@ export class SyncExecutor {
       const canary = CANARY_EVENT_REASONS.has(e.reason);
       const resize = e.reason === RESIZE_NOT_POSSIBLE_REASON || e.reason === RESIZE_INFEASIBLE_REASON;
       const spamGroup = canary ? 'canary' : resize ? 'resize' : undefined;
-      this.o.recorder.event(ds, e.type, e.reason, e.message, spamGroup ? { spamGroup } : {});
+      this.o.recorder.event(e.about ?? ds, e.type, e.reason, e.message, spamGroup ? { spamGroup } : {});
       if (spamGroup) log[e.type === 'Warning' ? 'warn' : 'info']({ reason: e.reason }, e.message);
     }
 
@@ -215,6 +224,35 @@ export class SyncExecutor {
         );
         throw new Error(`hash collision on ControllerRevision ${rev.metadata.name}; collisionCount raised`);
       }
+    }
+  }
+
+  /**
+   * The statuses of the DaemonSet's settings that changed, each over the copy planned on (a Conflict means a newer
+   * setting, whose event requeues the DaemonSet); returns the errors.
+   */
+  private async writeSettingStatuses(writes: readonly SettingStatusWrite[]): Promise<unknown[]> {
+    return Promise.all(
+      writes.map(async ({ setting, status }) => {
+        try {
+          await this.client.patchStatus(
+            resources.daemonSetSettings,
+            { namespace: setting.metadata.namespace ?? '', name: setting.metadata.name! },
+            { metadata: { resourceVersion: setting.metadata.resourceVersion }, status },
+            { type: 'merge' },
+          );
+          return undefined;
+        } catch (err) {
+          return isConflict(err) ? undefined : ignoreNotFound(err);
+        }
+      }),
+    );
+  }
+
+  /** Settings whose DaemonSet is gone: Valid False (DaemonSetNotFound), where not said yet. Errors are logged. */
+  async writeMissingDaemonSetSettings(writes: readonly SettingStatusWrite[], log: Logger): Promise<void> {
+    for (const err of await this.writeSettingStatuses(writes)) {
+      if (err) log.warn({ err }, 'writing the status of a DaemonSetSetting failed');
     }
   }
 

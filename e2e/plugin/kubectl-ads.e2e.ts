@@ -156,6 +156,7 @@ describe('kubectl ads', { timeout: 900_000 }, () => {
       'STATUS',
       'LIFECYCLE',
       'IN-PLACE',
+      'RESOURCES',
       'RESTARTS',
       'AGE',
     ]);
@@ -164,7 +165,11 @@ describe('kubectl ads', { timeout: 900_000 }, () => {
       f.nodes,
     );
     for (const r of rows.slice(1)) {
-      assert.deepEqual([r[2], r[3], r[4], r[5], r[7], r[8]], [hash, 'true', '1/1', 'Running', '-', '0'], r.join(' '));
+      assert.deepEqual(
+        [r[2], r[3], r[4], r[5], r[7], r[8], r[9]],
+        [hash, 'true', '1/1', 'Running', '-', 'template', '0'],
+        r.join(' '),
+      );
       assert.ok(r[6] === 'Normal' || r[6] === '-', `lifecycle state ${r[6]}`);
     }
   });

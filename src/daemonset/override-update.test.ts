@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { DaemonSetSetting } from '../api/setting.ts';
+import type { DaemonSetSetting, DaemonSetSettingStatus } from '../api/setting.ts';
 import type { DaemonSet } from '../api/types.ts';
 import type { Node, Pod } from '../k8s/types.ts';
 import { RESOURCES_OVERRIDE_ANNOTATION } from './constants.ts';
@@ -218,7 +218,9 @@ describe('DaemonSetSetting status', () => {
     const all = newSetting(c.ds, 'all', '2026-03-01T00:00:00Z', [{ name: 'ghost', resources: {} }]);
     c.settings = [newer, older, all];
     const p = c.sync();
-    const byName = Object.fromEntries((p.settingStatuses ?? []).map((w) => [w.setting.metadata.name, w.status]));
+    const byName: Record<string, DaemonSetSettingStatus> = Object.fromEntries(
+      (p.settingStatuses ?? []).map((w) => [w.setting.metadata.name ?? '', w.status]),
+    );
     const cond = (name: string, type: string) => byName[name]?.conditions?.find((x) => x.type === type);
     assert.deepEqual(Object.fromEntries(Object.entries(byName).map(([n, s]) => [n, s.nodes])), { older: 2, newer: 2, all: 4 });
     assert.deepEqual([cond('older', 'Conflicting')?.reason, cond('newer', 'Conflicting')?.reason, cond('all', 'Conflicting')?.status], ['Preferred', 'Overridden', 'False']);
