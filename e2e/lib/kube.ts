@@ -104,6 +104,7 @@ export interface PodJson {
     name: string;
     namespace: string;
     uid: string;
+    resourceVersion?: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
     ownerReferences?: { kind: string; name: string; uid: string; controller?: boolean }[];

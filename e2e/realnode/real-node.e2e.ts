@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { chartDir, helmOk } from '../../test/chart/helm.ts';
 import type { KubeClient } from '../../src/k8s/client.ts';
 import { resources } from '../../src/k8s/resources.ts';
@@ -644,6 +645,50 @@ describeOnRealNodeCluster('the Helm chart on a real node', { timeout: 30 * 60_00
         `container ${(st1.containerID ?? '').slice(0, 25)}... kept\n`,
     );
   });
+
+  test('per-node resources: a node annotation resizes the pod in place on the real node, then back; no new revision', async () => {
+    const name = 'resize';
+    const [before] = await adsPods(TEST_NS, name);
+    assert.ok(before);
+    const hash = before.metadata.labels?.['controller-revision-hash'];
+    const pidOf = async (pod: PodJson) => {
+      const [running] = (await criContainers(c.node, TEST_NS, pod.metadata.name)).filter(
+        (x) => x.state === 'CONTAINER_RUNNING' && x.metadata.name === 'daemon',
+      );
+      return criContainerPid(c.node, running!.id);
+    };
+    const key = `resources.advanced-daemonset.io/${TEST_NS}.${name}.daemon`;
+    const perNode = { requests: { cpu: '100m', memory: '48Mi' }, limits: { cpu: '400m', memory: '128Mi' } };
+    const resizedTo = async (want: unknown, source: string) =>
+      eventually(
+        `the pod reports ${JSON.stringify(want)} (${source})`,
+        async () => {
+          const [p] = await adsPods(TEST_NS, name);
+          const st = p && (containerStatus(p, 'daemon') as { resources?: unknown } | undefined);
+          const record = p?.metadata.annotations?.['advanced-daemonset.io/resources-override'];
+          const recorded = record ? (JSON.parse(record) as { containers: { daemon?: { source: string } } }).containers.daemon?.source : 'template';
+          return p && podReady(p) && isDeepStrictEqual(st?.resources, want) && recorded === source && p;
+        },
+        { timeoutMs: 120_000, intervalMs: 500 },
+      );
+    await kubectl(['annotate', 'node', c.node.name, `${key}=${JSON.stringify(perNode)}`]);
+    const annotated = await resizedTo(perNode, 'Node');
+    const limits1 = cgroupLimits(await pidOf(annotated));
+    assert.deepEqual(limits1, { cpuQuotaUs: 40_000, memoryBytes: 128 * 2 ** 20 }, 'the kernel enforces the node’s limits');
+    await kubectl(['annotate', 'node', c.node.name, `${key}-`]);
+    const back = await resizedTo({ requests: { cpu: '100m', memory: '48Mi' }, limits: { cpu: '300m', memory: '96Mi' } }, 'template');
+    const limits2 = cgroupLimits(await pidOf(back));
+    assert.deepEqual(limits2, { cpuQuotaUs: 30_000, memoryBytes: 96 * 2 ** 20 }, 'back to the template’s limits');
+    for (const p of [annotated, back]) {
+      assert.equal(p.metadata.uid, before.metadata.uid, 'the same pod (UID kept)');
+      assert.equal(p.metadata.labels?.['controller-revision-hash'], hash, 'the same revision');
+      assert.equal(containerStatus(p, 'daemon')?.restartCount, containerStatus(before, 'daemon')?.restartCount, 'no restart');
+    }
+    process.stderr.write(
+      `✔ real node: a node annotation resized the pod in place (cgroup cpu quota 30000 -> ${limits1.cpuQuotaUs} -> ` +
+        `${limits2.cpuQuotaUs} us, memory 96 -> ${limits1.memoryBytes / 2 ** 20} -> ${limits2.memoryBytes / 2 ** 20} MiB), same revision\n`,
+    );
+  }); // prettier-ignore
 
   test('a resize the real node cannot fit: the pod is recreated, the refusal quoted in an event', async () => {
     const name = 'resize';
