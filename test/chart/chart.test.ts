@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { assessMaterial, materialFromSecret } from '../../certs/bootstrap.ts';
 import { CERT_MODES } from '../../certs/modes.ts';
 import { crdConversion, webhookConfigurations } from '../../certs/webhook-config.ts';
-import { crdObject } from '../../src/api/crd.ts';
+import { crdObject, settingCrdObject } from '../../src/api/crd.ts';
 import { generatedChartReadme, valueRows } from '../../hack/chart-readme.ts';
 import { assertDaemonSetWebhookPolicy } from '../../certs/testing/webhook-policy.ts';
 import { managerCommand, managerFlags } from '../../cmd/advanced-daemonset/manager.ts';
@@ -35,6 +35,8 @@ const webhooks = (objects: Rendered[]) => [
   find(objects, 'MutatingWebhookConfiguration').webhooks[0],
   find(objects, 'ValidatingWebhookConfiguration').webhooks[0],
 ];
+const DAEMONSET_CRD = 'daemonsets.apps.kruise.io';
+const SETTING_CRD = 'daemonsetsettings.advanced-daemonset.io';
 
 /** The ClusterRole the manager needs: what the controller and the certificate code call. */
 const expectedClusterRules = [
@@ -143,6 +145,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
         `ClusterRole/${fullname}-metrics-reader`,
         `ClusterRoleBinding/${fullname}`,
         'CustomResourceDefinition/daemonsets.apps.kruise.io',
+        'CustomResourceDefinition/daemonsetsettings.advanced-daemonset.io',
         `Deployment/${fullname}`,
         // Empty, taken by the managers' leader election, and removed by `helm uninstall` with the rest.
         `Lease/${fullname}-controller`,
@@ -353,7 +356,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
     });
 
     test('the CRD conversion webhook gets its caBundle from cainjector too', () => {
-      const crd = find(objects, 'CustomResourceDefinition');
+      const crd = find(objects, 'CustomResourceDefinition', DAEMONSET_CRD);
       assert.equal(crd.metadata.annotations?.['cert-manager.io/inject-ca-from'], `${ns}/${fullname}-webhook`);
       assert.equal(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
       assert.equal(crd.spec.conversion.webhook.clientConfig.caBundle, undefined);
@@ -396,7 +399,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
           'LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ4ZkNDQVd1Z0F3SUJBZ0lRCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K',
         );
       }
-      const crd = find(objects, 'CustomResourceDefinition');
+      const crd = find(objects, 'CustomResourceDefinition', DAEMONSET_CRD);
       assert.equal(
         crd.spec.conversion.webhook.clientConfig.caBundle,
         'LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ4ZkNDQVd1Z0F3SUJBZ0lRCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K',
@@ -658,7 +661,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
         const objects = await render(
           storageVersion === 'v1beta1' ? {} : { set: [`crd.storageVersion=${storageVersion}`] },
         );
-        const crd = find(objects, 'CustomResourceDefinition');
+        const crd = find(objects, 'CustomResourceDefinition', DAEMONSET_CRD);
         const want = crdObject({
           storageVersion,
           conversion: { service: { ...conversionService, path: '/convert' } },
@@ -684,7 +687,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
 
     test('crd.servedVersions {v1alpha1}: v1beta1 kept in the CRD but not served; the manager reads v1alpha1', async () => {
       const objects = await render({ set: ['crd.storageVersion=v1alpha1', 'crd.servedVersions={v1alpha1}'] });
-      const crd = find(objects, 'CustomResourceDefinition');
+      const crd = find(objects, 'CustomResourceDefinition', DAEMONSET_CRD);
       const want = crdObject({
         storageVersion: 'v1alpha1',
         servedVersions: ['v1alpha1'],
@@ -708,6 +711,17 @@ describe('helm chart', { skip: helmMissing() }, () => {
       assert.match(bad.stderr, /crd\/servedVersions\/0/);
     });
 
+    test('the DaemonSetSetting CRD: equal to src/api/crd.ts settingCrdObject(), kept on uninstall, no conversion', async () => {
+      for (const mode of ['default', 'cert-manager'] as const) {
+        const crd = find(await render({ valuesFiles: [ciValues(mode)] }), 'CustomResourceDefinition', SETTING_CRD);
+        assert.deepEqual(crd.spec, (settingCrdObject() as unknown as Rendered).spec, mode);
+        assert.equal(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep', mode);
+        // One version: nothing to convert, so no caBundle to inject.
+        assert.equal(crd.metadata.annotations?.['cert-manager.io/inject-ca-from'], undefined, mode);
+        assert.equal(crd.metadata.labels?.['app.kubernetes.io/managed-by'], 'Helm', mode);
+      }
+    });
+
     test('crd.create false renders no CRD', async () => {
       const objects = await render({ set: ['crd.create=false'] });
       assert.equal(objects.filter((o) => o.kind === 'CustomResourceDefinition').length, 0);
@@ -715,7 +729,13 @@ describe('helm chart', { skip: helmMissing() }, () => {
 
     test('nothing is left in crds/, which Helm would never upgrade', async () => {
       const withCrds = await render({ extra: ['--include-crds'] });
-      assert.equal(withCrds.filter((o) => o.kind === 'CustomResourceDefinition').length, 1);
+      assert.deepEqual(
+        withCrds
+          .filter((o) => o.kind === 'CustomResourceDefinition')
+          .map((o) => o.metadata.name)
+          .sort(),
+        [DAEMONSET_CRD, SETTING_CRD],
+      );
     });
 
     test('an unknown storage version is refused by the schema', async () => {
