@@ -14,7 +14,10 @@ import { CERT_MODES } from '../../certs/modes.ts';
 import { crdConversion, webhookConfigurations } from '../../certs/webhook-config.ts';
 import { crdObject, settingCrdObject } from '../../src/api/crd.ts';
 import { generatedChartReadme, valueRows } from '../../hack/chart-readme.ts';
-import { assertDaemonSetWebhookPolicy } from '../../certs/testing/webhook-policy.ts';
+import {
+  assertDaemonSetSettingWebhookPolicy,
+  assertDaemonSetWebhookPolicy,
+} from '../../certs/testing/webhook-policy.ts';
 import { managerCommand, managerFlags } from '../../cmd/advanced-daemonset/manager.ts';
 import { parseFlags } from '../../src/cli/command.ts';
 import { CPU_REQUEST_ENV } from '../../src/cli/cpu.ts';
@@ -35,6 +38,11 @@ const webhooks = (objects: Rendered[]) => [
   find(objects, 'MutatingWebhookConfiguration').webhooks[0],
   find(objects, 'ValidatingWebhookConfiguration').webhooks[0],
 ];
+/** The DaemonSetSetting webhooks, second in each configuration. */
+const settingWebhooks = (objects: Rendered[]) => [
+  find(objects, 'MutatingWebhookConfiguration').webhooks[1],
+  find(objects, 'ValidatingWebhookConfiguration').webhooks[1],
+];
 const DAEMONSET_CRD = 'daemonsets.apps.kruise.io';
 const SETTING_CRD = 'daemonsetsettings.advanced-daemonset.io';
 
@@ -43,6 +51,8 @@ const expectedClusterRules = [
   { apiGroups: ['apps.kruise.io'], resources: ['daemonsets'], verbs: ['get', 'list', 'watch', 'update'] },
   { apiGroups: ['apps.kruise.io'], resources: ['daemonsets/status'], verbs: ['patch'] },
   { apiGroups: ['apps.kruise.io'], resources: ['daemonsets/finalizers'], verbs: ['update'] },
+  { apiGroups: ['advanced-daemonset.io'], resources: ['daemonsetsettings'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['advanced-daemonset.io'], resources: ['daemonsetsettings/status'], verbs: ['get', 'update', 'patch'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'create', 'delete', 'patch'] },
   { apiGroups: [''], resources: ['pods/status'], verbs: ['patch'] },
   { apiGroups: [''], resources: ['pods/resize'], verbs: ['patch'] },
@@ -282,18 +292,25 @@ describe('helm chart', { skip: helmMissing() }, () => {
         { rendered: find(objects, 'ValidatingWebhookConfiguration'), want: expected.validating },
       ] as const) {
         assert.equal(rendered.metadata.name, want.metadata.name);
-        const wantHook = structuredClone((want.webhooks as Record<string, { caBundle?: string }>[])[0]!);
-        delete wantHook.clientConfig!.caBundle;
-        const { namespaceSelector, ...hook } = rendered.webhooks[0];
-        assert.deepEqual(hook, wantHook);
-        // The control plane's namespace and the manager's own are never behind the webhook.
-        assert.deepEqual(namespaceSelector, {
-          matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', ns] }],
+        // The DaemonSet webhook, then the DaemonSetSetting one: the same in both.
+        assert.equal(rendered.webhooks.length, 2);
+        (want.webhooks as Record<string, { caBundle?: string }>[]).forEach((w, i) => {
+          const wantHook = structuredClone(w);
+          delete wantHook.clientConfig!.caBundle;
+          const { namespaceSelector, ...hook } = rendered.webhooks[i];
+          assert.deepEqual(hook, wantHook);
+          // The control plane's namespace and the manager's own are never behind the webhook.
+          assert.deepEqual(namespaceSelector, {
+            matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', ns] }],
+          });
         });
-        assert.equal(rendered.webhooks.length, 1);
       }
       for (const w of webhooks(objects)) {
         assertDaemonSetWebhookPolicy(w);
+        assert.equal(w.clientConfig.caBundle, undefined, 'self-signed: the manager injects caBundle');
+      }
+      for (const w of settingWebhooks(objects)) {
+        assertDaemonSetSettingWebhookPolicy(w);
         assert.equal(w.clientConfig.caBundle, undefined, 'self-signed: the manager injects caBundle');
       }
     });
@@ -350,8 +367,11 @@ describe('helm chart', { skip: helmMissing() }, () => {
       for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
         const c = find(objects, kind);
         assert.equal(c.metadata.annotations?.['cert-manager.io/inject-ca-from'], `${ns}/${fullname}-webhook`);
-        assert.equal(c.webhooks[0].clientConfig.caBundle, undefined);
-        assert.equal(c.webhooks[0].timeoutSeconds, 30);
+        assert.equal(c.webhooks.length, 2);
+        for (const w of c.webhooks) {
+          assert.equal(w.clientConfig.caBundle, undefined);
+          assert.equal(w.timeoutSeconds, 30);
+        }
       }
     });
 
@@ -393,7 +413,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
     const objects = await render({ valuesFiles: [ciValues('external')] });
 
     test('caBundle comes from values, the certificate from the user Secret, nothing cert-related is created', () => {
-      for (const w of webhooks(objects)) {
+      for (const w of [...webhooks(objects), ...settingWebhooks(objects)]) {
         assert.equal(
           w.clientConfig.caBundle,
           'LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ4ZkNDQVd1Z0F3SUJBZ0lRCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K',
@@ -464,7 +484,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
       assert.equal(flag(objects, 'webhook-port'), '10250');
       assert.equal(flag(objects, 'webhook-drain'), '15s');
       assert.equal(find(objects, 'Deployment').spec.template.spec.terminationGracePeriodSeconds, 45);
-      for (const w of webhooks(objects)) {
+      for (const w of [...webhooks(objects), ...settingWebhooks(objects)]) {
         assert.equal(w.timeoutSeconds, 5);
         assert.deepEqual(w.namespaceSelector, {
           matchExpressions: [
