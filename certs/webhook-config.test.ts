@@ -4,7 +4,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { crdConversion, ensureLocalServingCertificate, webhookConfigurations } from './webhook-config.ts';
-import { assertDaemonSetWebhookPolicy } from './testing/webhook-policy.ts';
+import { assertDaemonSetSettingWebhookPolicy, assertDaemonSetWebhookPolicy } from './testing/webhook-policy.ts';
 import { tempDir } from '../src/testing/temp-dir.ts';
 
 describe('webhook configurations', () => {
@@ -25,6 +25,33 @@ describe('webhook configurations', () => {
     );
     for (const w of [m, v]) {
       assertDaemonSetWebhookPolicy(w);
+    }
+  });
+
+  test('a second webhook in each: DaemonSetSetting at its own paths, with the same policy and timeout', () => {
+    const { mutating, validating } = webhookConfigurations({
+      endpoint: { url: 'https://127.0.0.1:9443' },
+      caBundle: 'CA',
+      timeoutSeconds: 30,
+    });
+    const hooks = (c: typeof mutating) => c.webhooks as Record<string, any>[]; // eslint-disable-line @typescript-eslint/no-explicit-any
+    assert.deepEqual(
+      [...hooks(mutating), ...hooks(validating)].map((w) => [w.name, w.clientConfig.url]),
+      [
+        ['mdaemonset.apps.kruise.io', 'https://127.0.0.1:9443/mutate-apps-kruise-io-daemonset'],
+        ['mdaemonsetsetting.advanced-daemonset.io', 'https://127.0.0.1:9443/mutate-advanced-daemonset-io-daemonsetsetting'],
+        ['vdaemonset.apps.kruise.io', 'https://127.0.0.1:9443/validate-apps-kruise-io-daemonset'],
+        ['vdaemonsetsetting.advanced-daemonset.io', 'https://127.0.0.1:9443/validate-advanced-daemonset-io-daemonsetsetting'],
+      ],
+    ); // prettier-ignore
+    for (const c of [mutating, validating]) {
+      const [daemonSet, setting] = hooks(c);
+      assertDaemonSetSettingWebhookPolicy(setting!);
+      // Everything but the name, the path and the rules is the DaemonSet webhook's.
+      const rest = ({ name: _n, clientConfig: _c, rules: _r, ...w }: Record<string, unknown>) => w;
+      assert.deepEqual(rest(setting!), rest(daemonSet!));
+      assert.equal(setting!.timeoutSeconds, 30);
+      assert.equal(setting!.clientConfig.caBundle, 'Q0E=');
     }
   });
 

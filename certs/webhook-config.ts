@@ -1,5 +1,5 @@
-// The Mutating/ValidatingWebhookConfigurations that route apps.kruise.io DaemonSet admission to
-// us, the CRD's conversion webhook (v1alpha1 <-> v1beta1, on the same server), and the bootstrap of a
+// The Mutating/ValidatingWebhookConfigurations that route apps.kruise.io DaemonSet and advanced-daemonset.io
+// DaemonSetSetting admission to us, the CRD's conversion webhook (v1alpha1 <-> v1beta1, on the same server), and the bootstrap of a
 // serving certificate for them. Out of cluster (`--webhook-host 127.0.0.1`), the apiserver reaches us by
 // URL, as kruise-manager does with WEBHOOK_HOST and as envtest does: a Service reference would need
 // kube-proxy, which a local control plane lacks.
@@ -13,6 +13,13 @@ import { resources } from '../src/k8s/resources.ts';
 import type { KubeObject } from '../src/k8s/types.ts';
 import { CONVERT_PATH, RESOURCE, SERVED_VERSIONS } from '../src/api/constants.ts';
 import { crdObject } from '../src/api/crd.ts';
+import {
+  SETTING_API_GROUP,
+  SETTING_MUTATE_PATH,
+  SETTING_PLURAL,
+  SETTING_VALIDATE_PATH,
+  SETTING_VERSION,
+} from '../src/api/setting.ts';
 import { createCA, createLeaf, type CertificateAuthority, type KeyPairPem } from '../src/pki/pki.ts';
 import { planWebhookStartup, readServingFiles } from './startup.ts';
 
@@ -38,7 +45,11 @@ function clientConfig(endpoint: WebhookEndpoint, path: string, caBundle: string)
   return { service: { ...endpoint.service, path }, caBundle: caBundleB64 };
 }
 
-/** Both configurations, scoped to apps.kruise.io daemonsets only, failing closed. */
+/**
+ * Both configurations, each with a webhook for apps.kruise.io daemonsets and one for advanced-daemonset.io
+ * daemonsetsettings (only those, only CREATE and UPDATE of the main resource: status writes are not admitted),
+ * failing closed.
+ */
 export function webhookConfigurations(opts: WebhookConfigurationOptions): {
   mutating: KubeObject;
   validating: KubeObject;
@@ -50,17 +61,19 @@ export function webhookConfigurations(opts: WebhookConfigurationOptions): {
     failurePolicy: 'Fail',
     matchPolicy: 'Equivalent',
     timeoutSeconds: opts.timeoutSeconds ?? 10,
-    rules: [
-      {
-        apiGroups: ['apps.kruise.io'],
-        // Both served versions: each is defaulted and validated by its own rules (webhook/admission.ts).
-        apiVersions: [...SERVED_VERSIONS],
-        resources: ['daemonsets'],
-        operations: ['CREATE', 'UPDATE'],
-        scope: 'Namespaced',
-      },
-    ],
   };
+  const rules = (apiGroup: string, apiVersions: string[], resource: string) => [
+    {
+      apiGroups: [apiGroup],
+      apiVersions,
+      resources: [resource],
+      operations: ['CREATE', 'UPDATE'],
+      scope: 'Namespaced',
+    },
+  ];
+  // Both served versions: each is defaulted and validated by its own rules (webhook/admission.ts).
+  const daemonSets = { ...common, rules: rules('apps.kruise.io', [...SERVED_VERSIONS], 'daemonsets') };
+  const settings = { ...common, rules: rules(SETTING_API_GROUP, [SETTING_VERSION], SETTING_PLURAL) };
   return {
     mutating: {
       apiVersion: 'admissionregistration.k8s.io/v1',
@@ -71,7 +84,13 @@ export function webhookConfigurations(opts: WebhookConfigurationOptions): {
           name: 'mdaemonset.apps.kruise.io',
           clientConfig: clientConfig(opts.endpoint, MUTATE_PATH, opts.caBundle),
           reinvocationPolicy: 'Never',
-          ...common,
+          ...daemonSets,
+        },
+        {
+          name: 'mdaemonsetsetting.advanced-daemonset.io',
+          clientConfig: clientConfig(opts.endpoint, SETTING_MUTATE_PATH, opts.caBundle),
+          reinvocationPolicy: 'Never',
+          ...settings,
         },
       ],
     },
@@ -83,7 +102,12 @@ export function webhookConfigurations(opts: WebhookConfigurationOptions): {
         {
           name: 'vdaemonset.apps.kruise.io',
           clientConfig: clientConfig(opts.endpoint, VALIDATE_PATH, opts.caBundle),
-          ...common,
+          ...daemonSets,
+        },
+        {
+          name: 'vdaemonsetsetting.advanced-daemonset.io',
+          clientConfig: clientConfig(opts.endpoint, SETTING_VALIDATE_PATH, opts.caBundle),
+          ...settings,
         },
       ],
     },

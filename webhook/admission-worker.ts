@@ -5,13 +5,19 @@
 // that uid, and tell a review that alone exceeded the heap from one that found a heap earlier tasks had filled.
 // Large ConversionReviews (conversion.ts) run here too.
 import { parentPort } from 'node:worker_threads';
-import { ADMISSION_HANDLERS, handleAdmissionText, type ReviewIdentity, type SerializedOutcome } from './admission.ts';
+import {
+  ADMISSION_HANDLERS,
+  handleAdmissionText,
+  type AdmissionWebhook,
+  type ReviewIdentity,
+  type SerializedOutcome,
+} from './admission.ts';
 import { handleConversionText, type ConversionOutcome } from './conversion.ts';
 
 export interface AdmissionTask {
   /** Set by the pool, to match the TaskReport messages to their task. */
   id: number;
-  webhook: 'mutate' | 'validate' | 'convert';
+  webhook: AdmissionWebhook | 'convert';
   /** The raw request body: its bytes (UTF-8) when large, transferred from the main thread, else its text. */
   body: Uint8Array | string;
 }

@@ -2,11 +2,24 @@
 // errored review, never an exception.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { handleAdmissionReview, mutateDaemonSet, validateDaemonSetAdmission } from './admission.ts';
+import {
+  handleAdmissionReview,
+  mutateDaemonSet,
+  mutateDaemonSetSetting,
+  validateDaemonSetAdmission,
+  validateDaemonSetSettingAdmission,
+} from './admission.ts';
 import fastJsonPatch from 'fast-json-patch';
 import { defaultDaemonSet } from '../src/api/defaults.ts';
 import { SPEC_UPDATE_FORBIDDEN_V1BETA1 } from '../src/api/validation.ts';
-import { admissionReview, daemonSetManifest, daemonSetManifestV1beta1 } from '../src/api/testing/review-fixtures.ts';
+import { defaultDaemonSetSetting } from '../src/api/setting-defaults.ts';
+import {
+  admissionReview,
+  daemonSetManifest,
+  daemonSetManifestV1beta1,
+  settingManifest,
+  settingReview,
+} from '../src/api/testing/review-fixtures.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -427,5 +440,168 @@ describe('v1beta1 reviews: defaulting and validation of the version the object i
     ])
       for (const handler of [mutateDaemonSet, validateDaemonSetAdmission])
         assert.deepEqual((handleAdmissionReview(review, handler).body as any).response, { uid: UID, allowed: true });
+  });
+});
+
+describe('DaemonSetSetting reviews: the same envelope checks, its own defaults and rules', () => {
+  const UID = '705ab4f5-6393-11e8-b7cc-42010a800002';
+  const handlers = [
+    ['mutate', mutateDaemonSetSetting],
+    ['validate', validateDaemonSetSettingAdmission],
+  ] as const;
+  const setting = (edit: (s: any) => void = () => {}): any => {
+    const s: any = defaultDaemonSetSetting(settingManifest());
+    edit(s);
+    return s;
+  };
+  const responseOf = (out: any) => out.body.response;
+
+  const errored: { name: string; body: unknown; message: string }[] = [
+    { name: 'a DaemonSet review at a setting webhook', body: admissionReview(daemonSetManifest()), message: 'unsupported kind: apps.kruise.io/v1alpha1, Kind=DaemonSet' },
+    { name: 'an unknown version', body: settingReview(settingManifest(), { version: 'v1beta1' }), message: 'unsupported version: v1beta1' },
+    { name: 'object apiVersion other than request.kind', body: settingReview({ ...settingManifest(), apiVersion: 'advanced-daemonset.io/v2' }, { version: 'v1alpha1' }), message: 'request.object apiVersion "advanced-daemonset.io/v2" does not match request.kind advanced-daemonset.io/v1alpha1' },
+    { name: 'an undecodable object', body: settingReview('not an object', { version: 'v1alpha1' }), message: 'request.object is not a JSON object' },
+    { name: 'UPDATE without oldObject', body: settingReview(settingManifest(), { operation: 'UPDATE' }), message: 'request.oldObject is not a JSON object' },
+  ]; // prettier-ignore
+  for (const [name, handler] of handlers)
+    for (const c of errored)
+      test(`${c.name} → errored review, code 400 (${name})`, () => {
+        const out = handleAdmissionReview(c.body, handler);
+        assert.equal(out.httpStatus, 200);
+        assert.equal(out.verdict, 'errored');
+        assert.deepEqual(responseOf(out), {
+          uid: UID,
+          allowed: false,
+          status: { metadata: {}, status: 'Failure', code: 400, reason: 'BadRequest', message: c.message },
+        });
+      });
+
+  test('a setting review at a DaemonSet webhook is refused too', () => {
+    for (const handler of [mutateDaemonSet, validateDaemonSetAdmission])
+      assert.equal(
+        responseOf(handleAdmissionReview(settingReview(settingManifest()), handler)).status.message,
+        'unsupported kind: advanced-daemonset.io/v1alpha1, Kind=DaemonSetSetting',
+      );
+  });
+
+  test('mutate: spec.reference kind and apiVersion as a JSON patch that applies; none when set', () => {
+    const out: any = handleAdmissionReview(settingReview(settingManifest()), mutateDaemonSetSetting);
+    assert.equal(out.verdict, 'patched');
+    const patch = JSON.parse(Buffer.from(responseOf(out).patch, 'base64').toString());
+    assert.deepEqual(patch, [
+      { op: 'add', path: '/spec/reference/kind', value: 'DaemonSet' },
+      { op: 'add', path: '/spec/reference/apiVersion', value: 'apps.kruise.io/v1beta1' },
+    ]);
+    const applied = fastJsonPatch.applyPatch(settingManifest(), patch as any, true).newDocument;
+    assert.deepEqual(applied, setting());
+    const again = handleAdmissionReview(settingReview(setting()), mutateDaemonSetSetting);
+    assert.deepEqual(responseOf(again), { uid: UID, allowed: true });
+  });
+
+  test('validate: denied with 422 Invalid naming DaemonSetSetting.advanced-daemonset.io, one cause per error', () => {
+    const s = setting((x) => {
+      x.spec.containers.push({ name: 'c', resources: { requests: { cpu: '2' }, limits: { cpu: '1' } } });
+    });
+    const out = handleAdmissionReview(settingReview(s), validateDaemonSetSettingAdmission);
+    assert.equal(out.verdict, 'denied');
+    const status = responseOf(out).status;
+    assert.equal(status.code, 422);
+    assert.equal(status.reason, 'Invalid');
+    assert.deepEqual(status.details.kind, 'DaemonSetSetting');
+    assert.deepEqual(status.details.group, 'advanced-daemonset.io');
+    assert.equal(
+      status.message,
+      'DaemonSetSetting.advanced-daemonset.io "x" is invalid: [spec.containers[1].name: Duplicate value: "c", spec.containers[1].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1]',
+    );
+    assert.deepEqual(
+      status.details.causes.map((c: any) => c.field),
+      ['spec.containers[1].name', 'spec.containers[1].resources.requests'],
+    );
+    assert.equal(handleAdmissionReview(settingReview(setting()), validateDaemonSetSettingAdmission).verdict, 'allowed');
+  });
+
+  test('validate UPDATE: spec.reference may not change; containers may', () => {
+    const old = setting();
+    const moved = setting((x) => (x.spec.reference.name = 'other'));
+    const out = handleAdmissionReview(
+      settingReview(moved, { operation: 'UPDATE', oldObject: old }),
+      validateDaemonSetSettingAdmission,
+    );
+    assert.equal(
+      responseOf(out).status.message,
+      'DaemonSetSetting.advanced-daemonset.io "x" is invalid: spec.reference: Invalid value: {"apiVersion":"apps.kruise.io/v1beta1","kind":"DaemonSet","name":"other"}: field is immutable',
+    );
+    const resized = setting((x) => (x.spec.containers[0].resources = { limits: { cpu: '4' } }));
+    const ok = handleAdmissionReview(
+      settingReview(resized, { operation: 'UPDATE', oldObject: old }),
+      validateDaemonSetSettingAdmission,
+    );
+    assert.equal(ok.verdict, 'allowed');
+  });
+
+  test('DELETE and status subresource updates are admitted as they are', () => {
+    for (const review of [
+      settingReview(null, { operation: 'DELETE', oldObject: setting(), version: 'v1alpha1' }),
+      settingReview(
+        setting((x) => (x.status = { nodes: -1 })),
+        { operation: 'UPDATE', subResource: 'status', oldObject: setting() },
+      ),
+    ])
+      // prettier-ignore
+      for (const [, handler] of handlers)
+        assert.deepEqual(responseOf(handleAdmissionReview(review, handler)), { uid: UID, allowed: true });
+  });
+
+  const hostile: { name: string; text: (s: any) => string; field: string; message: RegExp }[] = [
+    {
+      name: 'containers that is not an array',
+      text: (s) => JSON.stringify({ ...s, spec: { ...s.spec, containers: { name: 'c' } } }),
+      field: 'spec.containers',
+      message: /spec\.containers in body must be of type array: "object"/,
+    },
+    {
+      name: 'a null element in containers',
+      text: (s) => JSON.stringify(s).replace('"containers":[', '"containers":[null,'),
+      field: 'spec.containers[0]',
+      message: /must be of type object: "null"/,
+    },
+    {
+      name: 'a quantity of the wrong type',
+      text: (s) => JSON.stringify(s).replace('"cpu":"1"', '"cpu":{"a":1}'),
+      field: 'spec.containers[0].resources.requests.cpu',
+      message: /must be of type integer,string: "object"/,
+    },
+    {
+      name: 'a reference nested 5,000 levels deep',
+      text: (s) => JSON.stringify(s).replace('"name":"agent"', `"name":"agent","x":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`),
+      field: `spec.reference.x.${Array(97).fill('a').join('.')}`,
+      message: /must not be nested more than 100 levels deep/,
+    },
+  ]; // prettier-ignore
+  for (const [name, handler] of handlers)
+    for (const row of hostile)
+      test(`hostile: ${row.name} → 400 naming the field, never an exception (${name})`, () => {
+        const object = JSON.parse(row.text(settingManifest()));
+        const out = handleAdmissionReview(settingReview(object), handler);
+        assert.equal(out.cause, undefined);
+        assert.equal(out.verdict, 'denied');
+        const status = responseOf(out).status;
+        assert.equal(status.code, 400);
+        assert.equal(status.reason, 'BadRequest');
+        assert.match(status.message, row.message);
+        assert.match(status.message, /^DaemonSetSetting\.advanced-daemonset\.io "x" is invalid: /);
+        assert.equal(status.details.causes[0].field, row.field);
+      });
+
+  test('an UPDATE whose stored setting is nested too deep is refused, naming oldObject', () => {
+    const old = JSON.parse(
+      JSON.stringify(setting()).replace('"containers":[', `"x":${'['.repeat(500)}${']'.repeat(500)},"containers":[`),
+    );
+    const out = handleAdmissionReview(
+      settingReview(setting(), { operation: 'UPDATE', oldObject: old }),
+      validateDaemonSetSettingAdmission,
+    );
+    assert.equal(responseOf(out).status.code, 400);
+    assert.match(responseOf(out).status.details.causes[0].field, /^oldObject\.spec\.x\[0\]\[0\]/);
   });
 });

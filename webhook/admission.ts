@@ -5,6 +5,13 @@ import { defaultingPatch, isObject, templatePatchLowerBound, type JsonObject } f
 import { invalidStatus, type FieldError } from '../src/api/field.ts';
 import { jsonTypeName, nestingError } from '../src/api/shape.ts';
 import { shapeErrors, validateDaemonSet, validateDaemonSetUpdate } from '../src/api/validation.ts';
+import { SETTING_API_GROUP, SETTING_KIND, SETTING_VERSION } from '../src/api/setting.ts';
+import { settingDefaultingPatch } from '../src/api/setting-defaults.ts';
+import {
+  settingShapeErrors,
+  validateDaemonSetSetting,
+  validateDaemonSetSettingUpdate,
+} from '../src/api/setting-validation.ts';
 import { formatBytes, jsonSizeWithin, MAX_PATCH_BYTES } from './limits.ts';
 import {
   allowed,
@@ -101,29 +108,46 @@ function objectKey(req: AdmissionRequest): string {
   return namespace ? `${namespace}/${name}` : name;
 }
 
+/** The kind a webhook serves: its group and kind, and which versions of it. */
+interface ServedKind<V extends string> {
+  group: string;
+  kind: string;
+  isVersion: (v: string) => v is V;
+}
+
+const DAEMONSET: ServedKind<ServedVersion> = { group: API_GROUP, kind: KIND, isVersion: isServedVersion };
+const SETTING: ServedKind<typeof SETTING_VERSION> = {
+  group: SETTING_API_GROUP,
+  kind: SETTING_KIND,
+  isVersion: (v): v is typeof SETTING_VERSION => v === SETTING_VERSION,
+};
+
 /** `object.apiVersion` when it names another version than `version` (an absent, null or empty one is not checked). */
-function apiVersionMismatch(obj: unknown, version: ServedVersion): string | undefined {
+function apiVersionMismatch(obj: unknown, group: string, version: string): string | undefined {
   const apiVersion = isObject(obj) ? obj.apiVersion : undefined;
   if (apiVersion === undefined || apiVersion === null || apiVersion === '') return undefined;
-  if (apiVersion === `${API_GROUP}/${version}`) return undefined;
+  if (apiVersion === `${group}/${version}`) return undefined;
   return typeof apiVersion === 'string' ? JSON.stringify(cut(apiVersion)) : jsonTypeName(apiVersion);
 }
 
 /**
- * Checks the request is for an apps.kruise.io DaemonSet of a served version with decodable objects in that
- * version, and returns that version; or the error response when not (Kruise answers these with an errored review,
- * code 400: "unsupported version" in
+ * Checks the request is for the webhook's kind (an apps.kruise.io DaemonSet, or an advanced-daemonset.io
+ * DaemonSetSetting) of a served version with decodable objects in that version, and returns that version; or the
+ * error response when not (Kruise answers these with an errored review, code 400: "unsupported version" in
  * https://github.com/openkruise/kruise/blob/v1.9.0/pkg/webhook/daemonset/validating/daemonset_create_update_handler.go).
  * The version is request.kind.version: the apiserver sends the objects in the version the webhook registered for.
  */
-function checkRequest(req: AdmissionRequest): { error: Response } | { version: ServedVersion } {
+function checkRequest<V extends string>(
+  req: AdmissionRequest,
+  served: ServedKind<V>,
+): { error: Response } | { version: V } {
   const { group, version, kind } = req.kind;
   if (typeof group !== 'string' || typeof version !== 'string' || typeof kind !== 'string')
     return { error: errored(400, 'request.kind is not a group, version and kind of strings') };
-  if (group !== API_GROUP || kind !== KIND)
+  if (group !== served.group || kind !== served.kind)
     return { error: errored(400, `unsupported kind: ${cut(group)}/${cut(version)}, Kind=${cut(kind)}`) };
-  // Kruise's text; the webhook configurations register only the served versions (SERVED_VERSIONS).
-  if (!isServedVersion(version)) return { error: errored(400, `unsupported version: ${cut(version)}`) };
+  // Kruise's text; the webhook configurations register only the served versions.
+  if (!served.isVersion(version)) return { error: errored(400, `unsupported version: ${cut(version)}`) };
   if (req.operation === 'CREATE' || req.operation === 'UPDATE') {
     if (!isObject(req.object)) return { error: errored(400, 'request.object is not a JSON object') };
     if (req.operation === 'UPDATE' && !isObject(req.oldObject))
@@ -133,10 +157,10 @@ function checkRequest(req: AdmissionRequest): { error: Response } | { version: S
     ['request.object', req.object],
     ['request.oldObject', req.oldObject],
   ] as const) {
-    const other = apiVersionMismatch(obj, version);
+    const other = apiVersionMismatch(obj, served.group, version);
     if (other)
       return {
-        error: errored(400, `${name} apiVersion ${other} does not match request.kind ${API_GROUP}/${version}`),
+        error: errored(400, `${name} apiVersion ${other} does not match request.kind ${served.group}/${version}`),
       };
   }
   return { version };
@@ -155,21 +179,25 @@ const admitsAsIs = (req: AdmissionRequest) =>
  * causes of an Invalid status. The old object (already stored) is only measured: its shape is not the user's to
  * fix in this request, and it is only ever compared, never walked alone.
  */
-function shapeResponse(req: AdmissionRequest, version: ServedVersion): Response | undefined {
-  let errors: FieldError[] = shapeErrors(req.object as JsonObject, version);
+function shapeResponse(
+  req: AdmissionRequest,
+  served: ServedKind<string>,
+  errorsOf: (obj: JsonObject) => FieldError[],
+): Response | undefined {
+  let errors: FieldError[] = errorsOf(req.object as JsonObject);
   if (errors.length === 0 && req.operation === 'UPDATE') {
     const oldTooDeep = nestingError(req.oldObject, 'oldObject');
     if (oldTooDeep) errors = [oldTooDeep];
   }
   if (errors.length === 0) return undefined;
-  const status = invalidStatus(API_GROUP, KIND, objectName(req), errors);
+  const status = invalidStatus(served.group, served.kind, objectName(req), errors);
   return denied({ ...status, reason: 'BadRequest', code: 400 });
 }
 
-const patchTooLarge = (detail: string) =>
+const patchTooLarge = (detail: string, kind = 'DaemonSet') =>
   errored(
     400,
-    `the defaulting patch of this DaemonSet would be larger than the webhook's limit of ${formatBytes(MAX_PATCH_BYTES)} (${detail}); set the defaulted fields in the manifest, or use fewer containers, ports or volumes`,
+    `the defaulting patch of this ${kind} would be larger than the webhook's limit of ${formatBytes(MAX_PATCH_BYTES)} (${detail}); set the defaulted fields in the manifest, or use fewer containers, ports or volumes`,
   );
 
 /**
@@ -177,11 +205,11 @@ const patchTooLarge = (detail: string) =>
  * template defaults. The patch's paths are into the object as sent, in its version.
  */
 export const mutateDaemonSet: AdmissionHandler = (req) => {
-  const checked = checkRequest(req);
+  const checked = checkRequest(req, DAEMONSET);
   if ('error' in checked) return checked.error;
   const { version } = checked;
   if (admitsAsIs(req)) return allowed();
-  const malformed = shapeResponse(req, version);
+  const malformed = shapeResponse(req, DAEMONSET, (obj) => shapeErrors(obj, version));
   if (malformed) return malformed;
   const old = req.operation === 'UPDATE' ? (req.oldObject as JsonObject) : undefined;
   // The patch's certain part first: an object sure to exceed the limit is refused before it is copied.
@@ -195,11 +223,11 @@ export const mutateDaemonSet: AdmissionHandler = (req) => {
 
 /** The validating webhook, by the request's version: a rejection is 422 Invalid with one cause per field error. */
 export const validateDaemonSetAdmission: AdmissionHandler = (req) => {
-  const checked = checkRequest(req);
+  const checked = checkRequest(req, DAEMONSET);
   if ('error' in checked) return checked.error;
   const { version } = checked;
   if (admitsAsIs(req)) return allowed();
-  const malformed = shapeResponse(req, version);
+  const malformed = shapeResponse(req, DAEMONSET, (obj) => shapeErrors(obj, version));
   if (malformed) return malformed;
   const obj = req.object as JsonObject;
   const errors =
@@ -210,8 +238,46 @@ export const validateDaemonSetAdmission: AdmissionHandler = (req) => {
   return denied(invalidStatus(API_GROUP, KIND, objectName(req), errors));
 };
 
+/**
+ * The DaemonSetSetting's mutating webhook: spec.reference's kind and apiVersion (setting-defaults.ts). The same checks
+ * in front as the DaemonSet's: the request's kind and version, the object's shape and nesting.
+ */
+export const mutateDaemonSetSetting: AdmissionHandler = (req) => {
+  const checked = checkRequest(req, SETTING);
+  if ('error' in checked) return checked.error;
+  if (admitsAsIs(req)) return allowed();
+  const malformed = shapeResponse(req, SETTING, settingShapeErrors);
+  if (malformed) return malformed;
+  const patch = settingDefaultingPatch(req.object as JsonObject);
+  // At most two short strings today; measured all the same, so the limit holds whatever the defaults become.
+  if (jsonSizeWithin(patch, MAX_PATCH_BYTES) === undefined)
+    return patchTooLarge(`${patch.length} operations`, 'DaemonSetSetting');
+  return patched(patch);
+};
+
+/** The DaemonSetSetting's validating webhook (setting-validation.ts): a rejection is 422 Invalid with field paths. */
+export const validateDaemonSetSettingAdmission: AdmissionHandler = (req) => {
+  const checked = checkRequest(req, SETTING);
+  if ('error' in checked) return checked.error;
+  if (admitsAsIs(req)) return allowed();
+  const malformed = shapeResponse(req, SETTING, settingShapeErrors);
+  if (malformed) return malformed;
+  const obj = req.object as JsonObject;
+  const errors =
+    req.operation === 'UPDATE'
+      ? validateDaemonSetSettingUpdate(obj, req.oldObject as JsonObject)
+      : validateDaemonSetSetting(obj);
+  if (errors.length === 0) return allowed();
+  return denied(invalidStatus(SETTING_API_GROUP, SETTING_KIND, objectName(req), errors));
+};
+
 /** The admission webhooks' handlers by name: the same on the main thread (app.ts) and in the pool (admission-worker.ts). */
-export const ADMISSION_HANDLERS = { mutate: mutateDaemonSet, validate: validateDaemonSetAdmission } as const;
+export const ADMISSION_HANDLERS = {
+  mutate: mutateDaemonSet,
+  validate: validateDaemonSetAdmission,
+  'mutate-setting': mutateDaemonSetSetting,
+  'validate-setting': validateDaemonSetSettingAdmission,
+} as const;
 export type AdmissionWebhook = keyof typeof ADMISSION_HANDLERS;
 
 /**

@@ -19,7 +19,15 @@ import {
 import type { AdmissionPool } from './pool.ts';
 import { MAX_PATCH_BYTES } from './limits.ts';
 import { webhookMetrics } from './metrics.ts';
-import { admissionReview, daemonSetManifest, reviewOfSize } from '../src/api/testing/review-fixtures.ts';
+import {
+  admissionReview,
+  daemonSetManifest,
+  reviewOfSize,
+  settingManifest,
+  settingReview,
+} from '../src/api/testing/review-fixtures.ts';
+import { SETTING_MUTATE_PATH, SETTING_VALIDATE_PATH } from '../src/api/setting.ts';
+import { defaultDaemonSetSetting } from '../src/api/setting-defaults.ts';
 import { sleep, until } from '../src/testing/wait.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -405,4 +413,85 @@ describe('webhook app', () => {
       await own.close();
     }
   });
+});
+
+describe('webhook app: the DaemonSetSetting webhooks, on the same server and limits', () => {
+  test('mutate: the reference defaults as a JSONPatch, uid echoed', async () => {
+    const res = await post(SETTING_MUTATE_PATH, settingReview(settingManifest(), { uid: 's-1' }));
+    assert.equal(res.statusCode, 200);
+    const response = res.json().response;
+    assert.equal(response.uid, 's-1');
+    assert.equal(response.patchType, 'JSONPatch');
+    const patched = fastJsonPatch.applyPatch(settingManifest(), decodePatch(response)).newDocument;
+    assert.deepEqual(patched, defaultDaemonSetSetting(settingManifest()));
+  });
+
+  test('validate: 422 Invalid with field paths, as the apiserver words it', async () => {
+    const s: any = defaultDaemonSetSetting(settingManifest());
+    s.spec.containers[0].resources = { requests: { cpu: '2' }, limits: { cpu: '1' } };
+    const res = await post(`${SETTING_VALIDATE_PATH}?timeout=10s`, settingReview(s));
+    const response = res.json().response;
+    assert.equal(response.allowed, false);
+    assert.equal(response.status.code, 422);
+    assert.equal(
+      response.status.message,
+      'DaemonSetSetting.advanced-daemonset.io "x" is invalid: spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1',
+    );
+  });
+
+  test('a DaemonSet review sent to a setting path is an errored review, not a crash (and the reverse)', async () => {
+    const wrong = await post(SETTING_VALIDATE_PATH, admissionReview(daemonSetManifest()));
+    assert.equal(wrong.json().response.status.message, 'unsupported kind: apps.kruise.io/v1alpha1, Kind=DaemonSet');
+    const reverse = await post(VALIDATE_PATH, settingReview(settingManifest()));
+    assert.equal(reverse.json().response.status.code, 400);
+  });
+
+  const bad: { name: string; payload: string; message: string }[] = [
+    { name: 'not JSON', payload: '{"apiVersion":', message: 'request body is not valid JSON' },
+    { name: 'empty body', payload: '', message: 'request body is empty' },
+    { name: 'not an AdmissionReview', payload: '{"kind":"Pod"}', message: 'expected kind AdmissionReview, got "Pod"' },
+  ]; // prettier-ignore
+  for (const path of [SETTING_MUTATE_PATH, SETTING_VALIDATE_PATH])
+    for (const c of bad)
+      test(`${path}: ${c.name} → 400 with a message, no stack`, async () => {
+        const res = await post(path, c.payload);
+        assert.equal(res.statusCode, 400);
+        assert.deepEqual(res.json(), { message: c.message });
+      });
+
+  test(`bodies beyond ${BODY_LIMIT} bytes → 413, as a Status`, async () => {
+    const s: any = settingManifest();
+    s.metadata.annotations = { big: 'x'.repeat(BODY_LIMIT) };
+    const res = await post(SETTING_MUTATE_PATH, settingReview(s));
+    assert.equal(res.statusCode, 413);
+    assert.equal(res.json().reason, 'RequestEntityTooLarge');
+  });
+
+  test('a large review is handled in the admission pool, both paths', async () => {
+    const s: any = defaultDaemonSetSetting(settingManifest());
+    s.metadata.annotations = { big: 'x'.repeat(ADMISSION_ON_MAIN_THREAD_MAX_BYTES * 2) };
+    const allowed = await post(SETTING_MUTATE_PATH, settingReview(s, { uid: 'pooled' }));
+    assert.deepEqual(allowed.json().response, { uid: 'pooled', allowed: true });
+    s.spec.reference.kind = 'Deployment';
+    const denied = await post(SETTING_VALIDATE_PATH, settingReview(s, { uid: 'pooled-2' }));
+    assert.equal(denied.json().response.uid, 'pooled-2');
+    assert.match(denied.json().response.status.message, /spec\.reference\.kind: Unsupported value: "Deployment"/);
+  });
+
+  test('metrics: the setting paths have their own webhook label', async () => {
+    const fresh = webhookMetrics();
+    const own = buildWebhookApp({ logger: pino({ level: 'silent' }), metrics: fresh });
+    try {
+      const send = (url: string, payload: unknown) =>
+        own.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
+      await send(SETTING_MUTATE_PATH, settingReview(settingManifest()));
+      await send(SETTING_VALIDATE_PATH, settingReview(settingManifest()));
+      const text = await fresh.registry.metrics();
+      assert.match(text, /^controller_runtime_webhook_requests_total\{webhook="mutate-advanced-daemonset-io-daemonsetsetting",code="200",verdict="patched"\} 1$/m);
+      assert.match(text, /^controller_runtime_webhook_requests_total\{webhook="validate-advanced-daemonset-io-daemonsetsetting",code="200",verdict="allowed"\} 1$/m);
+      assert.match(text, /^controller_runtime_webhook_requests_in_flight\{webhook="validate-advanced-daemonset-io-daemonsetsetting"\} 0$/m);
+    } finally {
+      await own.close();
+    }
+  }); // prettier-ignore
 });

@@ -14,6 +14,7 @@ import type { TLSSocket } from 'node:tls';
 import { fastify, LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { CONVERT_PATH, MUTATE_PATH, VALIDATE_PATH } from '../src/api/constants.ts';
+import { SETTING_MUTATE_PATH, SETTING_VALIDATE_PATH } from '../src/api/setting.ts';
 import { ADMISSION_HANDLERS, handleAdmissionText, type AdmissionWebhook, type SerializedOutcome } from './admission.ts';
 import { handleConversionText, type ConversionOutcome, type ConversionVerdict } from './conversion.ts';
 import { BODY_LIMIT, formatBytes, webhookLimits, type AdmissionPoolSettings, type WebhookLimits } from './limits.ts';
@@ -44,9 +45,12 @@ export interface WebhookAppOptions {
   admissionPool?: AdmissionPool;
 }
 
+/** The admission webhooks by path, each with its `webhook` label (the path without its slash). */
 const WEBHOOKS: Record<string, { name: string; webhook: AdmissionWebhook }> = {
   [MUTATE_PATH]: { name: 'mutate-apps-kruise-io-daemonset', webhook: 'mutate' },
   [VALIDATE_PATH]: { name: 'validate-apps-kruise-io-daemonset', webhook: 'validate' },
+  [SETTING_MUTATE_PATH]: { name: 'mutate-advanced-daemonset-io-daemonsetsetting', webhook: 'mutate-setting' },
+  [SETTING_VALIDATE_PATH]: { name: 'validate-advanced-daemonset-io-daemonsetsetting', webhook: 'validate-setting' },
 };
 
 /** The conversion webhook's `webhook` label (the path without its slash, as for the admission webhooks). */

@@ -89,6 +89,9 @@ const usage = `Usage: advanced-daemonset webhook --cert-dir DIR [flags]
 Serves the mutating and validating admission webhooks of apps.kruise.io/v1alpha1 DaemonSet over HTTPS:
   /mutate-apps-kruise-io-daemonset    defaults (Kruise's, plus apps/v1 pod-template defaults)
   /validate-apps-kruise-io-daemonset  validation (422 Invalid with one cause per field error)
+and those of advanced-daemonset.io/v1alpha1 DaemonSetSetting:
+  /mutate-advanced-daemonset-io-daemonsetsetting    defaults (spec.reference kind and apiVersion)
+  /validate-advanced-daemonset-io-daemonsetsetting  validation (422 Invalid with one cause per field error)
 
 Flags:
 ${flagsHelp(flags)}

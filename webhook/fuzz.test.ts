@@ -1,5 +1,5 @@
 // Seeded fuzzing of the real webhook app through `inject`: valid DaemonSets of both served versions (the test
-// fixtures and a template that uses most of core/v1, as v1alpha1 and as v1beta1) with random subtrees replaced by wrong types, nulls, huge or negative numbers,
+// fixtures and a template that uses most of core/v1, as v1alpha1 and as v1beta1), and DaemonSetSettings, with random subtrees replaced by wrong types, nulls, huge or negative numbers,
 // `__proto__` / `constructor` / `prototype` keys, deep nesting, dropped fields, and random changes to the review
 // around them. Every reply must be a valid AdmissionReview that carries the request's uid (or a 4xx for a body
 // that is no review), never a 5xx and never an error code 5xx inside the review, and every patch must apply
@@ -36,7 +36,15 @@ import { validateDaemonSet, validateDaemonSetUpdate } from '../src/api/validatio
 import { newDaemonSet } from '../src/daemonset/test-fixtures.ts';
 import { buildWebhookApp } from './app.ts';
 import { webhookMetrics } from './metrics.ts';
-import { admissionReview, daemonSetManifest } from '../src/api/testing/review-fixtures.ts';
+import {
+  admissionReview,
+  daemonSetManifest,
+  settingManifest,
+  settingReview,
+} from '../src/api/testing/review-fixtures.ts';
+import { SETTING_MUTATE_PATH, SETTING_VALIDATE_PATH } from '../src/api/setting.ts';
+import { defaultDaemonSetSetting, settingDefaultingPatch } from '../src/api/setting-defaults.ts';
+import { validateDaemonSetSetting, validateDaemonSetSettingUpdate } from '../src/api/setting-validation.ts';
 import { seededRandom } from '../src/testing/random.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -372,6 +380,89 @@ test(`defaulting and validation, without the shape check in front, never throw o
       else validateDaemonSet(obj, version);
     } catch (err) {
       assert.fail(`${(err as Error).stack}\n${where()}`);
+    }
+  }
+});
+
+// The DaemonSetSetting webhooks (SETTING_MUTATE_PATH, SETTING_VALIDATE_PATH): the same mutations of settings, from a
+// minimal one and one with every field, with the same checks of every reply.
+const SETTING_REVIEWS = Number(process.env.WEBHOOK_FUZZ_SETTING_REVIEWS ?? Math.max(1, Math.floor(REVIEWS / 4)));
+
+function settingBases(): JsonObject[] {
+  const rich: any = settingManifest('rich');
+  rich.metadata.labels = { app: 'agent' };
+  rich.spec.reference = { kind: 'DaemonSet', name: 'agent', apiVersion: 'apps.kruise.io/v1alpha1' };
+  rich.spec.nodeSelector = {
+    matchLabels: { 'node.example.com/group': 'large' },
+    matchExpressions: [{ key: 'kubernetes.io/os', operator: 'In', values: ['linux'] }],
+  };
+  rich.spec.containers = [
+    { name: 'agent', resources: { limits: { cpu: '2', memory: '4Gi', 'example.com/gpu': 1 }, requests: { cpu: 0.5, memory: '1Gi', 'example.com/gpu': '1' } } },
+    { name: 'sidecar', resources: { limits: { memory: '128Mi', 'hugepages-2Mi': '64Mi' } } },
+  ]; // prettier-ignore
+  return [settingManifest(), rich].map((o) => JSON.parse(JSON.stringify(o)) as JsonObject);
+}
+
+function buildSettingReview(r: Rand, base: JsonObject[], uid: string): { text: string; object: unknown } {
+  const obj = structuredClone(pick(r, base));
+  const update = r() < 0.35;
+  const old = update ? defaultDaemonSetSetting(structuredClone(pick(r, base))) : undefined;
+  if (r() < 0.9) mutate(r, obj);
+  if (old && r() < 0.2) mutate(r, old);
+  const review: any = settingReview(obj, {
+    uid,
+    version: 'v1alpha1',
+    operation: update ? 'UPDATE' : 'CREATE',
+    ...(old ? { oldObject: old } : {}),
+    apiVersion: r() < 0.8 ? 'admission.k8s.io/v1' : 'admission.k8s.io/v1beta1',
+  });
+  if (r() < 0.08) mutate(r, review);
+  return { text: reviewText(r, review), object: obj };
+}
+
+test(`${SETTING_REVIEWS} mutated DaemonSetSetting reviews: valid replies with the uid, no 5xx, patches that apply (seed ${SEED})`, async (t) => {
+  const r = seededRandom(SEED ^ 0x5e77);
+  const base = settingBases();
+  const verdicts = new Map<string, number>();
+  for (let i = 0; i < SETTING_REVIEWS; i += BATCH) {
+    const batch = Array.from({ length: Math.min(BATCH, SETTING_REVIEWS - i) }, (_, j) => {
+      const sent = buildSettingReview(r, base, `setting-${i + j}`);
+      const url = r() < 0.5 ? SETTING_MUTATE_PATH : SETTING_VALIDATE_PATH;
+      return { sent, url, where: `setting review ${i + j} to ${url} (seed ${SEED})` };
+    });
+    const replies = await Promise.all(
+      batch.map((b) =>
+        app.inject({ method: 'POST', url: b.url, headers: { 'content-type': 'application/json' }, payload: b.sent.text }),
+      ),
+    );
+    replies.forEach((res, j) => {
+      const b = batch[j] as (typeof batch)[number];
+      checkReply(res, b.sent, b.where);
+      const body = res.statusCode === 200 ? res.json().response : undefined;
+      const verdict = body ? (body.allowed ? (body.patch ? 'patched' : 'allowed') : `denied ${body.status.code}`) : `http ${res.statusCode}`;
+      verdicts.set(verdict, (verdicts.get(verdict) ?? 0) + 1);
+    });
+  }
+  const summary = [...verdicts].map(([k, v]) => `${k}: ${v}`).join(', ');
+  t.diagnostic(`${SETTING_REVIEWS} setting reviews; ${summary}`);
+  for (const kind of ['patched', 'denied 400', 'denied 422']) assert.ok(verdicts.has(kind), summary);
+}); // prettier-ignore
+
+test(`setting defaulting and validation, without the shape check in front, never throw on mutated objects (seed ${SEED})`, () => {
+  const r = seededRandom(SEED ^ 0x5e78);
+  const base = settingBases();
+  for (let i = 0; i < SETTING_REVIEWS; i++) {
+    const obj = structuredClone(pick(r, base));
+    mutate(r, obj);
+    const text = JSON.stringify(obj);
+    if (text.includes(JSON.stringify(DEEP_MARK)) || nestingError(obj)) continue;
+    const old = r() < 0.3 ? defaultDaemonSetSetting(structuredClone(pick(r, base))) : undefined;
+    try {
+      fastJsonPatch.applyPatch(JSON.parse(text), settingDefaultingPatch(obj), true);
+      if (old) validateDaemonSetSettingUpdate(obj, old);
+      else validateDaemonSetSetting(obj);
+    } catch (err) {
+      assert.fail(`${(err as Error).stack}\nsetting ${i} (seed ${SEED}): ${text.slice(0, 2000)}`);
     }
   }
 });

@@ -17,3 +17,22 @@ export function assertDaemonSetWebhookPolicy(w: { failurePolicy?: unknown; sideE
     },
   ]);
 }
+
+/** The same for the DaemonSetSetting webhooks: CREATE and UPDATE of advanced-daemonset.io daemonsetsettings, v1alpha1. */
+export function assertDaemonSetSettingWebhookPolicy(w: {
+  failurePolicy?: unknown;
+  sideEffects?: unknown;
+  rules?: unknown;
+}) {
+  assert.equal(w.failurePolicy, 'Fail');
+  assert.equal(w.sideEffects, 'None');
+  assert.deepEqual(w.rules, [
+    {
+      apiGroups: ['advanced-daemonset.io'],
+      apiVersions: ['v1alpha1'],
+      resources: ['daemonsetsettings'],
+      operations: ['CREATE', 'UPDATE'],
+      scope: 'Namespaced',
+    },
+  ]);
+}

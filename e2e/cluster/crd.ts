@@ -1,35 +1,40 @@
 // The DaemonSet CRD on a local cluster, as src/api/crd.ts builds it (the chart renders the same object as
 // templates/crd.yaml, test/chart checks they are equal): both versions served, v1beta1 stored, and no conversion
 // webhook until a manager started with --webhook-host registers its URL (cmd/advanced-daemonset/webhook-host.ts), or a test
-// registers one (e2e/lib/conversion.ts). Used by the e2e harness, the demo and the benchmarks.
-import { crdObject, type ConversionClientConfig, type CrdOptions } from '../../src/api/crd.ts';
+// registers one (e2e/lib/conversion.ts). Next to it the DaemonSetSetting CRD (settingCrdObject(), the chart's
+// templates/crd-daemonsetsetting.yaml), which has one version and nothing to convert. Used by the e2e harness, the
+// demo and the benchmarks.
+import { crdObject, settingCrdObject, type ConversionClientConfig, type CrdOptions } from '../../src/api/crd.ts';
 import { API_VERSION, KIND, RESOURCE } from '../../src/api/constants.ts';
+import { SETTING_RESOURCE } from '../../src/api/setting.ts';
 import { until } from '../../src/testing/wait.ts';
 import { kubectl } from './cluster.ts';
 
 /**
- * `kubectl apply --server-side` of the CRD, then waits until it is Established. A conversion webhook already
- * registered on an existing CRD is kept unless `opts.conversion` says otherwise (a reused cluster, whose manager set
- * its URL: applying strategy None next to that webhook would be refused).
+ * `kubectl apply --server-side` of both CRDs, then waits until both are Established. A conversion webhook already
+ * registered on an existing DaemonSet CRD is kept unless `opts.conversion` says otherwise (a reused cluster, whose
+ * manager set its URL: applying strategy None next to that webhook would be refused).
  */
 export async function installCrd(kubeconfig: string, opts: CrdOptions = {}): Promise<void> {
   const existing = await getCrd(kubeconfig).catch(() => undefined);
   const registered = existing?.spec.conversion?.strategy === 'Webhook' ? existing.spec.conversion.webhook : undefined;
   const conversion = opts.conversion ?? registered?.clientConfig;
   const crd = crdObject({ ...opts, ...(conversion ? { conversion } : {}) });
-  await kubectl(kubeconfig, ['apply', '--server-side', '--force-conflicts', '-f', '-'], JSON.stringify(crd));
+  const list = { apiVersion: 'v1', kind: 'List', items: [crd, settingCrdObject()] };
+  await kubectl(kubeconfig, ['apply', '--server-side', '--force-conflicts', '-f', '-'], JSON.stringify(list));
   await waitEstablished(kubeconfig);
+  await waitEstablished(kubeconfig, 60_000, SETTING_RESOURCE);
 }
 
 /**
- * Waits until the CRD is Established (polled: `kubectl wait --for=condition=Established` fails at once when it finds
- * the CRD before the apiserver wrote any status condition).
+ * Waits until the CRD (the DaemonSet one unless named) is Established (polled: `kubectl wait
+ * --for=condition=Established` fails at once when it finds the CRD before the apiserver wrote any status condition).
  */
-export async function waitEstablished(kubeconfig: string, timeoutMs = 60_000): Promise<void> {
+export async function waitEstablished(kubeconfig: string, timeoutMs = 60_000, name = RESOURCE): Promise<void> {
   await until(
-    `${RESOURCE} Established`,
+    `${name} Established`,
     async () =>
-      (await getCrd(kubeconfig)).status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True'),
+      (await getCrd(kubeconfig, name)).status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True'),
     { timeoutMs, intervalMs: 200 },
   );
 }
@@ -39,8 +44,8 @@ interface CrdJson {
   status?: { storedVersions?: string[]; conditions?: { type: string; status: string }[] };
 }
 
-export async function getCrd(kubeconfig: string): Promise<CrdJson> {
-  return JSON.parse((await kubectl(kubeconfig, ['get', 'crd', RESOURCE, '-o', 'json'])).stdout) as CrdJson;
+export async function getCrd(kubeconfig: string, name = RESOURCE): Promise<CrdJson> {
+  return JSON.parse((await kubectl(kubeconfig, ['get', 'crd', name, '-o', 'json'])).stdout) as CrdJson;
 }
 
 /**

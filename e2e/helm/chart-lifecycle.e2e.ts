@@ -300,6 +300,9 @@ describeOnPrivateCluster(
         ['update', 'daemonsets.apps.kruise.io', '-n', ns],
         ['patch', 'customresourcedefinitions/daemonsets.apps.kruise.io', '-A'],
         ['patch', 'customresourcedefinitions/daemonsets.apps.kruise.io', '--subresource=status', '-A'],
+        // Per-node resources: read, and their status written.
+        ['watch', 'daemonsetsettings.advanced-daemonset.io', '-A'],
+        ['patch', 'daemonsetsettings.advanced-daemonset.io', '--subresource=status', '-n', ns],
       ];
       const refused: string[][] = [
         ['delete', 'nodes', '-A'],
@@ -311,6 +314,9 @@ describeOnPrivateCluster(
         ['create', 'pods', '--subresource=exec', '-n', ns],
         ['create', 'pods', '--subresource=eviction', '-n', ns],
         ['delete', 'daemonsets.apps.kruise.io', '-n', ns],
+        // A setting's spec is its author's.
+        ['update', 'daemonsetsettings.advanced-daemonset.io', '-n', ns],
+        ['delete', 'daemonsetsettings.advanced-daemonset.io', '-n', ns],
         ['create', 'daemonsets.apps', '-n', ns],
         ['patch', 'customresourcedefinitions/clonesets.apps.kruise.io', '-A'],
         ['patch', 'customresourcedefinitions/clonesets.apps.kruise.io', '--subresource=status', '-A'],

@@ -7,8 +7,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { SERVED_VERSIONS, STORAGE_VERSION, type ServedVersion } from './constants.ts';
-import { crdObject, openAPIV3Schema, unwrapDescription } from './crd.ts';
-import { CRD_PATH, renderCrdYaml } from './gen-crd.ts';
+import { crdObject, openAPIV3Schema, settingCrdObject, settingOpenAPIV3Schema, unwrapDescription } from './crd.ts';
+import { CRD_PATH, renderCrdYaml, renderSettingCrdYaml, SETTING_CRD_PATH } from './gen-crd.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -33,6 +33,22 @@ describe('unwrapDescription: kubectl explain wraps descriptions itself', () => {
     }
   });
 });
+
+/** What makes a schema not structural: a node without a type (but int-or-string), forbidden keywords, anyOf. */
+function structuralProblems(schema: unknown): string[] {
+  const problems: string[] = [];
+  const walk = (node: any, at: string) => {
+    if (!node['x-kubernetes-int-or-string'] && !node.type) problems.push(`${at}: no type`);
+    for (const k of ['$id', '$schema', 'patternProperties', 'const', 'additionalItems'])
+      if (k in node) problems.push(`${at}: ${k}`);
+    if (node.anyOf && !node['x-kubernetes-int-or-string']) problems.push(`${at}: anyOf`);
+    for (const [name, child] of Object.entries(node.properties ?? {})) walk(child, `${at}.${name}`);
+    if (node.items) walk(node.items, `${at}[]`);
+    if (typeof node.additionalProperties === 'object') walk(node.additionalProperties, `${at}{}`);
+  };
+  walk(schema, '');
+  return problems;
+}
 
 describe('CRD', () => {
   test('the committed chart CRD is not stale (run `npm run gen:crd` after editing src/api/schema.ts)', () => {
@@ -254,5 +270,87 @@ describe('CRD', () => {
       'numberReady',
       'updatedNumberScheduled',
     ]);
+  });
+});
+
+describe('DaemonSetSetting CRD', () => {
+  test('the committed chart template is not stale (run `npm run gen:crd` after editing src/api/setting.ts)', () => {
+    assert.equal(
+      readFileSync(SETTING_CRD_PATH, 'utf8'),
+      renderSettingCrdYaml(),
+      `${SETTING_CRD_PATH} differs from the generator`,
+    );
+  });
+
+  test('the chart template is guarded by crd.create and kept on helm uninstall', () => {
+    const text = renderSettingCrdYaml();
+    assert.match(text, /^\{\{- if \.Values\.crd\.create \}\}$/m);
+    assert.match(text, /^ {4}helm\.sh\/resource-policy: keep$/m);
+    assert.match(text, /\{\{- end \}\}\n$/);
+  });
+
+  test('names, scope, short name; one version, stored, with the status subresource and no conversion', () => {
+    const crd: any = settingCrdObject();
+    assert.equal(crd.metadata.name, 'daemonsetsettings.advanced-daemonset.io');
+    assert.equal(crd.spec.group, 'advanced-daemonset.io');
+    assert.deepEqual(crd.spec.names, {
+      kind: 'DaemonSetSetting',
+      listKind: 'DaemonSetSettingList',
+      plural: 'daemonsetsettings',
+      singular: 'daemonsetsetting',
+      shortNames: ['dss'],
+    });
+    assert.equal(crd.spec.scope, 'Namespaced');
+    assert.deepEqual(crd.spec.conversion, { strategy: 'None' });
+    assert.deepEqual(
+      versionsOf(crd).map((v) => [v.name, v.served, v.storage, v.subresources]),
+      [['v1alpha1', true, true, { status: {} }]],
+    );
+    assert.deepEqual(versionsOf(crd)[0].schema.openAPIV3Schema, settingOpenAPIV3Schema());
+  });
+
+  test('printer columns: REFERENCE, NODES, VALID, AGE; CONFLICTING at -o wide', () => {
+    assert.deepEqual(
+      versionsOf(settingCrdObject())[0].additionalPrinterColumns.map((c: any) => [c.name, c.type, c.jsonPath, c.priority ?? 0]),
+      [
+        ['REFERENCE', 'string', '.spec.reference.name', 0],
+        ['NODES', 'integer', '.status.nodes', 0],
+        ['VALID', 'string', '.status.conditions[?(@.type=="Valid")].status', 0],
+        ['AGE', 'date', '.metadata.creationTimestamp', 0],
+        ['CONFLICTING', 'string', '.status.conditions[?(@.type=="Conflicting")].status', 1],
+      ],
+    );
+  }); // prettier-ignore
+
+  test('structural, every field described (for kubectl explain), descriptions unwrapped', () => {
+    const schema: any = settingOpenAPIV3Schema();
+    assert.deepEqual(structuralProblems(schema), []);
+    const missing: string[] = [];
+    const walk = (node: any, at: string) => {
+      for (const [name, child] of Object.entries<any>(node.properties ?? {})) {
+        if (!child.description && name !== 'metadata') missing.push(`${at}.${name}`);
+        walk(child, `${at}.${name}`);
+      }
+      if (node.items) walk(node.items, `${at}[]`);
+    };
+    walk(schema, '');
+    assert.deepEqual(missing, []);
+    for (const d of JSON.stringify(schema).match(/"description":"(?:[^"\\]|\\.)*"/g) ?? [])
+      assert.equal(unwrapDescription(JSON.parse(`{${d}}`).description), JSON.parse(`{${d}}`).description, d);
+  });
+
+  test('spec: reference.name required, containers a map list keyed by name, quantities int-or-string', () => {
+    const spec: any = (settingOpenAPIV3Schema() as any).properties.spec;
+    assert.deepEqual((settingOpenAPIV3Schema() as any).required, ['spec']);
+    assert.deepEqual(spec.required, ['reference']);
+    assert.deepEqual(spec.properties.reference.required, ['name']);
+    assert.deepEqual(Object.keys(spec.properties.reference.properties).sort(), ['apiVersion', 'kind', 'name']);
+    const containers = spec.properties.containers;
+    assert.equal(containers['x-kubernetes-list-type'], 'map');
+    assert.deepEqual(containers['x-kubernetes-list-map-keys'], ['name']);
+    assert.deepEqual(containers.items.required, ['name', 'resources']);
+    const limit = containers.items.properties.resources.properties.limits.additionalProperties;
+    assert.equal(limit['x-kubernetes-int-or-string'], true);
+    assert.deepEqual(Object.keys(spec.properties.nodeSelector.properties).sort(), ['matchExpressions', 'matchLabels']);
   });
 });

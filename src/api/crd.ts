@@ -1,5 +1,6 @@
 // The CustomResourceDefinition of apps.kruise.io DaemonSet with both served versions (v1alpha1 and v1beta1), built
-// from the schemas in schema.ts. gen-crd.ts writes it to the chart; the e2e suite applies crdObject() directly.
+// from the schemas in schema.ts, and that of advanced-daemonset.io DaemonSetSetting (one version), from setting.ts.
+// gen-crd.ts writes both to the chart; the e2e suite applies crdObject() and settingCrdObject() directly.
 import {
   API_GROUP,
   KIND,
@@ -13,6 +14,19 @@ import {
   type ServedVersion,
 } from './constants.ts';
 import { DAEMONSET_SCHEMAS } from './schema.ts';
+import {
+  DaemonSetSettingSchema,
+  SETTING_API_GROUP,
+  SETTING_CONDITION_CONFLICTING,
+  SETTING_CONDITION_VALID,
+  SETTING_KIND,
+  SETTING_LIST_KIND,
+  SETTING_PLURAL,
+  SETTING_RESOURCE,
+  SETTING_SHORT_NAMES,
+  SETTING_SINGULAR,
+  SETTING_VERSION,
+} from './setting.ts';
 
 /** Keys TypeBox may leave that a CRD schema does not accept. Symbol keys ([Kind] etc.) vanish in the JSON round trip. */
 const TYPEBOX_ONLY_KEYS = new Set(['$id', '$schema', 'static', 'params']);
@@ -42,6 +56,15 @@ export function unwrapDescription(text: string): string {
 export function openAPIV3Schema(version: ServedVersion = VERSION): Record<string, unknown> {
   const source = DAEMONSET_SCHEMAS[version];
   if (!source) throw new Error(`no DaemonSet schema for version ${String(version)}`);
+  return structuralSchema(source);
+}
+
+/** The structural openAPIV3Schema of DaemonSetSetting (its one version). */
+export function settingOpenAPIV3Schema(): Record<string, unknown> {
+  return structuralSchema(DaemonSetSettingSchema);
+}
+
+function structuralSchema(source: unknown): Record<string, unknown> {
   const schema = stripTypeBoxKeys(JSON.parse(JSON.stringify(source))) as Record<string, unknown>;
   // metadata is always present and validated by the apiserver; listing it as required is noise.
   const requiredRoot = (schema.required as string[] | undefined)?.filter((k) => k !== 'metadata');
@@ -117,6 +140,51 @@ export function crdObject(opts: CrdOptions = {}): Record<string, unknown> {
         // A copy per version: a shared object would become a YAML anchor and alias in the chart file.
         additionalPrinterColumns: printerColumns.map((c) => ({ ...c })),
       })),
+    },
+  };
+}
+
+/** A condition's status by type, as kubectl prints a built-in kind's conditions (e.g. a Node's Ready). */
+const conditionColumn = (type: string) => `.status.conditions[?(@.type=="${type}")].status`;
+
+const settingPrinterColumns = [
+  { name: 'REFERENCE', type: 'string', jsonPath: '.spec.reference.name', description: 'The DaemonSet whose pods get these resources.' },
+  { name: 'NODES', type: 'integer', jsonPath: '.status.nodes', description: 'How many nodes that run the DaemonSet the selector matches.' },
+  { name: 'VALID', type: 'string', jsonPath: conditionColumn(SETTING_CONDITION_VALID), description: 'Whether the DaemonSet exists and has every container named.' },
+  { name: 'AGE', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'Time since the DaemonSetSetting was created.' },
+  { name: 'CONFLICTING', type: 'string', priority: 1, jsonPath: conditionColumn(SETTING_CONDITION_CONFLICTING), description: 'Whether another setting of the same DaemonSet sets the same container on some node.' },
+]; // prettier-ignore
+
+/**
+ * The DaemonSetSetting CRD as a plain object, ready to apply: one version, so no conversion (strategy None), and
+ * the status subresource, so the controller's status writes and users' spec writes never overwrite each other.
+ */
+export function settingCrdObject(): Record<string, unknown> {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: SETTING_RESOURCE },
+    spec: {
+      group: SETTING_API_GROUP,
+      names: {
+        kind: SETTING_KIND,
+        listKind: SETTING_LIST_KIND,
+        plural: SETTING_PLURAL,
+        singular: SETTING_SINGULAR,
+        shortNames: [...SETTING_SHORT_NAMES],
+      },
+      scope: 'Namespaced',
+      conversion: { strategy: 'None' },
+      versions: [
+        {
+          name: SETTING_VERSION,
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: settingOpenAPIV3Schema() },
+          subresources: { status: {} },
+          additionalPrinterColumns: settingPrinterColumns.map((c) => ({ ...c })),
+        },
+      ],
     },
   };
 }

@@ -17,6 +17,9 @@ export const SETTING_SINGULAR = 'daemonsetsetting';
 export const SETTING_SHORT_NAMES = ['dss'] as const;
 /** `daemonsetsettings.advanced-daemonset.io`: the CRD name. */
 export const SETTING_RESOURCE = `${SETTING_PLURAL}.${SETTING_API_GROUP}`;
+/** Webhook paths, on the same server as the DaemonSet's (as controller-runtime names them: group dots as dashes). */
+export const SETTING_MUTATE_PATH = '/mutate-advanced-daemonset-io-daemonsetsetting';
+export const SETTING_VALIDATE_PATH = '/validate-advanced-daemonset-io-daemonsetsetting';
 /** What spec.reference may name: an Advanced DaemonSet (either served version) in the setting's namespace. */
 export const SETTING_REFERENCE_KIND = 'DaemonSet';
 export const SETTING_REFERENCE_API_VERSIONS = ['apps.kruise.io/v1alpha1', 'apps.kruise.io/v1beta1'] as const;

@@ -64,20 +64,26 @@ const compiled = new Map<ServedVersion, ValidateFunction>();
 function schemaValidator(version: ServedVersion): ValidateFunction {
   const cached = compiled.get(version);
   if (cached) return cached;
+  const validate = compileStructuralSchema(openAPIV3Schema(version));
+  compiled.set(version, validate);
+  return validate;
+}
+
+/** An ajv validator of a CRD's structural schema: its Kubernetes extensions are annotations, its formats checked. */
+export function compileStructuralSchema(schema: Record<string, unknown>): ValidateFunction {
   const ajv = new Ajv({ allErrors: true, verbose: true, strictTypes: false, strictTuples: false });
   for (const keyword of [
     'x-kubernetes-int-or-string',
     'x-kubernetes-preserve-unknown-fields',
     'x-kubernetes-list-type',
+    'x-kubernetes-list-map-keys',
     'x-kubernetes-map-type',
   ])
     ajv.addKeyword(keyword);
   ajv.addFormat('int32', { type: 'number', validate: (n: number) => n >= -(2 ** 31) && n < 2 ** 31 });
   ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isSafeInteger(n) });
   ajv.addFormat('date-time', { type: 'string', validate: (s: string) => !Number.isNaN(Date.parse(s)) });
-  const validate = ajv.compile(openAPIV3Schema(version));
-  compiled.set(version, validate);
-  return validate;
+  return ajv.compile(schema);
 }
 
 /** "/spec/selector/matchExpressions/0/key" → "spec.selector.matchExpressions[0].key". */
@@ -115,8 +121,12 @@ function inArray(root: unknown, pointer: string): boolean {
  * is a type error, and status is not checked (the apiserver resets it on create).
  */
 export function schemaErrors(obj: JsonObject, version: ServedVersion = VERSION): FieldError[] {
+  return structuralSchemaErrors(schemaValidator(version), obj);
+}
+
+/** schemaErrors against any structural schema compiled by compileStructuralSchema. */
+export function structuralSchemaErrors(validate: ValidateFunction, obj: JsonObject): FieldError[] {
   const { status: _status, ...rest } = obj;
-  const validate = schemaValidator(version);
   if (validate(rest)) return [];
   const errors: FieldError[] = [];
   const seen = new Set<string>();
@@ -144,6 +154,10 @@ export function schemaErrors(obj: JsonObject, version: ServedVersion = VERSION):
     } else if (e.keyword === 'format') {
       const format = (e.params as { format: string }).format;
       errors.push(invalid(fp, e.data, `${p} in body must be of type ${format}: "${String(e.data)}"`));
+    } else if (e.keyword === 'pattern') {
+      // kube-openapi's text (validate.FailedPattern): "should match", the pattern quoted.
+      const pattern = (e.params as { pattern: string }).pattern;
+      errors.push(invalid(fp, e.data, `${p} in body should match '${pattern}'`));
     } else {
       const bad = typeof e.data === 'object' && e.data !== null ? jsonTypeName(e.data) : e.data;
       errors.push(invalid(fp, bad, `${p} in body ${e.message ?? 'is invalid'}`));
@@ -276,7 +290,8 @@ export function validateLabelSelector(selector: unknown, p: FieldPath): FieldErr
 // ---------------------------------------------------------------------------------------------------------
 // Object metadata
 
-function validateObjectMeta(meta: JsonObject | undefined): FieldError[] {
+/** ValidateObjectMeta's checks of a namespaced object: name (or generateName), namespace, labels, annotations. */
+export function validateObjectMeta(meta: JsonObject | undefined): FieldError[] {
   const p = path('metadata');
   const errs: FieldError[] = [];
   const name = str(meta?.name);
@@ -732,7 +747,7 @@ function validateStash(obj: JsonObject): FieldError[] {
 }
 
 /** Semantic equality: null, absent, empty maps and empty lists are the same (apimachinery Semantic.DeepEqual). */
-function semanticEqual(a: unknown, b: unknown): boolean {
+export function semanticEqual(a: unknown, b: unknown): boolean {
   // The same value (the restored mutable fields): no walk through it, however deep the stored object is.
   if (a === b) return true;
   const empty = (v: unknown) =>
@@ -773,7 +788,7 @@ export function validateDaemonSetUpdate(
   return dedupe(errs);
 }
 
-function dedupe(errs: FieldError[]): FieldError[] {
+export function dedupe(errs: FieldError[]): FieldError[] {
   const seen = new Set<string>();
   return errs.filter((e) => {
     const key = `${e.field}\u0000${e.type}\u0000${JSON.stringify(e.badValue)}\u0000${e.detail}`;

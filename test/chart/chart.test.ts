@@ -12,9 +12,12 @@ import { join } from 'node:path';
 import { assessMaterial, materialFromSecret } from '../../certs/bootstrap.ts';
 import { CERT_MODES } from '../../certs/modes.ts';
 import { crdConversion, webhookConfigurations } from '../../certs/webhook-config.ts';
-import { crdObject } from '../../src/api/crd.ts';
+import { crdObject, settingCrdObject } from '../../src/api/crd.ts';
 import { generatedChartReadme, valueRows } from '../../hack/chart-readme.ts';
-import { assertDaemonSetWebhookPolicy } from '../../certs/testing/webhook-policy.ts';
+import {
+  assertDaemonSetSettingWebhookPolicy,
+  assertDaemonSetWebhookPolicy,
+} from '../../certs/testing/webhook-policy.ts';
 import { managerCommand, managerFlags } from '../../cmd/advanced-daemonset/manager.ts';
 import { parseFlags } from '../../src/cli/command.ts';
 import { CPU_REQUEST_ENV } from '../../src/cli/cpu.ts';
@@ -35,12 +38,21 @@ const webhooks = (objects: Rendered[]) => [
   find(objects, 'MutatingWebhookConfiguration').webhooks[0],
   find(objects, 'ValidatingWebhookConfiguration').webhooks[0],
 ];
+/** The DaemonSetSetting webhooks, second in each configuration. */
+const settingWebhooks = (objects: Rendered[]) => [
+  find(objects, 'MutatingWebhookConfiguration').webhooks[1],
+  find(objects, 'ValidatingWebhookConfiguration').webhooks[1],
+];
+const DAEMONSET_CRD = 'daemonsets.apps.kruise.io';
+const SETTING_CRD = 'daemonsetsettings.advanced-daemonset.io';
 
 /** The ClusterRole the manager needs: what the controller and the certificate code call. */
 const expectedClusterRules = [
   { apiGroups: ['apps.kruise.io'], resources: ['daemonsets'], verbs: ['get', 'list', 'watch', 'update'] },
   { apiGroups: ['apps.kruise.io'], resources: ['daemonsets/status'], verbs: ['patch'] },
   { apiGroups: ['apps.kruise.io'], resources: ['daemonsets/finalizers'], verbs: ['update'] },
+  { apiGroups: ['advanced-daemonset.io'], resources: ['daemonsetsettings'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['advanced-daemonset.io'], resources: ['daemonsetsettings/status'], verbs: ['get', 'update', 'patch'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'create', 'delete', 'patch'] },
   { apiGroups: [''], resources: ['pods/status'], verbs: ['patch'] },
   { apiGroups: [''], resources: ['pods/resize'], verbs: ['patch'] },
@@ -143,6 +155,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
         `ClusterRole/${fullname}-metrics-reader`,
         `ClusterRoleBinding/${fullname}`,
         'CustomResourceDefinition/daemonsets.apps.kruise.io',
+        'CustomResourceDefinition/daemonsetsettings.advanced-daemonset.io',
         `Deployment/${fullname}`,
         // Empty, taken by the managers' leader election, and removed by `helm uninstall` with the rest.
         `Lease/${fullname}-controller`,
@@ -279,18 +292,25 @@ describe('helm chart', { skip: helmMissing() }, () => {
         { rendered: find(objects, 'ValidatingWebhookConfiguration'), want: expected.validating },
       ] as const) {
         assert.equal(rendered.metadata.name, want.metadata.name);
-        const wantHook = structuredClone((want.webhooks as Record<string, { caBundle?: string }>[])[0]!);
-        delete wantHook.clientConfig!.caBundle;
-        const { namespaceSelector, ...hook } = rendered.webhooks[0];
-        assert.deepEqual(hook, wantHook);
-        // The control plane's namespace and the manager's own are never behind the webhook.
-        assert.deepEqual(namespaceSelector, {
-          matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', ns] }],
+        // The DaemonSet webhook, then the DaemonSetSetting one: the same in both.
+        assert.equal(rendered.webhooks.length, 2);
+        (want.webhooks as Record<string, { caBundle?: string }>[]).forEach((w, i) => {
+          const wantHook = structuredClone(w);
+          delete wantHook.clientConfig!.caBundle;
+          const { namespaceSelector, ...hook } = rendered.webhooks[i];
+          assert.deepEqual(hook, wantHook);
+          // The control plane's namespace and the manager's own are never behind the webhook.
+          assert.deepEqual(namespaceSelector, {
+            matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', ns] }],
+          });
         });
-        assert.equal(rendered.webhooks.length, 1);
       }
       for (const w of webhooks(objects)) {
         assertDaemonSetWebhookPolicy(w);
+        assert.equal(w.clientConfig.caBundle, undefined, 'self-signed: the manager injects caBundle');
+      }
+      for (const w of settingWebhooks(objects)) {
+        assertDaemonSetSettingWebhookPolicy(w);
         assert.equal(w.clientConfig.caBundle, undefined, 'self-signed: the manager injects caBundle');
       }
     });
@@ -347,13 +367,16 @@ describe('helm chart', { skip: helmMissing() }, () => {
       for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
         const c = find(objects, kind);
         assert.equal(c.metadata.annotations?.['cert-manager.io/inject-ca-from'], `${ns}/${fullname}-webhook`);
-        assert.equal(c.webhooks[0].clientConfig.caBundle, undefined);
-        assert.equal(c.webhooks[0].timeoutSeconds, 30);
+        assert.equal(c.webhooks.length, 2);
+        for (const w of c.webhooks) {
+          assert.equal(w.clientConfig.caBundle, undefined);
+          assert.equal(w.timeoutSeconds, 30);
+        }
       }
     });
 
     test('the CRD conversion webhook gets its caBundle from cainjector too', () => {
-      const crd = find(objects, 'CustomResourceDefinition');
+      const crd = find(objects, 'CustomResourceDefinition', DAEMONSET_CRD);
       assert.equal(crd.metadata.annotations?.['cert-manager.io/inject-ca-from'], `${ns}/${fullname}-webhook`);
       assert.equal(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
       assert.equal(crd.spec.conversion.webhook.clientConfig.caBundle, undefined);
@@ -390,13 +413,13 @@ describe('helm chart', { skip: helmMissing() }, () => {
     const objects = await render({ valuesFiles: [ciValues('external')] });
 
     test('caBundle comes from values, the certificate from the user Secret, nothing cert-related is created', () => {
-      for (const w of webhooks(objects)) {
+      for (const w of [...webhooks(objects), ...settingWebhooks(objects)]) {
         assert.equal(
           w.clientConfig.caBundle,
           'LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ4ZkNDQVd1Z0F3SUJBZ0lRCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K',
         );
       }
-      const crd = find(objects, 'CustomResourceDefinition');
+      const crd = find(objects, 'CustomResourceDefinition', DAEMONSET_CRD);
       assert.equal(
         crd.spec.conversion.webhook.clientConfig.caBundle,
         'LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ4ZkNDQVd1Z0F3SUJBZ0lRCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K',
@@ -461,7 +484,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
       assert.equal(flag(objects, 'webhook-port'), '10250');
       assert.equal(flag(objects, 'webhook-drain'), '15s');
       assert.equal(find(objects, 'Deployment').spec.template.spec.terminationGracePeriodSeconds, 45);
-      for (const w of webhooks(objects)) {
+      for (const w of [...webhooks(objects), ...settingWebhooks(objects)]) {
         assert.equal(w.timeoutSeconds, 5);
         assert.deepEqual(w.namespaceSelector, {
           matchExpressions: [
@@ -658,7 +681,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
         const objects = await render(
           storageVersion === 'v1beta1' ? {} : { set: [`crd.storageVersion=${storageVersion}`] },
         );
-        const crd = find(objects, 'CustomResourceDefinition');
+        const crd = find(objects, 'CustomResourceDefinition', DAEMONSET_CRD);
         const want = crdObject({
           storageVersion,
           conversion: { service: { ...conversionService, path: '/convert' } },
@@ -684,7 +707,7 @@ describe('helm chart', { skip: helmMissing() }, () => {
 
     test('crd.servedVersions {v1alpha1}: v1beta1 kept in the CRD but not served; the manager reads v1alpha1', async () => {
       const objects = await render({ set: ['crd.storageVersion=v1alpha1', 'crd.servedVersions={v1alpha1}'] });
-      const crd = find(objects, 'CustomResourceDefinition');
+      const crd = find(objects, 'CustomResourceDefinition', DAEMONSET_CRD);
       const want = crdObject({
         storageVersion: 'v1alpha1',
         servedVersions: ['v1alpha1'],
@@ -708,6 +731,17 @@ describe('helm chart', { skip: helmMissing() }, () => {
       assert.match(bad.stderr, /crd\/servedVersions\/0/);
     });
 
+    test('the DaemonSetSetting CRD: equal to src/api/crd.ts settingCrdObject(), kept on uninstall, no conversion', async () => {
+      for (const mode of ['default', 'cert-manager'] as const) {
+        const crd = find(await render({ valuesFiles: [ciValues(mode)] }), 'CustomResourceDefinition', SETTING_CRD);
+        assert.deepEqual(crd.spec, (settingCrdObject() as unknown as Rendered).spec, mode);
+        assert.equal(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep', mode);
+        // One version: nothing to convert, so no caBundle to inject.
+        assert.equal(crd.metadata.annotations?.['cert-manager.io/inject-ca-from'], undefined, mode);
+        assert.equal(crd.metadata.labels?.['app.kubernetes.io/managed-by'], 'Helm', mode);
+      }
+    });
+
     test('crd.create false renders no CRD', async () => {
       const objects = await render({ set: ['crd.create=false'] });
       assert.equal(objects.filter((o) => o.kind === 'CustomResourceDefinition').length, 0);
@@ -715,7 +749,13 @@ describe('helm chart', { skip: helmMissing() }, () => {
 
     test('nothing is left in crds/, which Helm would never upgrade', async () => {
       const withCrds = await render({ extra: ['--include-crds'] });
-      assert.equal(withCrds.filter((o) => o.kind === 'CustomResourceDefinition').length, 1);
+      assert.deepEqual(
+        withCrds
+          .filter((o) => o.kind === 'CustomResourceDefinition')
+          .map((o) => o.metadata.name)
+          .sort(),
+        [DAEMONSET_CRD, SETTING_CRD],
+      );
     });
 
     test('an unknown storage version is refused by the schema', async () => {

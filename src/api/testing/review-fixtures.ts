@@ -23,6 +23,30 @@ function manifestOf(apiVersion: string, name: string): JsonObject {
   };
 }
 
+/** A minimal advanced-daemonset.io/v1alpha1 DaemonSetSetting as a user writes it (no reference kind or apiVersion). */
+export function settingManifest(name = 'x'): JsonObject {
+  return {
+    apiVersion: 'advanced-daemonset.io/v1alpha1',
+    kind: 'DaemonSetSetting',
+    metadata: { name, namespace: 'ns' },
+    spec: {
+      reference: { name: 'agent' },
+      nodeSelector: { matchLabels: { 'node.example.com/group': 'large' } },
+      containers: [{ name: 'c', resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { memory: '2Gi' } } }],
+    },
+  };
+}
+
+/** admissionReview of a DaemonSetSetting: request.kind and resource are advanced-daemonset.io's. */
+export function settingReview(object: unknown, o: ReviewOptions = {}): JsonObject {
+  return admissionReview(object, {
+    group: 'advanced-daemonset.io',
+    kind: 'DaemonSetSetting',
+    resource: 'daemonsetsettings',
+    ...o,
+  });
+}
+
 export interface ReviewOptions {
   apiVersion?: string;
   uid?: string;
@@ -31,6 +55,8 @@ export interface ReviewOptions {
   version?: string;
   kind?: string;
   group?: string;
+  /** request.resource.resource (default daemonsets). */
+  resource?: string;
   oldObject?: unknown;
   subResource?: string;
   /** request.name and request.namespace (default x and ns). */
@@ -53,7 +79,7 @@ export function admissionReview(object: unknown, o: ReviewOptions = {}): JsonObj
     request: {
       uid: o.uid ?? '705ab4f5-6393-11e8-b7cc-42010a800002',
       kind: { group, version, kind: o.kind ?? 'DaemonSet' },
-      resource: { group, version, resource: 'daemonsets' },
+      resource: { group, version, resource: o.resource ?? 'daemonsets' },
       requestKind: { group, version, kind: o.kind ?? 'DaemonSet' },
       name: o.name ?? 'x',
       namespace: o.namespace ?? 'ns',
