@@ -5,7 +5,7 @@
 // node is needed, as the webhook makes no API call (what the reference names is the controller's to check).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createNamespace, deleteNamespace, kubectl, KubectlError } from '../lib/kube.ts';
+import { createNamespace, deleteNamespace, eventually, kubectl, KubectlError } from '../lib/kube.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -68,11 +68,16 @@ describe('DaemonSetSetting on the real control plane', { timeout: 120_000 }, () 
         .trim()
         .split('\n')
         .map((l) => l.trim().split(/\s+/));
-    const [header, row] = table(await kubectl(['get', 'dss', 'large-nodes', '-n', ns]));
+    const [header] = table(await kubectl(['get', 'dss', 'large-nodes', '-n', ns]));
     assert.deepEqual(header, ['NAME', 'REFERENCE', 'NODES', 'VALID', 'AGE']);
-    // No status yet: kubectl prints the NODES and VALID cells empty.
-    assert.deepEqual(row?.slice(0, 2), ['large-nodes', 'agent']);
-    assert.equal(row?.length, header!.length - 2);
+    // No DaemonSet agent in the namespace: the controller says so in the status, which the columns print.
+    const row = await eventually('the controller writes the status of a setting without its DaemonSet', async () => {
+      const [, r] = table(await kubectl(['get', 'dss', 'large-nodes', '-n', ns]));
+      return r?.length === header!.length && r;
+    });
+    assert.deepEqual(row.slice(0, 4), ['large-nodes', 'agent', '0', 'False']);
+    const status = (JSON.parse(await kubectl(['get', 'dss', 'large-nodes', '-n', ns, '-o', 'json'])) as Json).status;
+    assert.equal(status.conditions.find((c: { type: string }) => c.type === 'Valid').reason, 'DaemonSetNotFound');
     const [wide] = table(await kubectl(['get', 'daemonsetsettings', '-n', ns, '-o', 'wide']));
     assert.deepEqual(wide, ['NAME', 'REFERENCE', 'NODES', 'VALID', 'AGE', 'CONFLICTING']);
   });

@@ -128,7 +128,7 @@ describe('per-node resources on kwok nodes', { timeout: 300_000 }, () => {
       const [older, newer] = [reason('big'), reason('big-too')];
       return older?.reason === 'Preferred' && newer?.reason === 'Overridden' && { older, newer };
     });
-    assert.match(conditions.newer.message ?? '', /DaemonSetSetting big on 2 nodes .* the oldest setting wins, then the first by name/);
+    assert.match(conditions.newer.message ?? '', /^DaemonSetSetting big on 2 nodes \(.+\) set the same containers and win \(the oldest setting wins, then the first by name\)$/);
     const warnings = await eventually('a SettingConflict Warning on each setting', async () => {
       const evs = await kubectlJson<{ items: { reason: string; type: string; involvedObject: { name: string; kind: string } }[] }>(['get', 'events', '-n', f.ns, '-o', 'json']);
       const on = evs.items.filter((e) => e.reason === 'SettingConflict' && e.type === 'Warning' && e.involvedObject.kind === 'DaemonSetSetting');
