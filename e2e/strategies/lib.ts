@@ -175,6 +175,22 @@ export interface StrategyDaemonSet {
   mutate?: (manifest: { metadata: Record<string, unknown>; spec: Record<string, unknown> }) => void;
 }
 
+/** InPlaceIfPossible with maxUnavailable 1, the container holding `resources`: what the resize tests start from. */
+export function inPlaceWithResources(resources: unknown): StrategyDaemonSet {
+  return {
+    options: {
+      updateStrategy: {
+        type: 'RollingUpdate',
+        rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 1 },
+      },
+    },
+    mutate: (m) => {
+      const spec = (m.spec.template as { spec: { containers: Record<string, unknown>[] } }).spec;
+      spec.containers[0]!.resources = resources;
+    },
+  };
+}
+
 /** The Advanced DaemonSet `name` on the fixture's nodes (busybox:1.36), as applied. */
 export async function applyDaemonSet(f: Fixture, name: string, o: StrategyDaemonSet = {}): Promise<void> {
   const manifest = adsManifest({ name, namespace: f.ns, group: f.group, image: 'busybox:1.36', ...o.options }) as {

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { apply, eventually, kubectl, kubectlJson, type PodJson } from '../lib/kube.ts';
 import { adsPods, getAds, patchAds, waitRolledOut } from '../lib/ads.ts';
 import { Sampler } from '../lib/sampler.ts';
-import { fixture, rolledOutDaemonSet } from './lib.ts';
+import { fixture, inPlaceWithResources, rolledOutDaemonSet } from './lib.ts';
 
 interface Resources {
   requests?: Record<string, string>;
@@ -57,18 +57,7 @@ describe('per-node resources on kwok nodes', { timeout: 300_000 }, () => {
     await apply(setting(f.ns, 'big', '300m', f.group));
     await kubectl(['annotate', 'node', f.nodes[2]!, `resources.advanced-daemonset.io/${f.ns}.${name}.c=${JSON.stringify(burstable('400m'))}`]);
     await kubectl(['annotate', 'node', f.nodes[3]!, `resources.extendeddaemonset.datadoghq.com/${f.ns}.${name}.c=${JSON.stringify(burstable('500m'))}`]);
-    const { pods } = await rolledOutDaemonSet(f, name, {
-      options: {
-        updateStrategy: {
-          type: 'RollingUpdate',
-          rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 1 },
-        },
-      },
-      mutate: (m) => {
-        const spec = (m.spec.template as { spec: { containers: Record<string, unknown>[] } }).spec;
-        spec.containers[0]!.resources = burstable('100m');
-      },
-    });
+    const { pods } = await rolledOutDaemonSet(f, name, inPlaceWithResources(burstable('100m')));
     const byIndex = (i: number) => pods.get(f.nodes[i]!)!;
     assert.deepEqual(
       f.nodes.map((_, i) => [cpuOf(byIndex(i)), sourceOf(byIndex(i))]),

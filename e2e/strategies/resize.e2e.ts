@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { eventually, type PodJson } from '../lib/kube.ts';
 import { adsPods, eventsFor, patchAds, waitRolledOut } from '../lib/ads.ts';
 import { Sampler } from '../lib/sampler.ts';
-import { fixture, layout, rolledOutDaemonSet, waitLayout, waitNewRevision } from './lib.ts';
+import { fixture, inPlaceWithResources, layout, rolledOutDaemonSet, waitLayout, waitNewRevision } from './lib.ts';
 
 interface Resources {
   requests?: Record<string, string>;
@@ -47,18 +47,7 @@ describe('in-place resource resize on kwok nodes', { timeout: 300_000 }, () => {
   };
 
   test('(a) cpu and memory only: every pod resized in place at once, UIDs kept, no restart, none unavailable', async () => {
-    const { hash: v1, pods: initial } = await rolledOutDaemonSet(f, name, {
-      options: {
-        updateStrategy: {
-          type: 'RollingUpdate',
-          rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 1 },
-        },
-      },
-      mutate: (m) => {
-        const spec = (m.spec.template as { spec: { containers: Record<string, unknown>[] } }).spec;
-        spec.containers[0]!.resources = burstable('100m');
-      },
-    });
+    const { hash: v1, pods: initial } = await rolledOutDaemonSet(f, name, inPlaceWithResources(burstable('100m')));
     const sampler = await armedSampler();
     const started = Date.now();
     await patchAds(f.ns, name, resourcesPatch(burstable('250m', '96Mi')));
