@@ -41,6 +41,7 @@ import type { Logger } from '../../src/k8s/log.ts';
 import { WorkQueue } from '../../src/k8s/workqueue.ts';
 import { runWorkers, type ReconcileResult } from '../runtime/workers.ts';
 import { pullPodsKey, SyncExecutor } from './executor.ts';
+import { indexByNode, NODE_INDEX, NodeReadinessController } from './node-readiness.ts';
 import { DaemonSetMetrics } from './metrics.ts';
 
 export const CONTROLLER_NAME = 'daemonset';
@@ -123,6 +124,8 @@ export class DaemonSetController {
    * cluster whose chart predates the CRD runs without (settingsServed, asked once through discovery).
    */
   readonly settings: Informer<DaemonSetSetting>;
+  /** spec.nodeReadiness: removes (and puts back) the readiness taints of nodes, on the same caches. */
+  readonly nodeReadiness: NodeReadinessController;
   private settingsServed: Promise<boolean> | undefined;
 
   constructor(opts: DaemonSetControllerOptions) {
@@ -161,7 +164,11 @@ export class DaemonSetController {
       ...common,
       name: 'pods',
       type: resources.pods,
-      indexers: { [CONTROLLER_INDEX]: indexByController, [IMAGE_PULL_INDEX]: indexImagePullPods },
+      indexers: {
+        [CONTROLLER_INDEX]: indexByController,
+        [IMAGE_PULL_INDEX]: indexImagePullPods,
+        [NODE_INDEX]: indexByNode,
+      },
       ...(trim ? { transform: cachedPod } : {}),
     });
     this.nodes = new Informer<Node>({
@@ -181,6 +188,17 @@ export class DaemonSetController {
       name: 'daemonsetsettings',
       type: resources.daemonSetSettings,
       ...(trim ? { transform: withoutManagedFields } : {}),
+    });
+    this.nodeReadiness = new NodeReadinessController({
+      nodes: this.nodes,
+      pods: this.pods,
+      daemonSets: this.daemonSets,
+      client: () => this.client,
+      recorder: opts.recorder,
+      logger: opts.logger,
+      metrics: this.metrics,
+      // The DaemonSets' NodeReadiness condition says whether the manager may patch nodes.
+      onForbiddenChange: () => this.enqueueIf((ds) => ds.spec.nodeReadiness !== undefined),
     });
     this.registerHandlers();
   }
@@ -226,15 +244,21 @@ export class DaemonSetController {
 
   addDaemonSet(ds: DaemonSet): void {
     this.enqueueDaemonSet(ds);
+    this.nodeReadiness.daemonSetChanged(ds);
   }
 
-  updateDaemonSet(_old: DaemonSet, cur: DaemonSet): void {
+  updateDaemonSet(old: DaemonSet, cur: DaemonSet): void {
     this.statusVersions.observe(cur);
     this.enqueueDaemonSet(cur);
+    if (JSON.stringify(old.spec.nodeReadiness) !== JSON.stringify(cur.spec.nodeReadiness)) {
+      this.nodeReadiness.daemonSetChanged(old);
+      this.nodeReadiness.daemonSetChanged(cur);
+    }
   }
 
   deleteDaemonSet(obj: MaybeTombstone<DaemonSet>): void {
     const ds = deletedObject(obj);
+    this.nodeReadiness.daemonSetChanged(ds);
     const key = objectKey(ds);
     this.statusVersions.delete(ds);
     this.forget(key);
@@ -243,6 +267,7 @@ export class DaemonSetController {
 
   addPod(pod: Pod): void {
     if (this.pullPodEvent(pod, pod.metadata.deletionTimestamp ? 'deleted' : 'added')) return;
+    this.nodeReadiness.podChanged(pod);
     if (pod.metadata.deletionTimestamp) {
       // Seen first already terminating (e.g. after a relist): count it as observed deleted.
       this.podDeleted(pod);
@@ -260,6 +285,7 @@ export class DaemonSetController {
   updatePod(old: Pod, cur: Pod): void {
     if (cur.metadata.resourceVersion === old.metadata.resourceVersion) return;
     if (this.pullPodEvent(cur, cur.metadata.deletionTimestamp ? 'deleted' : 'updated')) return;
+    this.nodeReadiness.podChanged(cur);
     this.podVersions.observe(cur);
     this.readinessWrites.observe(cur);
     if (cur.metadata.deletionTimestamp) this.podDeleted(cur);
@@ -273,6 +299,7 @@ export class DaemonSetController {
   deletePod(obj: MaybeTombstone<Pod>): void {
     const pod = deletedObject(obj);
     if (this.pullPodEvent(pod, 'deleted')) return;
+    this.nodeReadiness.podChanged(pod);
     this.podVersions.delete(pod);
     this.readinessWrites.delete(pod);
     this.podDeleted(pod);
@@ -282,9 +309,11 @@ export class DaemonSetController {
   // match) on that node changes are enqueued, as kruise's nodeEventHandler.
   addNode(node: Node): void {
     this.enqueueIf((ds) => nodeAddAffects(node, ds));
+    this.nodeReadiness.nodeChanged(node);
   }
 
   updateNode(old: Node, cur: Node): void {
+    this.nodeReadiness.nodeChanged(cur);
     // Per-node resources: the node's annotations for a DaemonSet, or its labels where a setting may select it.
     const relabelled = labelsChanged(old, cur);
     this.enqueueIf(
@@ -444,11 +473,14 @@ export class DaemonSetController {
     this.workSignal = signal;
     this.enqueueAll();
     try {
-      await runWorkers(this.queue, this.workers, (key) => this.reconcile(key), {
-        controller: CONTROLLER_NAME,
-        signal,
-        logger: this.log,
-      });
+      await Promise.all([
+        runWorkers(this.queue, this.workers, (key) => this.reconcile(key), {
+          controller: CONTROLLER_NAME,
+          signal,
+          logger: this.log,
+        }),
+        this.nodeReadiness.run(signal),
+      ]);
     } finally {
       // Only the leader reports per-DaemonSet gauges.
       this.metrics.resetGauges();
@@ -510,6 +542,7 @@ export class DaemonSetController {
         imagePreDownload: this.expectations.satisfiedExpectations(pullPodsKey(key)) ? this.imagePreDownload : 'off',
         kruisePodReadyGate: this.kruisePodReadyGate,
         inPlaceResize: this.inPlaceResize,
+        nodeTaintsForbidden: this.nodeReadiness.forbidden,
       },
     };
     let memo = this.planMemos.get(key);

@@ -5,7 +5,7 @@
 // The values are decided by src/daemonset/metrics.ts; this file only sets, counts and removes series. Only the
 // leader reconciles, so only the leader reports gauges (a follower reports none; a former leader drops them).
 // README.md "Metrics and alerts" lists them.
-import { Counter, Gauge } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import type { DaemonSet } from '../../src/api/types.ts';
 import {
   CONDITION_STATUSES,
@@ -162,6 +162,27 @@ const podOperationCounters: Record<PodOperation, Counter<'namespace' | 'daemonse
   ),
 };
 
+// spec.nodeReadiness (node-readiness.ts): labelled by the taint key, shared by every DaemonSet that names it.
+/** Where the tainted-nodes gauge reads its counts at scrape time (the node-readiness controller of this process). */
+let taintedNodesSource: (() => Map<string, number>) | undefined;
+new Gauge({
+  name: METRIC_PREFIX + 'node_readiness_tainted_nodes',
+  help: 'Nodes that carry a readiness taint some DaemonSet names (spec.nodeReadiness), by taint key: they wait for their agents.',
+  labelNames: ['taint'],
+  registers: [registry],
+  collect() {
+    this.reset();
+    for (const [taint, n] of taintedNodesSource?.() ?? []) this.set({ taint }, n);
+  },
+});
+const taintRemovedSeconds = new Histogram({
+  name: METRIC_PREFIX + 'node_readiness_seconds',
+  help: "Seconds from a node's creation to the removal of its readiness taint (spec.nodeReadiness), by taint key.",
+  labelNames: ['taint'],
+  buckets: [5, 10, 20, 30, 60, 120, 300, 600, 1200, 3600],
+  registers: [registry],
+});
+
 /** What was exported for one DaemonSet, so each of its series can be removed again. */
 interface Exported {
   labels: DsLabels;
@@ -181,6 +202,16 @@ export class DaemonSetMetrics {
   private readonly counted = new Set<string>();
 
   constructor(private readonly now: Clock = monotonic) {}
+
+  /** The counts of nodes per readiness taint, read when /metrics is scraped. */
+  nodeReadinessTaintedNodes(source: () => Map<string, number>): void {
+    taintedNodesSource = source;
+  }
+
+  /** A readiness taint removed from a node `seconds` after the node was created. */
+  nodeReadinessTaintRemoved(taint: string, seconds: number): void {
+    taintRemovedSeconds.observe({ taint }, seconds);
+  }
 
   /** Sets the gauges of `ds` from one sync's plan, and advances its rollout clock. */
   observe(ds: DaemonSet, view: PlannerView): void {

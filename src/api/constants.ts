@@ -40,6 +40,8 @@ export const DEFAULT_CANARY_DURATION = '10m';
 export const DEFAULT_CANARY_NO_RESTARTS_DURATION = '5m';
 export const DEFAULT_CANARY_AUTO_PAUSE_MAX_RESTARTS = 2;
 export const DEFAULT_CANARY_AUTO_FAIL_MAX_RESTARTS = 5;
+/** spec.nodeReadiness.unreadySeconds under mode Continuous. */
+export const DEFAULT_NODE_READINESS_UNREADY_SECONDS = 30;
 
 // Labels and annotations.
 /** Pod and ControllerRevision label: the bare revision hash. */

@@ -237,6 +237,7 @@ describe('CRD', () => {
       'burstReplicas',
       'lifecycle',
       'minReadySeconds',
+      'nodeReadiness',
       'progressDeadlineSeconds',
       'revisionHistoryLimit',
       'scaleStrategy',

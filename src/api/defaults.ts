@@ -25,6 +25,7 @@ import {
   DEFAULT_CANARY_NO_RESTARTS_DURATION,
   DEFAULT_CANARY_NODES,
   DEFAULT_CANARY_VALIDATION,
+  DEFAULT_NODE_READINESS_UNREADY_SECONDS,
   DEFAULT_PROGRESS_DEADLINE_SECONDS,
   DEFAULT_REVISION_HISTORY_LIMIT,
   VERSION,
@@ -156,11 +157,39 @@ export function setDefaultsDaemonSet(ds: JsonObject, version: ServedVersion = VE
     }
   }
   setIfNil(spec, 'revisionHistoryLimit', DEFAULT_REVISION_HISTORY_LIMIT);
+  defaultNodeReadiness(spec);
   // Not where minReadySeconds reaches the default: it must be above minReadySeconds, and a manifest Kruise accepts
   // is not refused for a field its author never wrote (such a DaemonSet has no deadline unless it sets one).
   const minReady = typeof spec.minReadySeconds === 'number' ? spec.minReadySeconds : 0;
   if (minReady < DEFAULT_PROGRESS_DEADLINE_SECONDS)
     setIfNil(spec, 'progressDeadlineSeconds', DEFAULT_PROGRESS_DEADLINE_SECONDS);
+}
+
+/**
+ * spec.nodeReadiness: mode Bootstrap, effect NoSchedule, unreadySeconds 30 under Continuous; and a toleration of the
+ * taint in the pod template (operator Exists, the taint's effect), unless one tolerates it already, so the DaemonSet's
+ * pod schedules on the node its taint keeps other workloads off.
+ */
+function defaultNodeReadiness(spec: JsonObject): void {
+  const readiness = spec.nodeReadiness;
+  if (!isObject(readiness)) return;
+  setIfZero(readiness, 'mode', 'Bootstrap');
+  if (readiness.mode === 'Continuous') setIfNil(readiness, 'unreadySeconds', DEFAULT_NODE_READINESS_UNREADY_SECONDS);
+  const taint = readiness.taint;
+  if (!isObject(taint) || typeof taint.key !== 'string' || taint.key === '') return;
+  setIfZero(taint, 'effect', 'NoSchedule');
+  const template = ensureObject(spec, 'template');
+  const podSpec = template && ensureObject(template, 'spec');
+  if (!podSpec) return;
+  const tolerations = Array.isArray(podSpec.tolerations) ? podSpec.tolerations : [];
+  const tolerated = tolerations.some(
+    (t) =>
+      isObject(t) &&
+      (t.key === taint.key || ((t.key === undefined || t.key === '') && t.operator === 'Exists')) &&
+      (t.effect === undefined || t.effect === '' || t.effect === taint.effect) &&
+      (t.operator === 'Exists' || (t.value ?? '') === (taint.value ?? '')),
+  );
+  if (!tolerated) podSpec.tolerations = [...tolerations, { key: taint.key, operator: 'Exists', effect: taint.effect }];
 }
 
 // ---------------------------------------------------------------------------------------------------------

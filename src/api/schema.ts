@@ -330,6 +330,52 @@ export const PodTemplateSpecSchema = Type.Unsafe<PodTemplateSpec>({
     "An object that describes the pod that will be created.\nThe DaemonSet will create exactly one copy of this pod on every node\nthat matches the template's node selector (or on every node if no node\nselector is specified).\nMore info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#pod-template",
 });
 
+export const NODE_READINESS_MODES = ['Bootstrap', 'Continuous'] as const;
+export const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const;
+
+/**
+ * spec.nodeReadiness: the startup taint the DaemonSet's pods clear, so that a node takes other workloads only once its
+ * agents run (what uswitch/nidhogg and kubernetes-sigs/node-readiness-controller do beside the DaemonSet controller;
+ * Cilium's node.cilium.io/agent-not-ready is removed by the agent itself). Ours (Kruise has no such field).
+ */
+export const NodeReadinessSchema = Type.Object(
+  {
+    taint: Type.Object(
+      {
+        key: Type.String({ description: 'The taint key, e.g. example.com/agent-not-ready (a qualified name).' }),
+        value: Type.Optional(
+          Type.String({ description: 'The taint value the controller puts back (Continuous); any value is removed.' }),
+        ),
+        effect: Type.Optional(
+          StringEnum(TAINT_EFFECTS, {
+            description:
+              'NoSchedule (the default), PreferNoSchedule or NoExecute. Only the taint with this key and effect is\nremoved or put back; NoExecute is put back only when written here.',
+          }),
+        ),
+      },
+      {
+        description:
+          "The taint nodes start with (a node pool's startup taint, e.g. Karpenter startupTaints or a kubelet\n--register-with-taints). The webhook adds a toleration of it to the pod template.",
+      },
+    ),
+    mode: Type.Optional(
+      StringEnum(NODE_READINESS_MODES, {
+        description:
+          'Bootstrap (the default): the taint is removed once, when the pods of every DaemonSet naming it that\nshould run on the node have been Ready for their minReadySeconds. Continuous: also put back while\nthe pod stays not Ready for unreadySeconds.',
+      }),
+    ),
+    unreadySeconds: Type.Optional(
+      Int32(
+        'Continuous: how long the pod may stay not Ready (or the node without it) before the taint is put back.\nDefaults to 30.',
+      ),
+    ),
+  },
+  {
+    description:
+      "Nodes wait for this DaemonSet: the taint named here keeps other workloads off a node until the\nDaemonSet's pod there is Ready (with several DaemonSets naming the same key, until all of them are).\nThe manager needs patch on nodes for it (chart value nodeReadiness.manageTaints).",
+  },
+);
+
 /** The spec fields both versions share (all but updateStrategy and scaleStrategy). */
 const specFields = {
   selector: LabelSelectorSchema(
@@ -352,6 +398,7 @@ const specFields = {
     ),
   ),
   lifecycle: Type.Optional(LifecycleSchema),
+  nodeReadiness: Type.Optional(NodeReadinessSchema),
   progressDeadlineSeconds: Type.Optional(
     Int32(
       'The maximum time in seconds for a rollout (canary or not) to make progress before the Progressing\ncondition turns False with reason ProgressDeadlineExceeded, as for a Deployment. Progress: more nodes\nupdated, ready or available, fewer old pods, a new revision or generation, a canary changing phase.\nOnly the condition changes; the rollout goes on. Must be greater than minReadySeconds. Defaults to 600s.',

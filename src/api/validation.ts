@@ -48,8 +48,10 @@ import {
 import { compareQuantity, formatQuantity, isNegative, quantityFromJSON, type Quantity } from './quantity.ts';
 import {
   CANARY_VALIDATIONS,
+  NODE_READINESS_MODES,
   ROLLING_UPDATE_TYPES,
   ROLLING_UPDATE_TYPES_V1BETA1,
+  TAINT_EFFECTS,
   UPDATE_STRATEGY_TYPES,
 } from './schema.ts';
 import { jsonTypeName, nestingError, typedShapeErrors, wrongType } from './shape.ts';
@@ -467,12 +469,13 @@ interface VersionRules {
 
 /**
  * Kruise's list, plus progressDeadlineSeconds (ours; mutable as a Deployment's, and the mutating webhook adds it to
- * objects stored without it at their next update). Kruise's error text is kept as it is.
+ * objects stored without it at their next update) and nodeReadiness (ours). Kruise's error text is kept as it is.
  */
 const MUTABLE_SPEC_FIELDS = [
   'template',
   'updateStrategy',
   'lifecycle',
+  'nodeReadiness',
   'burstReplicas',
   'minReadySeconds',
   'revisionHistoryLimit',
@@ -705,6 +708,27 @@ function validateSpec(spec: JsonObject | undefined, rules: VersionRules): FieldE
   const lifecycle = objectAt(spec, 'lifecycle');
   if (lifecycle && isSet(lifecycle.inPlaceUpdate))
     errs.push(forbidden(p.child('lifecycle', 'inPlaceUpdate'), 'inPlaceUpdate hook has not supported yet'));
+  const readiness = objectAt(spec, 'nodeReadiness');
+  if (readiness) errs.push(...validateNodeReadiness(readiness, p.child('nodeReadiness')));
+  return errs;
+}
+
+/** spec.nodeReadiness: a taint as the apiserver validates a node's (validateNodeTaints), a known mode. */
+function validateNodeReadiness(readiness: JsonObject, p: FieldPath): FieldError[] {
+  const errs: FieldError[] = [];
+  const taint = objectAt(readiness, 'taint');
+  if (!taint) return [required(p.child('taint'), '')];
+  const key = taint.key;
+  if (typeof key !== 'string' || key === '') errs.push(required(p.child('taint', 'key'), ''));
+  else errs.push(...isQualifiedName(key).map((msg) => invalid(p.child('taint', 'key'), key, msg)));
+  if (typeof taint.value === 'string' && taint.value !== '')
+    errs.push(...isValidLabelValue(taint.value).map((msg) => invalid(p.child('taint', 'value'), taint.value, msg)));
+  if (isSet(taint.effect) && !(TAINT_EFFECTS as readonly unknown[]).includes(taint.effect))
+    errs.push(notSupported(p.child('taint', 'effect'), taint.effect, TAINT_EFFECTS));
+  if (isSet(readiness.mode) && !(NODE_READINESS_MODES as readonly unknown[]).includes(readiness.mode))
+    errs.push(notSupported(p.child('mode'), readiness.mode, NODE_READINESS_MODES));
+  if (isSet(readiness.unreadySeconds))
+    errs.push(...validateNonNegative(readiness.unreadySeconds, p.child('unreadySeconds')));
   return errs;
 }
 

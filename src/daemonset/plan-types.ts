@@ -216,6 +216,11 @@ export interface PlanOptions {
    * off here, the controller turns it on when the gate is on and the cluster serves pods/resize.
    */
   inPlaceResize?: boolean;
+  /**
+   * spec.nodeReadiness: the apiserver refused the manager a node patch (403), so no readiness taint can be removed;
+   * the NodeReadiness condition says so (status.ts).
+   */
+  nodeTaintsForbidden?: boolean;
 }
 
 /** Everything one sync reads, already in memory. */

@@ -8,6 +8,7 @@ import { canonicalJson } from '../k8s/hash.ts';
 import { IN_PLACE_UPDATE_READY } from './constants.ts';
 import { derivedOnce, minDelay, type SyncContext } from './context.ts';
 import { factsDaemonAvailable, factsWaitingTimeMs } from './node-state.ts';
+import { nodesWaitingFor, readinessTaintOf } from './node-readiness.ts';
 import { nodesToUpdateResult } from './update.ts';
 import { isDaemonSetPaused, isRolloutFrozen, isRollingUpdate } from './strategy.ts';
 import { ROLLOUT_FROZEN_ANNOTATION } from '../api/constants.ts';
@@ -45,6 +46,8 @@ import type { CanaryPlan, CountersResult, StatusCounters } from './plan-types.ts
 export const CONDITION_ROLLOUT_COMPLETE = 'RolloutComplete';
 export const CONDITION_PROGRESSING = 'Progressing';
 export const CONDITION_AVAILABLE = 'Available';
+/** spec.nodeReadiness only: whether nodes carry the DaemonSet's taint waiting for its pods (node-readiness.ts). */
+export const CONDITION_NODE_READINESS = 'NodeReadiness';
 
 const nodeCount = (n: number) => `${n} node${n === 1 ? '' : 's'}`;
 
@@ -284,9 +287,40 @@ function conditionsOf(ctx: SyncContext, next: DaemonSetStatus, canary: CanaryPla
         `${counters.numberAvailable} of ${d} eligible nodes have an available pod`,
         now,
       ),
+      ...nodeReadinessCondition(ctx, prev),
     ],
     ...(p.requeueAfterMs !== undefined ? { requeueAfterMs: p.requeueAfterMs } : {}),
   };
+}
+
+/**
+ * spec.nodeReadiness: NodeReadiness False while nodes carry the taint waiting for this DaemonSet's pods (reason
+ * NodesWaiting, naming the first few), or while the manager may not patch nodes (NodeWritesForbidden, so the taint is
+ * never removed); True otherwise. None without spec.nodeReadiness.
+ */
+function nodeReadinessCondition(ctx: SyncContext, prev: readonly DaemonSetCondition[] | undefined): Condition[] {
+  const t = readinessTaintOf(ctx.ds);
+  if (!t) return [];
+  const taint = `${t.key}:${t.effect}`;
+  if (ctx.opts.nodeTaintsForbidden) {
+    const message = `the manager may not patch nodes, so taint ${taint} is never removed: grant it (chart value nodeReadiness.manageTaints=true)`;
+    return [condition(prev, CONDITION_NODE_READINESS, false, 'NodeWritesForbidden', message, ctx.now)];
+  }
+  const waiting = nodesWaitingFor(ctx);
+  if (waiting.length === 0)
+    return [
+      condition(
+        prev,
+        CONDITION_NODE_READINESS,
+        true,
+        'NoNodeWaiting',
+        `no node carries ${taint} waiting for this DaemonSet`,
+        ctx.now,
+      ),
+    ];
+  const shown = waiting.slice(0, 5).join(', ') + (waiting.length > 5 ? ` and ${waiting.length - 5} more` : '');
+  const message = `${nodeCount(waiting.length)} carry ${taint} and wait for this DaemonSet's pods: ${shown}`;
+  return [condition(prev, CONDITION_NODE_READINESS, false, 'NodesWaiting', message, ctx.now)];
 }
 
 /** Where the rollout stands, from the status being computed. */

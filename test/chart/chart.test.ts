@@ -468,6 +468,16 @@ describe('helm chart', { skip: helmMissing() }, () => {
       assert.equal(find(objects, 'PodDisruptionBudget').spec.minAvailable, 2);
     });
 
+    test('nodeReadiness.manageTaints adds exactly patch on nodes; without it the manager cannot write nodes', async () => {
+      const nodeRules = (o: Rendered[]) =>
+        find(o, 'ClusterRole', fullname).rules.filter((r: { resources: string[] }) => r.resources.includes('nodes'));
+      assert.deepEqual(nodeRules(await render({ set: ['nodeReadiness.manageTaints=true'] })), [
+        { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
+        { apiGroups: [''], resources: ['nodes'], verbs: ['patch'] },
+      ]);
+      assert.deepEqual(nodeRules(objects), [{ apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] }]);
+    });
+
     test('placement: nodeSelector, tolerations, a user affinity replacing the default, priority class', () => {
       const spec = find(objects, 'Deployment').spec.template.spec;
       assert.deepEqual(spec.nodeSelector, { 'node-role.kubernetes.io/control-plane': '' });
