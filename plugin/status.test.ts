@@ -49,6 +49,25 @@ describe('rolloutStatus', () => {
         message: 'Waiting for daemon set "agent" rollout to finish: 3 of 5 updated pods are available...',
       },
       {
+        name: 'updated pods not available on nodes that wait for them (spec.nodeReadiness): said why',
+        d: {
+          status: {
+            ...counts(5, 5, 3),
+            conditions: [
+              {
+                type: 'NodeReadiness',
+                status: 'False',
+                reason: 'NodesWaiting',
+                message: "2 nodes carry k:NoSchedule and wait for this DaemonSet's pods: a, b",
+              },
+            ],
+          },
+        },
+        state: 'progressing',
+        message:
+          'Waiting for daemon set "agent" rollout to finish: 3 of 5 updated pods are available (2 nodes carry k:NoSchedule and wait for this DaemonSet\'s pods: a, b)...',
+      },
+      {
         name: 'done (kubectl wording)',
         d: { status: counts(5, 5, 5) },
         state: 'complete',

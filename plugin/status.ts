@@ -118,12 +118,16 @@ export function rolloutStatus(ds: DaemonSet): RolloutStatus {
       message: `Waiting for daemon set "${name}" rollout to finish: ${updated} out of ${desired} new pods have been updated${paused}...`,
     };
   }
-  if (available < desired)
+  if (available < desired) {
+    // spec.nodeReadiness: nodes whose readiness taint waits for these pods, or a manager that may not remove it.
+    const readiness = conditionOf(ds, 'NodeReadiness');
+    const waiting = readiness?.status === 'False' ? ` (${readiness.message})` : '';
     return {
       ...base,
       state: 'progressing',
-      message: `Waiting for daemon set "${name}" rollout to finish: ${available} of ${desired} updated pods are available...`,
+      message: `Waiting for daemon set "${name}" rollout to finish: ${available} of ${desired} updated pods are available${waiting}...`,
     };
+  }
   return { ...base, target: desired, state: 'complete', message: `daemon set "${name}" successfully rolled out` };
 }
 

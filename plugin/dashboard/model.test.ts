@@ -68,7 +68,15 @@ function revision(d: DaemonSet, hash: string, number: number): ControllerRevisio
 
 /** One cell as a short string: "node-0 old available hold:partition canary". */
 const show = (c: NodeCell) =>
-  [c.node, c.revision, c.state, c.hold && `hold:${c.hold}`, c.canary && 'canary', c.misscheduled && 'misscheduled']
+  [
+    c.node,
+    c.revision,
+    c.state,
+    c.hold && `hold:${c.hold}`,
+    c.canary && 'canary',
+    c.misscheduled && 'misscheduled',
+    c.waiting && 'waiting',
+  ]
     .filter(Boolean)
     .join(' ');
 
@@ -254,6 +262,18 @@ describe('nodeMap: one cell per node, with the boundaries the controller acts on
       pods: (d) => [ready(d, 'node-0', V2), ready(d, 'node-1', V1)],
       want: ['node-0 new available', 'node-1 old available misscheduled'],
       check: (m) => assert.equal(m.untargeted, 1),
+    },
+    {
+      name: 'a node carrying the readiness taint the DaemonSet clears is marked waiting',
+      ds: (() => {
+        const d = ds();
+        d.spec.nodeReadiness = { taint: { key: 'example.com/agent-not-ready', effect: 'NoSchedule' } };
+        d.spec.template.spec.tolerations = [{ key: 'example.com/agent-not-ready', operator: 'Exists' }];
+        return d;
+      })(),
+      nodes: [newNode('node-0', {}, [{ key: 'example.com/agent-not-ready', effect: 'NoSchedule' }]), newNode('node-1')],
+      pods: (d) => [newPod(d, 'node-0', { hash: V2, ready: false }), ready(d, 'node-1', V2)],
+      want: ['node-0 new unavailable waiting', 'node-1 new available'],
     },
     {
       name: 'a pod on a node that no longer exists is shown, misscheduled',

@@ -17,6 +17,7 @@ import {
   rollingUpdateType,
 } from '../../src/daemonset/strategy.ts';
 import { desiredNodeNames, nodesToUpdate } from '../../src/daemonset/update.ts';
+import { nodeHasTaint, readinessTaintOf } from '../../src/daemonset/node-readiness.ts';
 import { revisionHashLabel } from '../../src/daemonset/history.ts';
 import { templateOfRevision } from '../../src/daemonset/inplace.ts';
 import { canarySpec, canaryStatus, currentCanary, formatLabelSelector } from '../daemonset.ts';
@@ -94,6 +95,7 @@ export function nodeMap({ ds, nodes, pods, revisions, now }: NodeMapInput): Node
   const names = new Set(desiredNodeNames(ctx));
   for (const n of byNode.keys()) names.add(n);
   const cells: NodeCell[] = [];
+  const readiness = readinessTaintOf(ds);
   for (const name of [...names].sort(cmp)) {
     const onNode = byNode.get(name) ?? [];
     const running = onNode.filter((p) => !p.metadata.deletionTimestamp);
@@ -124,6 +126,7 @@ export function nodeMap({ ds, nodes, pods, revisions, now }: NodeMapInput): Node
       }
     }
     if (onNode.length > 0 && (!node || !eligibility?.shouldContinueRunning)) cell.misscheduled = true;
+    if (readiness && node && nodeHasTaint(node, readiness)) cell.waiting = true;
     cells.push(cell);
   }
 

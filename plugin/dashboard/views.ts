@@ -31,6 +31,8 @@ export interface NodeCell {
   hold?: CellHold;
   /** A pod runs where the DaemonSet should no longer run (node gone, selector or taints changed). */
   misscheduled?: true;
+  /** The node carries the DaemonSet's readiness taint (spec.nodeReadiness): it waits for its agents. */
+  waiting?: true;
 }
 
 export interface RevisionCount {
