@@ -21,6 +21,7 @@ import {
   ADS_V1BETA1,
   adsManifest,
   adsPods,
+  getAds,
   describeOnPrivateCluster,
   imagePatch,
   patchAds,
@@ -307,6 +308,8 @@ describeOnPrivateCluster(
       const refused: string[][] = [
         ['delete', 'nodes', '-A'],
         ['update', 'nodes', '-A'],
+        // Node writes only with nodeReadiness.manageTaints (spec.nodeReadiness), off by default.
+        ['patch', 'nodes', '-A'],
         ['get', 'secrets', '-A'],
         ['list', 'secrets', '-n', r.namespace],
         ['get', 'secrets/some-other-secret', '-n', r.namespace],
@@ -333,6 +336,38 @@ describeOnPrivateCluster(
       ];
       for (const args of allowed) assert.equal(await canI(r.user, args), true, `may ${args.join(' ')}`);
       for (const args of refused) assert.equal(await canI(r.user, args), false, `may not ${args.join(' ')}`);
+    });
+
+    test('spec.nodeReadiness without nodeReadiness.manageTaints: the taint stays and the DaemonSet says why', async () => {
+      const key = `example.com/${group}`;
+      await kubectl(['taint', 'node', nodes[0]!, `${key}=:PreferNoSchedule`]);
+      const name = `${ds}-waits`;
+      const manifest = adsManifest({
+        name,
+        namespace: ns,
+        group,
+        image: 'nginx:1.27',
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1 } },
+        revisionHistoryLimit: 10,
+      }) as { spec: Record<string, unknown> };
+      // The webhook's defaults, written out (its configuration does not reach this namespace here).
+      manifest.spec.burstReplicas = 250;
+      manifest.spec.nodeReadiness = { taint: { key, effect: 'PreferNoSchedule' }, mode: 'Bootstrap' };
+      await apply({ ...manifest, apiVersion: 'apps.kruise.io/v1beta1' });
+      await waitRolledOut(ns, name, nodes.length, undefined, ADS_V1BETA1);
+      const condition = await eventually('NodeReadiness False, NodeWritesForbidden', async () => {
+        const c = (await getAds(ns, name, ADS_V1BETA1)).status?.conditions?.find((x) => x.type === 'NodeReadiness');
+        return c?.reason === 'NodeWritesForbidden' && c;
+      });
+      assert.match(condition.message ?? '', /nodeReadiness\.manageTaints=true/);
+      const taints = await kubectlJson<{ spec: { taints?: { key: string }[] } }>(['get', 'node', nodes[0]!]);
+      assert.ok(
+        taints.spec.taints?.some((t) => t.key === key),
+        'the taint stays',
+      );
+      for (const m of managers) assert.equal(m.child.exitCode, null, `manager ${m.name} is still running`);
+      await kubectl(['delete', ADS_V1BETA1, name, '-n', ns, '--wait=false']);
+      await kubectl(['taint', 'node', nodes[0]!, `${key}:PreferNoSchedule-`]);
     });
 
     test('helm upgrade with changed values reaches the Deployment and webhooks; the certificate survives', async () => {
