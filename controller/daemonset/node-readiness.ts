@@ -44,6 +44,11 @@ export class NodeReadinessController {
   /** The apiserver refused our last node patch (403): the DaemonSets' NodeReadiness condition says so. */
   forbidden = false;
   private readonly log: Logger;
+  /**
+   * Nodes told once that no DaemonSet will clear their taint (NodeReadinessTaintKept): the node is looked at again at
+   * every heartbeat, and the same Warning each time would only use up the event spam filter's burst.
+   */
+  private readonly keptSaid = new Set<string>();
 
   constructor(private readonly o: NodeReadinessOptions) {
     this.log = o.logger.child({ controller: NODE_READINESS_CONTROLLER });
@@ -93,7 +98,10 @@ export class NodeReadinessController {
 
   async reconcile(name: string): Promise<ReconcileResult | void> {
     const node = this.o.nodes.store.get(name);
-    if (!node || node.metadata.deletionTimestamp) return;
+    if (!node || node.metadata.deletionTimestamp) {
+      for (const k of this.keptSaid) if (k.startsWith(`${name}\u0000`)) this.keptSaid.delete(k);
+      return;
+    }
     const daemonSets = this.readinessDaemonSets();
     if (daemonSets.length === 0) return;
     const onNode = this.o.pods.store.byIndex(NODE_INDEX, name);
@@ -101,7 +109,13 @@ export class NodeReadinessController {
       onNode.find((p) => !p.metadata.deletionTimestamp && getControllerOf(p)?.uid === ds.metadata.uid);
     const now = Date.now();
     const plan = planNodeReadiness(node, daemonSets, podOn, now);
-    for (const e of plan.events) this.o.recorder.event(node, e.type, e.reason, e.message);
+    for (const e of plan.events) {
+      if (e.reason === 'NodeReadinessTaintKept') {
+        if (this.keptSaid.has(`${name}\u0000${e.message}`)) continue;
+        this.keptSaid.add(`${name}\u0000${e.message}`);
+      }
+      this.o.recorder.event(node, e.type, e.reason, e.message);
+    }
     if (plan.taints) {
       try {
         await this.o.client().patch(resources.nodes, { name }, taintsPatch(node, plan.taints), { type: 'json' });
