@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { apply, eventually, kubeconfig, podReady, type PodJson } from '../lib/kube.ts';
 import { sleep } from '../../src/testing/wait.ts';
+import { Sampler } from '../lib/sampler.ts';
 
 import type { Fixture } from '../lib/kube.ts';
 export { fixture, type Fixture } from '../lib/kube.ts';
@@ -173,6 +174,19 @@ export interface StrategyDaemonSet {
   annotations?: Record<string, string>;
   /** Last changes to the manifest (extra spec fields, template metadata). */
   mutate?: (manifest: { metadata: Record<string, unknown>; spec: Record<string, unknown> }) => void;
+}
+
+/** Samples the pods of `name` on the fixture's nodes from now on, checking maxUnavailable 1 (it is rolled out). */
+export async function armedSampler(f: Fixture, name: string): Promise<Sampler> {
+  const sampler = await Sampler.start({
+    namespace: f.ns,
+    name,
+    nodeSelector: `e2e-group=${f.group}`,
+    maxUnavailable: 1,
+    maxPodsPerNode: 1,
+  });
+  sampler.arm();
+  return sampler;
 }
 
 /** InPlaceIfPossible with maxUnavailable 1, the container holding `resources`: what the resize tests start from. */

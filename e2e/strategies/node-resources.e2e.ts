@@ -10,8 +10,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { apply, eventually, kubectl, kubectlJson, type PodJson } from '../lib/kube.ts';
 import { adsPods, getAds, patchAds, waitRolledOut } from '../lib/ads.ts';
-import { Sampler } from '../lib/sampler.ts';
-import { fixture, inPlaceWithResources, rolledOutDaemonSet } from './lib.ts';
+import { armedSampler, fixture, inPlaceWithResources, rolledOutDaemonSet } from './lib.ts';
 
 interface Resources {
   requests?: Record<string, string>;
@@ -77,14 +76,7 @@ describe('per-node resources on kwok nodes', { timeout: 300_000 }, () => {
     const hash = (await getAds(f.ns, name)).status!.daemonSetHash!;
     // A partition that holds every node: per-node resources are not a template change, and do not wait for it.
     await patchAds(f.ns, name, { spec: { updateStrategy: { rollingUpdate: { partition: 6 } } } });
-    const sampler = await Sampler.start({
-      namespace: f.ns,
-      name,
-      nodeSelector: `e2e-group=${f.group}`,
-      maxUnavailable: 1,
-      maxPodsPerNode: 1,
-    });
-    sampler.arm();
+    const sampler = await armedSampler(f, name);
     await apply(setting(f.ns, 'big', '350m', f.group));
     const resized = await eventually('the pods of pool big report 350m', async () => {
       const pods = await adsPods(f.ns, name);

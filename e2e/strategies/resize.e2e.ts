@@ -7,8 +7,15 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { eventually, type PodJson } from '../lib/kube.ts';
 import { adsPods, eventsFor, patchAds, waitRolledOut } from '../lib/ads.ts';
-import { Sampler } from '../lib/sampler.ts';
-import { fixture, inPlaceWithResources, layout, rolledOutDaemonSet, waitLayout, waitNewRevision } from './lib.ts';
+import {
+  armedSampler,
+  fixture,
+  inPlaceWithResources,
+  layout,
+  rolledOutDaemonSet,
+  waitLayout,
+  waitNewRevision,
+} from './lib.ts';
 
 interface Resources {
   requests?: Record<string, string>;
@@ -33,22 +40,10 @@ const restarts = (p: PodJson) => p.status?.containerStatuses?.[0]?.restartCount;
 describe('in-place resource resize on kwok nodes', { timeout: 300_000 }, () => {
   const f = fixture('resize', 6);
   const name = 'resize';
-  /** Samples the pods from now on, checking maxUnavailable 1 (the DaemonSet is rolled out). */
-  const armedSampler = async () => {
-    const sampler = await Sampler.start({
-      namespace: f.ns,
-      name,
-      nodeSelector: `e2e-group=${f.group}`,
-      maxUnavailable: 1,
-      maxPodsPerNode: 1,
-    });
-    sampler.arm();
-    return sampler;
-  };
 
   test('(a) cpu and memory only: every pod resized in place at once, UIDs kept, no restart, none unavailable', async () => {
     const { hash: v1, pods: initial } = await rolledOutDaemonSet(f, name, inPlaceWithResources(burstable('100m')));
-    const sampler = await armedSampler();
+    const sampler = await armedSampler(f, name);
     const started = Date.now();
     await patchAds(f.ns, name, resourcesPatch(burstable('250m', '96Mi')));
     const v2 = (await waitNewRevision(f.ns, name, v1)).status!.daemonSetHash!;
@@ -78,7 +73,7 @@ describe('in-place resource resize on kwok nodes', { timeout: 300_000 }, () => {
   test('(b) a QoS class change recreates the pods within maxUnavailable, saying why with the field path', async () => {
     const before = new Map((await adsPods(f.ns, name)).map((p) => [p.spec.nodeName ?? '', p]));
     const v2 = before.values().next().value!.metadata.labels!['controller-revision-hash']!;
-    const sampler = await armedSampler();
+    const sampler = await armedSampler(f, name);
     // Requests equal to limits for cpu and memory: Burstable becomes Guaranteed.
     const guaranteed = { requests: { cpu: '250m', memory: '96Mi' }, limits: { cpu: '250m', memory: '96Mi' } };
     await patchAds(f.ns, name, resourcesPatch(guaranteed));

@@ -34,6 +34,20 @@ describe('unwrapDescription: kubectl explain wraps descriptions itself', () => {
   });
 });
 
+/** The fields of a schema without a description (kubectl explain would print nothing for them); metadata aside. */
+function undescribed(schema: unknown): string[] {
+  const missing: string[] = [];
+  const walk = (node: any, at: string) => {
+    for (const [name, child] of Object.entries<any>(node.properties ?? {})) {
+      if (!child.description && name !== 'metadata') missing.push(`${at}.${name}`);
+      walk(child, `${at}.${name}`);
+    }
+    if (node.items) walk(node.items, `${at}[]`);
+  };
+  walk(schema, '');
+  return missing;
+}
+
 /**
  * What makes a schema not structural: a node without a type (but int-or-string), forbidden keywords, anyOf (allowed
  * only in the int-or-string form, with no types or descriptions inside).
@@ -141,16 +155,7 @@ describe('CRD', () => {
       assert.equal(partition['x-kubernetes-int-or-string'], true);
       assert.equal(spec.properties.template['x-kubernetes-preserve-unknown-fields'], true);
       assert.deepEqual(spec.required, ['selector', 'template']);
-      const missing: string[] = [];
-      const walk = (node: any, at: string) => {
-        for (const [name, child] of Object.entries<any>(node.properties ?? {})) {
-          if (!child.description && name !== 'metadata') missing.push(`${at}.${name}`);
-          walk(child, `${at}.${name}`);
-        }
-        if (node.items) walk(node.items, `${at}[]`);
-      };
-      walk(openAPIV3Schema(version), '');
-      assert.deepEqual(missing, [], 'every field has a description');
+      assert.deepEqual(undescribed(openAPIV3Schema(version)), [], 'every field has a description');
     });
 
     test(`${version} in the CRD is openAPIV3Schema('${version}')`, () => {
@@ -317,16 +322,7 @@ describe('DaemonSetSetting CRD', () => {
   test('structural, every field described (for kubectl explain), descriptions unwrapped', () => {
     const schema: any = settingOpenAPIV3Schema();
     assert.deepEqual(structuralProblems(schema), []);
-    const missing: string[] = [];
-    const walk = (node: any, at: string) => {
-      for (const [name, child] of Object.entries<any>(node.properties ?? {})) {
-        if (!child.description && name !== 'metadata') missing.push(`${at}.${name}`);
-        walk(child, `${at}.${name}`);
-      }
-      if (node.items) walk(node.items, `${at}[]`);
-    };
-    walk(schema, '');
-    assert.deepEqual(missing, []);
+    assert.deepEqual(undescribed(schema), []);
     for (const d of JSON.stringify(schema).match(/"description":"(?:[^"\\]|\\.)*"/g) ?? [])
       assert.equal(unwrapDescription(JSON.parse(`{${d}}`).description), JSON.parse(`{${d}}`).description, d);
   });
