@@ -60,7 +60,24 @@ describe('strategySummary', () => {
       want: 'Standard partition=50% selector=canary=true paused',
     },
     { name: 'partition 0% is no partition', d: { rollingUpdate: { partition: '0%' } }, want: 'Standard' },
-  ];
+    {
+      name: 'waves, no wave under way',
+      d: { rollingUpdate: { waves: { topologyKey: 'topology.kubernetes.io/zone' } }, status: {} },
+      want: 'Standard waves=topology.kubernetes.io/zone',
+    },
+    {
+      name: 'waves: the current wave from the Progressing message',
+      d: {
+        rollingUpdate: { waves: { topologyKey: 'zone' } },
+        status: {
+          conditions: [
+            { type: 'Progressing', status: 'True', reason: 'Updating', message: '2 of 6 nodes updated, 6 of 6 available; wave 2 of 3 (zone=b)' },
+          ],
+        },
+      },
+      want: 'Standard waves=zone(2/3)',
+    },
+  ]; // prettier-ignore
   for (const c of cases)
     test(c.name, () => {
       assert.equal(strategySummary(ds(c.d)), c.want);

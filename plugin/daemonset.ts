@@ -11,6 +11,7 @@ import {
   CANARY_VALIDATED_ANNOTATION,
   ROLLOUT_FROZEN_ANNOTATION,
 } from '../src/api/constants.ts';
+import { parseWaveMessage } from '../src/daemonset/waves.ts';
 import { PluginError } from './errors.ts';
 import { age } from './printers.ts';
 
@@ -160,11 +161,22 @@ export function canaryChange(ds: DaemonSet, action: CanaryAction): CanaryChange 
   }
 }
 
+/**
+ * The current wave of rollingUpdate.waves, as the controller's Progressing message names it
+ * (src/daemonset/waves.ts waveMessage); undefined when none is under way (or before the spec is observed).
+ */
+export function currentWave(ds: DaemonSet): ReturnType<typeof parseWaveMessage> {
+  if (!ds.spec.updateStrategy?.rollingUpdate?.waves) return undefined;
+  if ((ds.metadata.generation ?? 0) > (ds.status?.observedGeneration ?? 0)) return undefined;
+  return parseWaveMessage(ds.status?.conditions?.find((c) => c.type === 'Progressing')?.message);
+}
+
 const isZeroPartition = (p: unknown) => p === undefined || p === null || p === 0 || p === '0%' || p === '0';
 
 /**
  * The STRATEGY cell: "OnDelete", or the rolling update type (Standard, Surge when maxSurge is set,
- * InPlaceIfPossible) followed by what holds the rollout: "partition=N", "selector=<labels>", "paused".
+ * InPlaceIfPossible) followed by what holds the rollout: "partition=N", "selector=<labels>", "paused", and
+ * "waves=<topologyKey>" with the current wave ("2/3") while the controller's Progressing message names one.
  */
 export function strategySummary(ds: DaemonSet): string {
   const strategy = ds.spec.updateStrategy;
@@ -176,6 +188,10 @@ export function strategySummary(ds: DaemonSet): string {
   if (!isZeroPartition(ru.partition)) parts.push(`partition=${ru.partition}`);
   if (ru.selector) parts.push(`selector=${formatLabelSelector(ru.selector as LabelSelector)}`);
   if (ru.paused === true) parts.push('paused');
+  if (ru.waves?.topologyKey) {
+    const w = currentWave(ds);
+    parts.push(`waves=${ru.waves.topologyKey}${w ? `(${w.index}/${w.count})` : ''}`);
+  }
   return parts.join(' ');
 }
 

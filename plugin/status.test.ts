@@ -215,6 +215,27 @@ describe('rolloutStatus', () => {
         message: 'Waiting for daemon set "agent" rollout to finish: 2 out of 5 new pods have been updated...',
       },
       {
+        name: 'waves: the current wave, from the Progressing message',
+        d: {
+          rollingUpdate: { waves: { topologyKey: 'zone' } },
+          status: {
+            ...counts(6, 2, 6),
+            conditions: [
+              {
+                type: 'Progressing',
+                status: 'True',
+                reason: 'Updating',
+                message:
+                  '2 of 6 nodes updated, 6 of 6 available; wave 1 of 3 (zone=a), waiting for waves.availableSeconds before the next wave',
+              },
+            ],
+          },
+        },
+        state: 'progressing',
+        message:
+          'Waiting for daemon set "agent" rollout to finish: 2 out of 6 new pods have been updated (wave 1 of 3: zone=a, waiting for availableSeconds)...',
+      },
+      {
         name: "canary observing: waiting, with the controller's message and nodes",
         d: {
           rollingUpdate: { canary: {} },

@@ -25,7 +25,7 @@ import { CONTROLLER_REVISION_HASH_LABEL } from '../src/api/constants.ts';
 import { isRolloutFrozen, partitionCount } from '../src/daemonset/strategy.ts';
 import { labelSelectorErrors } from '../src/k8s/labels.ts';
 import { PluginError } from './errors.ts';
-import { canarySpec, currentCanary, updateRevision } from './daemonset.ts';
+import { canarySpec, currentCanary, currentWave, updateRevision } from './daemonset.ts';
 
 export type RolloutState = 'progressing' | 'complete' | 'failed';
 
@@ -99,11 +99,16 @@ export function rolloutStatus(ds: DaemonSet): RolloutStatus {
         state: 'progressing',
         message: `Waiting for daemon set "${name}" canary (${canary.phase}${canary.nodes?.length ? ` on ${canary.nodes.join(', ')}` : ''}): ${canary.message || `${updated} out of ${desired} new pods have been updated`}...`,
       };
-    const paused = isRolloutFrozen(ds)
-      ? ` (frozen: unfreeze with "kubectl ads unfreeze ${name}")`
-      : ru?.paused === true
-        ? ` (paused: resume with "kubectl ads resume ${name}")`
-        : '';
+    const wave = currentWave(ds);
+    const paused =
+      (wave
+        ? ` (wave ${wave.index} of ${wave.count}: ${wave.which}${wave.waiting ? ', waiting for availableSeconds' : ''})`
+        : '') +
+      (isRolloutFrozen(ds)
+        ? ` (frozen: unfreeze with "kubectl ads unfreeze ${name}")`
+        : ru?.paused === true
+          ? ` (paused: resume with "kubectl ads resume ${name}")`
+          : '');
     // Out of the nodes the partition lets the controller update, as the status bar counts them (kubectl's
     // partitioned StatefulSet wording); with a selector that number is the controller's to know.
     if (partition > 0 && !hasSelector)

@@ -130,6 +130,26 @@ describe('nodeMap: one cell per node, with the boundaries the controller acts on
       },
     },
     {
+      name: 'waves: each node shows its zone; the later zones wait (hold:wave); the current wave is on the map',
+      ds: ds({ rollingUpdate: { maxUnavailable: 2, waves: { topologyKey: ZONE_LABEL, availableSeconds: 0 } } }),
+      nodes: ['a', 'b', 'a', 'b'].map((z, i) => newNode(`node-${i}`, { [ZONE_LABEL]: z })),
+      pods: (d) => [ready(d, 'node-0', V2), ready(d, 'node-1', V1), ready(d, 'node-2', V1), ready(d, 'node-3', V1)],
+      want: [
+        'node-0 new available',
+        'node-1 old available hold:wave',
+        'node-2 old available',
+        'node-3 old available hold:wave',
+      ],
+      check: (m) => {
+        assert.deepEqual(
+          m.cells.map((c) => c.wave),
+          ['a', 'b', 'a', 'b'],
+        );
+        assert.deepEqual(m.wave, { index: 1, count: 2, which: `${ZONE_LABEL}=a`, waiting: false });
+        assert.equal(m.counts.heldByPartition, 0);
+      },
+    },
+    {
       name: 'a percentage partition is resolved against the desired count (50% of 4 = 2)',
       ds: ds({ rollingUpdate: { partition: '50%' } }),
       nodes: addNodes(4),

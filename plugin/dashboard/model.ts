@@ -16,8 +16,9 @@ import {
   partitionCount,
   rollingUpdateType,
 } from '../../src/daemonset/strategy.ts';
-import { desiredNodeNames, nodesToUpdate } from '../../src/daemonset/update.ts';
 import { nodeHasTaint, readinessTaintOf } from '../../src/daemonset/node-readiness.ts';
+import { desiredNodeNames, nodesToUpdate, nodesToUpdateResult } from '../../src/daemonset/update.ts';
+import { waveMessage, waveOrder, parseWaveMessage } from '../../src/daemonset/waves.ts';
 import { revisionHashLabel } from '../../src/daemonset/history.ts';
 import { templateOfRevision } from '../../src/daemonset/inplace.ts';
 import { canarySpec, canaryStatus, currentCanary, formatLabelSelector } from '../daemonset.ts';
@@ -91,6 +92,9 @@ export function nodeMap({ ds, nodes, pods, revisions, now }: NodeMapInput): Node
   const live = canarySpec(ds) ? currentCanary(ds) : undefined;
   const canaryHolds = live?.phase === 'Observing' || live?.phase === 'Paused' || live?.phase === 'Failed';
   const minReady = ds.spec.minReadySeconds ?? 0;
+  // rollingUpdate.waves: each node's wave, and the current one as the controller decides it (src/daemonset/waves.ts).
+  const waves = rolling ? waveOrder(ds, ctx.states) : undefined;
+  const currentWave = waves ? nodesToUpdateResult(ctx).wave : undefined;
 
   const names = new Set(desiredNodeNames(ctx));
   for (const n of byNode.keys()) names.add(n);
@@ -118,11 +122,13 @@ export function nodeMap({ ds, nodes, pods, revisions, now }: NodeMapInput): Node
       pods: [...running, ...terminating].map((p) => p.metadata.name ?? ''),
     };
     if (canaryNodes.has(name)) cell.canary = true;
+    if (waves && node) cell.wave = node.metadata.labels?.[waves.topologyKey] ?? '';
     if (rolling && !newPod && oldPod && node) {
       if (canaryHolds) {
         if (!(live?.phase === 'Observing' && canaryNodes.has(name))) cell.hold = 'canary';
       } else if (!mayUpdate.has(name)) {
-        cell.hold = nodeSelectedForUpdate(node, ds) ? 'partition' : 'selector';
+        const later = currentWave && waves && waves.indexOf(node.metadata.labels) > currentWave.index;
+        cell.hold = !nodeSelectedForUpdate(node, ds) ? 'selector' : later ? 'wave' : 'partition';
       }
     }
     if (onNode.length > 0 && (!node || !eligibility?.shouldContinueRunning)) cell.misscheduled = true;
@@ -187,6 +193,8 @@ export function nodeMap({ ds, nodes, pods, revisions, now }: NodeMapInput): Node
   };
   if (selector) out.rolloutSelector = labelSelectorString(selector);
   if (canary) out.canary = { phase: canary.phase ?? '-', nodes: canaryNodes.size };
+  const wave = currentWave && parseWaveMessage(waveMessage(currentWave));
+  if (wave) out.wave = wave;
   return out;
 }
 

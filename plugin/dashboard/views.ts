@@ -16,7 +16,7 @@ export type CellState = 'preparing-delete' | 'terminating' | 'missing' | 'unavai
  * update revision that has not been promoted (the node keeps the stable revision; while the canary is Paused or
  * Failed, its own nodes too).
  */
-export type CellHold = 'partition' | 'selector' | 'canary';
+export type CellHold = 'partition' | 'selector' | 'canary' | 'wave';
 
 export interface NodeCell {
   node: string;
@@ -29,6 +29,8 @@ export interface NodeCell {
   /** Listed in status.canary.nodes. */
   canary?: true;
   hold?: CellHold;
+  /** rollingUpdate.waves: the node's wave (its topologyKey label value; '' for the nodes without it). */
+  wave?: string;
   /** A pod runs where the DaemonSet should no longer run (node gone, selector or taints changed). */
   misscheduled?: true;
   /** The node carries the DaemonSet's readiness taint (spec.nodeReadiness): it waits for its agents. */
@@ -76,6 +78,8 @@ export interface NodeMap {
   rolloutSelector?: string;
   /** status.canary, when the controller reports one. */
   canary?: { phase: string; nodes: number };
+  /** rollingUpdate.waves: the current wave (1-based) and what it is, while one is under way. */
+  wave?: { index: number; count: number; which: string; waiting: boolean };
   /** Nodes the DaemonSet neither targets nor has pods on (left off the map). */
   untargeted: number;
 }

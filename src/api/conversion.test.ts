@@ -874,6 +874,22 @@ const canaryStatus = fc.record(
   { requiredKeys: ['revision', 'stableRevision', 'nodes', 'phase'] },
 );
 
+/** rollingUpdate.priorityStrategy and rollingUpdate.waves: the same in both versions, carried unchanged. */
+const matchSelector = fc.record({
+  matchLabels: fc.dictionary(fc.string({ maxLength: 4 }), fc.string({ maxLength: 4 }), { maxKeys: 2 }),
+});
+const priorityStrategy = fc.record(
+  {
+    weightPriority: fc.array(fc.record({ weight: fc.nat(100), matchSelector }), { maxLength: 2 }),
+    orderPriority: fc.array(fc.record({ orderedKey: fc.string({ maxLength: 6 }) }), { maxLength: 2 }),
+  },
+  { requiredKeys: [] },
+);
+const waves = fc.record(
+  { topologyKey: fc.constantFrom('topology.kubernetes.io/zone', 'rack'), availableSeconds: fc.nat(600) },
+  { requiredKeys: ['topologyKey'] },
+);
+
 /** A rollingUpdate of `version` (v1alpha1 adds Surging and the alias). */
 const rollingUpdate = (v1alpha1: boolean) =>
   fc.record(
@@ -893,6 +909,8 @@ const rollingUpdate = (v1alpha1: boolean) =>
         matchLabels: fc.dictionary(fc.string({ maxLength: 4 }), fc.string({ maxLength: 4 }), { maxKeys: 2 }),
       }),
       canary,
+      priorityStrategy,
+      waves,
     },
     { requiredKeys: [] },
   );
@@ -1017,6 +1035,8 @@ describe('property: round trips', () => {
         assert.equal(y.spec.template, x.spec.template);
         // The canary fields and progressDeadlineSeconds are the same in both versions: carried unchanged.
         assert.deepEqual(y.spec.updateStrategy?.rollingUpdate?.canary, x.spec.updateStrategy?.rollingUpdate?.canary);
+        for (const k of ['priorityStrategy', 'waves'])
+          assert.deepEqual(y.spec.updateStrategy?.rollingUpdate?.[k], x.spec.updateStrategy?.rollingUpdate?.[k]);
         assert.equal(y.spec.progressDeadlineSeconds, x.spec.progressDeadlineSeconds);
         assert.deepEqual(y.status?.canary, x.status?.canary);
         assert.deepEqual(y.status?.conditions, x.status?.conditions);

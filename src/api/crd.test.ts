@@ -231,8 +231,10 @@ describe('CRD', () => {
       'maxUnavailable',
       'partition',
       'paused',
+      'priorityStrategy',
       'rollingUpdateType',
       'selector',
+      'waves',
     ]);
     assert.doesNotMatch(ru.properties.rollingUpdateType.description, /Surging/);
     for (const k of ['maxSurge', 'maxUnavailable', 'partition'])

@@ -85,6 +85,26 @@ describe('setDefaultsDaemonSet: Kruise defaults exactly, per version', () => {
       want: { minReadySeconds: 600, burstReplicas: 250, updateStrategy: { type: 'OnDelete' }, revisionHistoryLimit: 10 },
     },
     {
+      name: 'waves: availableSeconds 0; priorityStrategy kept as sent',
+      spec: {
+        updateStrategy: {
+          rollingUpdate: {
+            waves: { topologyKey: 'topology.kubernetes.io/zone' },
+            priorityStrategy: { orderPriority: [{ orderedKey: 'rack' }] },
+          },
+        },
+      },
+      want: rolling({
+        waves: { topologyKey: 'topology.kubernetes.io/zone', availableSeconds: 0 },
+        priorityStrategy: { orderPriority: [{ orderedKey: 'rack' }] },
+      }),
+    },
+    {
+      name: 'waves: a set availableSeconds is kept',
+      spec: { updateStrategy: { rollingUpdate: { waves: { topologyKey: 'zone', availableSeconds: 60 } } } },
+      want: rolling({ waves: { topologyKey: 'zone', availableSeconds: 60 } }),
+    },
+    {
       name: 'canary {}: every default (EDS)',
       spec: { updateStrategy: { rollingUpdate: { canary: {} } } },
       want: rolling({ canary: canary() }),

@@ -153,6 +153,9 @@ export function setDefaultsDaemonSet(ds: JsonObject, version: ServedVersion = VE
           ru.maxSurge = 0;
         }
         defaultCanary(ru.canary);
+        // Not Kruise (no waves there): the next wave may start as soon as the last one is available.
+        const waves = objectAt(ru, 'waves');
+        if (waves) setIfNil(waves, 'availableSeconds', 0);
       }
     }
   }

@@ -182,6 +182,67 @@ export const CanarySchema = Type.Object(
   },
 );
 
+/**
+ * rollingUpdate.priorityStrategy: Kruise's UpdatePriorityStrategy
+ * (https://github.com/openkruise/kruise/blob/master/apis/apps/pub/update_priority.go), read on node labels.
+ */
+export const UpdatePriorityStrategySchema = Type.Object(
+  {
+    weightPriority: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            weight: Int32('Weight of the nodes matchSelector selects, in the range 0-100.'),
+            matchSelector: LabelSelectorSchema('Selects nodes by their labels (not empty).'),
+          },
+          { description: 'A weight given to the nodes matchSelector selects.' },
+        ),
+        {
+          description:
+            'Weight priority terms: a node weighs the sum of the weights of the terms whose matchSelector selects\nit; heavier nodes (and waves) are updated first.',
+          'x-kubernetes-list-type': 'atomic',
+        },
+      ),
+    ),
+    orderPriority: Type.Optional(
+      Type.Array(
+        Type.Object(
+          { orderedKey: Type.String({ description: 'A node label key (ex: topology.kubernetes.io/zone).' }) },
+          { description: 'Order nodes by the value of a node label.' },
+        ),
+        {
+          description:
+            'Order priority terms: nodes with the first key come first, ordered by its value, higher first (the\nlast integer in the value, as Kruise, then the value as text); then nodes with the second key, and so\non; nodes with none of the keys last. Only one of weightPriority and orderPriority may be set.',
+          'x-kubernetes-list-type': 'atomic',
+        },
+      ),
+    ),
+  },
+  {
+    description:
+      "The order in which nodes are updated, by node labels, as Kruise CloneSet's priorityStrategy orders pods;\nties keep the default order (descending node name). With waves it orders the waves too (by their\nhighest-priority node). The partition keeps the lowest-priority nodes old.",
+  },
+);
+
+/** rollingUpdate.waves: the rollout goes one topology domain (zone) at a time. */
+export const RolloutWavesSchema = Type.Object(
+  {
+    topologyKey: Type.String({
+      description:
+        'The node label key whose values make the waves (ex: topology.kubernetes.io/zone). Nodes without the\nlabel form the last wave.',
+    }),
+    availableSeconds: Type.Optional(
+      Int32(
+        'How long every updated pod of a wave must have been available (after minReadySeconds) before the next\nwave starts. Defaults to 0.',
+      ),
+    ),
+  },
+  {
+    description:
+      'Rollout in waves: nodes are grouped by the value of topologyKey, and only the nodes of one wave are\nupdated at a time (within maxUnavailable); the next wave starts once every node of the wave runs an\navailable pod of the new revision, for availableSeconds. Waves go by label value, ascending, unless\npriorityStrategy orders them. The partition counts over all nodes (it holds the last waves); a canary runs\nbefore the waves.',
+  },
+);
+
 /** The rolling update fields both versions share. */
 const rollingUpdateFields = {
   maxUnavailable: Type.Optional(
@@ -211,6 +272,8 @@ const rollingUpdateFields = {
     }),
   ),
   canary: Type.Optional(CanarySchema),
+  priorityStrategy: Type.Optional(UpdatePriorityStrategySchema),
+  waves: Type.Optional(RolloutWavesSchema),
 };
 
 const ROLLING_UPDATE_DESCRIPTION = 'Rolling update config params. Present only if type = "RollingUpdate".';

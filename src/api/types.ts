@@ -13,6 +13,8 @@ import type {
   DaemonSetStatusSchema,
   DaemonSetStatusV1beta1Schema,
   DaemonSetV1beta1Schema,
+  RolloutWavesSchema,
+  UpdatePriorityStrategySchema,
 } from './schema.ts';
 
 export type DaemonSetStatus = Static<typeof DaemonSetStatusSchema>;
@@ -22,6 +24,9 @@ export type Canary = Static<typeof CanarySchema>;
 export type CanaryValidation = (typeof CANARY_VALIDATIONS)[number];
 export type CanaryStatus = Static<typeof CanaryStatusSchema>;
 export type CanaryPhase = (typeof CANARY_PHASES)[number];
+/** rollingUpdate.priorityStrategy and rollingUpdate.waves: the same in both versions. */
+export type UpdatePriorityStrategy = Static<typeof UpdatePriorityStrategySchema>;
+export type RolloutWaves = Static<typeof RolloutWavesSchema>;
 
 /** The whole object. metadata is ObjectMeta from k8s/types.ts (the CRD only says `type: object`). */
 export type DaemonSet = Omit<Static<typeof DaemonSetSchema>, 'metadata'> & { metadata: ObjectMeta };

@@ -359,6 +359,82 @@ describe('validateDaemonSet: the Kruise webhook test cases and rules', () => {
     }
 });
 
+describe('validateDaemonSet: rollingUpdate.priorityStrategy (Kruise rules) and rollingUpdate.waves', () => {
+  const P = `${RU}.priorityStrategy`;
+  const W = `${RU}.waves`;
+  const zone = { matchLabels: { 'topology.kubernetes.io/zone': 'a' } };
+  const cases: { name: string; ru: JsonObject; want: string[] }[] = [
+    {
+      name: 'weightPriority and waves: accepted',
+      ru: {
+        priorityStrategy: { weightPriority: [{ weight: 100, matchSelector: zone }, { weight: 0, matchSelector: zone }] },
+        waves: { topologyKey: 'topology.kubernetes.io/zone', availableSeconds: 60 },
+      },
+      want: [],
+    },
+    { name: 'orderPriority: accepted', ru: { priorityStrategy: { orderPriority: [{ orderedKey: 'rack' }] } }, want: [] },
+    {
+      name: 'both kinds of terms',
+      ru: { priorityStrategy: { weightPriority: [{ weight: 1, matchSelector: zone }], orderPriority: [{ orderedKey: 'rack' }] } },
+      want: [`${P}.orderPriority: Forbidden: only one of weightPriority and orderPriority can be used`],
+    },
+    {
+      name: 'weights out of 0-100',
+      ru: { priorityStrategy: { weightPriority: [{ weight: 101, matchSelector: zone }, { weight: -1, matchSelector: zone }] } },
+      want: [
+        `${P}.weightPriority[0].weight: Invalid value: 101: must be in the range 0-100`,
+        `${P}.weightPriority[1].weight: Invalid value: -1: must be in the range 0-100`,
+      ],
+    },
+    {
+      name: 'empty and invalid matchSelector',
+      ru: {
+        priorityStrategy: {
+          weightPriority: [
+            { weight: 1, matchSelector: {} },
+            { weight: 1, matchSelector: { matchExpressions: [{ key: 'zone', operator: 'In' }] } },
+          ],
+        },
+      },
+      want: [
+        `${P}.weightPriority[0].matchSelector: Invalid value: {}: selector can not be empty`,
+        `${P}.weightPriority[1].matchSelector.matchExpressions[0].values: Required value: must be specified when \`operator\` is 'In' or 'NotIn'`,
+      ],
+    },
+    {
+      name: 'weight and matchSelector required',
+      ru: { priorityStrategy: { weightPriority: [{}] } },
+      want: [`${P}.weightPriority[0].weight: Required value`, `${P}.weightPriority[0].matchSelector: Required value`],
+    },
+    {
+      name: 'orderedKey not a label key',
+      ru: { priorityStrategy: { orderPriority: [{ orderedKey: 'bad key' }] } },
+      want: [
+        `${P}.orderPriority[0].orderedKey: Invalid value: "bad key": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+      ],
+    },
+    { name: 'waves without topologyKey', ru: { waves: { availableSeconds: 1 } }, want: [`${W}.topologyKey: Required value`] },
+    {
+      name: 'waves: topologyKey not a label key, negative availableSeconds',
+      ru: { waves: { topologyKey: 'a/b/c', availableSeconds: -1 } },
+      want: [
+        `${W}.topologyKey: Invalid value: "a/b/c": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`,
+        `${W}.availableSeconds: Invalid value: -1: must be greater than or equal to 0`,
+      ],
+    },
+    {
+      name: 'waves: availableSeconds not below progressDeadlineSeconds (600 by default)',
+      ru: { waves: { topologyKey: 'zone', availableSeconds: 600 } },
+      want: [`${W}.availableSeconds: Invalid value: 600: must be less than spec.progressDeadlineSeconds (600)`],
+    },
+  ]; // prettier-ignore
+  for (const f of ALL)
+    for (const c of cases)
+      test(`${f.version}: ${c.name}`, () => {
+        assert.deepEqual(messages(f.withRollingUpdate(c.ru), f.version), c.want);
+      });
+});
+
 describe('validateDaemonSet: rollingUpdate.canary (ExtendedDaemonSet rules) and progressDeadlineSeconds', () => {
   const C = `${RU}.canary`;
   /** A canary as sent (not defaulted: the rules read unset values as their defaults); same in both versions. */

@@ -581,7 +581,70 @@ function validateCanary(c: JsonObject, p: FieldPath): FieldError[] {
   return errs;
 }
 
-function validateRollingUpdate(ru: JsonObject, p: FieldPath, rules: VersionRules): FieldError[] {
+/**
+ * rollingUpdate.priorityStrategy, with Kruise's rules (UpdatePriorityStrategy.FieldsValidation,
+ * https://github.com/openkruise/kruise/blob/master/apis/apps/pub/update_priority.go): one of weightPriority and
+ * orderPriority, weights 0-100, selectors not empty and valid, ordered keys not empty; plus ordered keys as label
+ * keys (a key no label can have orders nothing).
+ */
+function validatePriorityStrategy(ps: JsonObject, p: FieldPath): FieldError[] {
+  const errs: FieldError[] = [];
+  const weights = arrayAt(ps, 'weightPriority') ?? [];
+  const orders = arrayAt(ps, 'orderPriority') ?? [];
+  if (weights.length > 0 && orders.length > 0)
+    errs.push(forbidden(p.child('orderPriority'), 'only one of weightPriority and orderPriority can be used'));
+  weights.forEach((w, i) => {
+    if (!isObject(w)) return;
+    const wp = p.child('weightPriority').index(i);
+    if (typeof w.weight === 'number' && (w.weight < 0 || w.weight > 100))
+      errs.push(invalid(wp.child('weight'), w.weight, 'must be in the range 0-100'));
+    const sel = w.matchSelector;
+    if (isObject(sel)) {
+      const count =
+        Object.keys(objectAt(sel, 'matchLabels') ?? {}).length + (arrayAt(sel, 'matchExpressions') ?? []).length;
+      if (count === 0) errs.push(invalid(wp.child('matchSelector'), sel, 'selector can not be empty'));
+      errs.push(...validateLabelSelector(sel, wp.child('matchSelector')));
+    }
+  });
+  orders.forEach((o, i) => {
+    if (!isObject(o) || typeof o.orderedKey !== 'string') return;
+    const kp = p.child('orderPriority').index(i).child('orderedKey');
+    errs.push(...isQualifiedName(o.orderedKey).map((msg) => invalid(kp, o.orderedKey, msg)));
+  });
+  return errs;
+}
+
+/**
+ * rollingUpdate.waves: topologyKey a label key (its absence is the structural schema's Required value),
+ * availableSeconds >= 0 and below progressDeadlineSeconds (as a Deployment's minReadySeconds: waiting that long
+ * with no pod changing would read as a stuck rollout).
+ */
+function validateWaves(w: JsonObject, p: FieldPath, progressDeadlineSeconds: unknown): FieldError[] {
+  const errs: FieldError[] = [];
+  if (typeof w.topologyKey === 'string')
+    errs.push(...isQualifiedName(w.topologyKey).map((msg) => invalid(p.child('topologyKey'), w.topologyKey, msg)));
+  errs.push(...validateNonNegative(w.availableSeconds, p.child('availableSeconds')));
+  if (
+    typeof w.availableSeconds === 'number' &&
+    typeof progressDeadlineSeconds === 'number' &&
+    w.availableSeconds >= progressDeadlineSeconds
+  )
+    errs.push(
+      invalid(
+        p.child('availableSeconds'),
+        w.availableSeconds,
+        `must be less than spec.progressDeadlineSeconds (${progressDeadlineSeconds})`,
+      ),
+    );
+  return errs;
+}
+
+function validateRollingUpdate(
+  ru: JsonObject,
+  p: FieldPath,
+  rules: VersionRules,
+  progressDeadlineSeconds?: unknown,
+): FieldError[] {
   const errs: FieldError[] = [];
   errs.push(...validateIntOrPercent(ru.maxUnavailable, p.child('maxUnavailable')));
   errs.push(...validateIntOrPercent(ru.maxSurge, p.child('maxSurge')));
@@ -619,16 +682,25 @@ function validateRollingUpdate(ru: JsonObject, p: FieldPath, rules: VersionRules
   errs.push(...validateLabelSelector(ru.selector, p.child('selector')));
   const canary = objectAt(ru, 'canary');
   if (canary) errs.push(...validateCanary(canary, p.child('canary')));
+  const priority = objectAt(ru, 'priorityStrategy');
+  if (priority) errs.push(...validatePriorityStrategy(priority, p.child('priorityStrategy')));
+  const waves = objectAt(ru, 'waves');
+  if (waves) errs.push(...validateWaves(waves, p.child('waves'), progressDeadlineSeconds));
   return errs;
 }
 
-function validateUpdateStrategy(strategy: JsonObject | undefined, p: FieldPath, rules: VersionRules): FieldError[] {
+function validateUpdateStrategy(
+  strategy: JsonObject | undefined,
+  p: FieldPath,
+  rules: VersionRules,
+  progressDeadlineSeconds?: unknown,
+): FieldError[] {
   const type = strategy?.type;
   if (type === 'OnDelete') return [];
   if (type === 'RollingUpdate') {
     const ru = objectAt(strategy, 'rollingUpdate');
     if (!ru) return [required(p.child('rollingUpdate'))];
-    return validateRollingUpdate(ru, p.child('rollingUpdate'), rules);
+    return validateRollingUpdate(ru, p.child('rollingUpdate'), rules, progressDeadlineSeconds);
   }
   // Kruise reports the whole strategy struct at spec.updateStrategy; the type field is what the user must fix.
   return [notSupported(p.child('type'), type ?? '', UPDATE_STRATEGY_TYPES)];
@@ -702,7 +774,14 @@ function validateSpec(spec: JsonObject | undefined, rules: VersionRules): FieldE
     if (deadlineErrs.length === 0 && deadline <= minReady)
       errs.push(invalid(p.child('progressDeadlineSeconds'), deadline, 'must be greater than minReadySeconds'));
   }
-  errs.push(...validateUpdateStrategy(objectAt(spec, 'updateStrategy'), p.child('updateStrategy'), rules));
+  errs.push(
+    ...validateUpdateStrategy(
+      objectAt(spec, 'updateStrategy'),
+      p.child('updateStrategy'),
+      rules,
+      spec?.progressDeadlineSeconds,
+    ),
+  );
   errs.push(...validateNonNegative(spec?.revisionHistoryLimit, p.child('revisionHistoryLimit')));
   if (isSet(spec?.burstReplicas)) errs.push(...validateIntOrPercent(spec?.burstReplicas, p.child('burstReplicas')));
   const lifecycle = objectAt(spec, 'lifecycle');

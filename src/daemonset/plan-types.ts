@@ -298,6 +298,24 @@ export interface NodesToUpdate {
   nodes: string[];
   /** Set when a rollingUpdate.selector is given and the partition, at least the selected count, holds them all. */
   hold?: SelectorPartitionHold;
+  /** rollingUpdate.waves: the current wave, while one is not done (waves.ts, gateWaves). */
+  wave?: WaveProgress;
+}
+
+/** Where a rollout in waves stands (waves.ts). */
+export interface WaveProgress {
+  /** The current wave, from 0. */
+  index: number;
+  count: number;
+  topologyKey: string;
+  /** The wave's label value; absent for the nodes without the label (the last wave). */
+  value?: string;
+  /** Nodes of later waves still to update, held back until this wave is done. */
+  held: number;
+  /** Every node of the wave is updated and available; it waits for waves.availableSeconds. */
+  waiting?: boolean;
+  /** When the wait for availableSeconds ends, if a later wave waits on it. */
+  requeueAfterMs?: number;
 }
 
 /** NodesToUpdate with the states of `nodes` (same order), for the passes that read their pods. */

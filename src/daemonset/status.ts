@@ -10,6 +10,7 @@ import { derivedOnce, minDelay, type SyncContext } from './context.ts';
 import { factsDaemonAvailable, factsWaitingTimeMs } from './node-state.ts';
 import { nodesWaitingFor, readinessTaintOf } from './node-readiness.ts';
 import { nodesToUpdateResult } from './update.ts';
+import { waveMessage } from './waves.ts';
 import { isDaemonSetPaused, isRolloutFrozen, isRollingUpdate } from './strategy.ts';
 import { ROLLOUT_FROZEN_ANNOTATION } from '../api/constants.ts';
 import { sameTarget, targetHash } from './targets.ts';
@@ -151,6 +152,8 @@ function countPendingNodes(ctx: SyncContext): number {
   // eligible ones whose available pod is old or has a second pod beside it (a surge not yet finished).
   let pending = calculateCounters(ctx).counters.numberUnavailable;
   if (!isRollingUpdate(ctx.ds) || isDaemonSetPaused(ctx.ds)) return pending;
+  // Nodes of later waves (rollingUpdate.waves) wait on the current one: work still to do.
+  pending += nodesToUpdateResult(ctx).wave?.held ?? 0;
   const minReady = ctx.ds.spec.minReadySeconds ?? 0;
   const same = sameTarget(ctx.targets);
   for (const s of nodesToUpdateResult(ctx).states) {
@@ -367,9 +370,11 @@ function progressingOf(ctx: SyncContext, v: Rollout, canary: CanaryPlan | undefi
   const { counters, desired: d, observed, complete } = v;
   const pending = observed ? pendingNodes(ctx) : 1;
   const hold = observed ? selectorPartitionHoldMessage(ctx) : undefined;
+  const wave = observed && isRollingUpdate(ds) ? nodesToUpdateResult(ctx).wave : undefined;
   const counts =
     `${counters.updatedNumberScheduled} of ${d} nodes updated, ${counters.numberAvailable} of ${d} available` +
-    (hold ? `; ${hold}` : '');
+    (hold ? `; ${hold}` : '') +
+    (wave ? `; ${waveMessage(wave)}` : '');
   const moving = (reason: string, message: string): Progressing => ({ progressing: pending > 0, reason, message });
   const stopped = (reason: string, message: string): Progressing => ({ progressing: false, reason, message });
   const c = canary?.active ? canary.status : undefined;
@@ -505,10 +510,12 @@ export function calculateStatus(ctx: SyncContext, input: StatusInput): StatusRes
   const conditions = conditionsOf(ctx, status, canary);
   status.conditions = conditions.conditions;
   if (collisionCount !== undefined) status.collisionCount = collisionCount;
+  // rollingUpdate.waves: look again when the current wave has been available for waves.availableSeconds.
+  const wave = isRollingUpdate(ds) && !isDaemonSetPaused(ds) ? nodesToUpdateResult(ctx).wave : undefined;
   return {
     status,
     changed: statusKey(status) !== statusKey(ds.status),
-    requeueAfterMs: minDelay(requeueAfterMs, conditions.requeueAfterMs),
+    requeueAfterMs: minDelay(minDelay(requeueAfterMs, conditions.requeueAfterMs), wave?.requeueAfterMs),
   };
 }
 

@@ -18,6 +18,7 @@ import type { NodeToDaemonPods } from './pods.ts';
 import type { NodesToUpdateStates, PodDelete } from './plan-types.ts';
 import { hasUpdateSelector, nodeSelectedForUpdate, partitionCount, rollingUpdateBudget } from './strategy.ts';
 import { sameTarget, targetHash } from './targets.ts';
+import { gateWaves, updateOrder } from './waves.ts';
 
 /**
  * updatedDesiredNodeCounts (map part): the existing nodes that take part in the rolling update, in name order:
@@ -64,8 +65,9 @@ export function nodesToUpdateResult(ctx: SyncContext): NodesToUpdateStates {
       return nodesToUpdateInOrder(ctx.ds, hash, 0, nodes, false, false);
     });
   }
+  // rollingUpdate.waves: only the current wave's nodes, after selector and partition (waves.ts).
   return derivedOnce(ctx, 'nodesToUpdate', () =>
-    nodesToUpdateInOrder(ctx.ds, ctx.hash, partitionCount(ctx.ds, ctx.desired), ctx.states, true),
+    gateWaves(ctx, nodesToUpdateInOrder(ctx.ds, ctx.hash, partitionCount(ctx.ds, ctx.desired), ctx.states, true)),
   );
 }
 
@@ -75,6 +77,8 @@ export function nodesToUpdateResult(ctx: SyncContext): NodesToUpdateStates {
  * than one new/old pod), "updating" (no old pod, or it is PreparingDelete), and the nodes still to update.
  * Order = updated, updating, then the nodes still to update, and `partition` nodes of the list stay old: the lowest
  * names among those not yet updated, and raising the partition never rolls pods back.
+ * With rollingUpdate.priorityStrategy or waves, the nodes still to update are sorted by wave and priority first
+ * (waves.ts): the partition then keeps the lowest-priority ones old.
  *
  * Without rollingUpdate.selector this is Kruise's rule (the first #nodes - partition are kept). With a selector,
  * nodes outside it are never updated, and the partition counts within the selected nodes (the "multi-dimensional
@@ -130,6 +134,8 @@ function nodesToUpdateInOrder(
     if (!hasSelector || nodeSelectedForUpdate(s.node as Node, ds)) bucket.push(s);
     else if (bucket !== toUpdate) outside.push(s);
   }
+  // rollingUpdate.priorityStrategy and waves: the nodes still to update by wave and priority (waves.ts).
+  updateOrder(ds, all)?.(toUpdate);
   const subsetLength = updated.length + updating.length + toUpdate.length;
   const maxUpdate = Math.max(0, subsetLength - partition);
   // outside, then the first maxUpdate of updated, updating, toUpdate. A settled or fully old DaemonSet has all its

@@ -188,6 +188,8 @@ function describeCell(c: NodeCell, map: NodeMap): string {
     c.hold === 'partition' ? `kept by partition ${map.partition}` : '',
     c.hold === 'selector' ? `kept: node not matched by rollingUpdate.selector ${map.rolloutSelector ?? ''}` : '',
     c.hold === 'canary' ? 'kept on the stable revision by the canary' : '',
+    c.hold === 'wave' ? 'kept until its wave starts' : '',
+    c.wave !== undefined ? `wave ${c.wave || '(no label)'}` : '',
     c.canary ? 'canary node' : '',
     c.misscheduled ? 'misscheduled' : '',
     c.waiting ? 'waits for its agents (readiness taint)' : '',
@@ -216,6 +218,7 @@ function Cell({
     data-hash=${c.hash}
     data-state=${c.state}
     data-hold=${c.hold}
+    data-wave=${c.wave}
     data-canary=${c.canary ? 'true' : undefined}
     data-misscheduled=${c.misscheduled ? 'true' : undefined}
     data-waiting=${c.waiting ? 'true' : undefined}
@@ -771,6 +774,15 @@ function Detail({ view, onGroupKey }: { view: DetailView; onGroupKey: (k: string
         <span>partition <b>${row.partition}</b>${row.partition.endsWith('%') ? ` (${map.partition} nodes)` : ''}</span>
         <span>rollingUpdate.selector <code>${map.rolloutSelector ?? '-'}</code></span>
         <span>canary <b>${map.canary ? `${map.canary.phase} (${map.canary.nodes} nodes)` : '-'}</b></span>
+        ${
+          map.wave
+            ? html`<span data-wave=${map.wave.index}
+                >wave <b>${map.wave.index} of ${map.wave.count}</b> <code>${map.wave.which}</code>${
+                  map.wave.waiting ? ' (waiting for availableSeconds)' : ''
+                }</span
+              >`
+            : null
+        }
         <span>updated <b>${row.updated}</b> / ${row.desired}</span>
         ${map.paused ? html`<span class="badge warn">paused</span>` : null}
       </div>
