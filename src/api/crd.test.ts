@@ -228,6 +228,7 @@ describe('CRD', () => {
       'paused',
       'rollingUpdateType',
       'selector',
+      'unhealthyNodes',
     ]);
     assert.doesNotMatch(ru.properties.rollingUpdateType.description, /Surging/);
     for (const k of ['maxSurge', 'maxUnavailable', 'partition'])

@@ -27,6 +27,7 @@ import {
   DEFAULT_CANARY_VALIDATION,
   DEFAULT_PROGRESS_DEADLINE_SECONDS,
   DEFAULT_REVISION_HISTORY_LIMIT,
+  DEFAULT_UNHEALTHY_NODES,
   VERSION,
   type ServedVersion,
 } from './constants.ts';
@@ -151,6 +152,7 @@ export function setDefaultsDaemonSet(ds: JsonObject, version: ServedVersion = VE
           ru.maxUnavailable = 1;
           ru.maxSurge = 0;
         }
+        setIfZero(ru, 'unhealthyNodes', DEFAULT_UNHEALTHY_NODES);
         defaultCanary(ru.canary);
       }
     }

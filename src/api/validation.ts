@@ -50,6 +50,7 @@ import {
   CANARY_VALIDATIONS,
   ROLLING_UPDATE_TYPES,
   ROLLING_UPDATE_TYPES_V1BETA1,
+  UNHEALTHY_NODES_POLICIES,
   UPDATE_STRATEGY_TYPES,
 } from './schema.ts';
 import { jsonTypeName, nestingError, typedShapeErrors, wrongType } from './shape.ts';
@@ -614,6 +615,9 @@ function validateRollingUpdate(ru: JsonObject, p: FieldPath, rules: VersionRules
   // Validated as spec.selector is: Kruise does not, and a selector that does not parse matched no node, so the
   // rollout then updated nothing and reported itself complete.
   errs.push(...validateLabelSelector(ru.selector, p.child('selector')));
+  const unhealthy = ru.unhealthyNodes;
+  if (isSet(unhealthy) && unhealthy !== '' && !(UNHEALTHY_NODES_POLICIES as readonly unknown[]).includes(unhealthy))
+    errs.push(notSupported(p.child('unhealthyNodes'), unhealthy, UNHEALTHY_NODES_POLICIES));
   const canary = objectAt(ru, 'canary');
   if (canary) errs.push(...validateCanary(canary, p.child('canary')));
   return errs;
