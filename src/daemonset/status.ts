@@ -8,7 +8,8 @@ import { canonicalJson } from '../k8s/hash.ts';
 import { IN_PLACE_UPDATE_READY } from './constants.ts';
 import { derivedOnce, minDelay, type SyncContext } from './context.ts';
 import { factsDaemonAvailable, factsWaitingTimeMs } from './node-state.ts';
-import { nodesToUpdateResult } from './update.ts';
+import { nodesToUpdateResult, setAside } from './update.ts';
+import { ignoresUnhealthyNodes, setAsideConditionReason, setAsideMessage } from './unhealthy.ts';
 import { isDaemonSetPaused, isRolloutFrozen, isRollingUpdate } from './strategy.ts';
 import { ROLLOUT_FROZEN_ANNOTATION } from '../api/constants.ts';
 import { sameTarget, targetHash } from './targets.ts';
@@ -39,12 +40,20 @@ import type { CanaryPlan, CountersResult, StatusCounters } from './plan-types.ts
  *   and the sync that first finds it records event PARTITION_HOLDS_SELECTED_NODES (events.ts).
  * - `Available`: True when every eligible node has an available pod (numberAvailable >= desiredNumberScheduled),
  *   of any revision. Reason `AllNodesAvailable` / `NodesUnavailable`.
+ * - `NodesSetAside`, only with rollingUpdate.unhealthyNodes Ignore (unhealthy.ts): True while the rolling update
+ *   sets nodes aside, its reason why (`NotReady`, `Unknown`, `Unreachable`, `Unschedulable`, or `Unhealthy` for
+ *   several), its message how many and which; False (`NoNodesSetAside`) otherwise. Set-aside nodes are not pending
+ *   work: once only they are left, Progressing says `NodesSetAside` (True, the rollout is done with what it can
+ *   update) and RolloutComplete stays False.
  *
  * lastTransitionTime changes only when a condition's status flips; reason and message follow the counters.
  */
 export const CONDITION_ROLLOUT_COMPLETE = 'RolloutComplete';
 export const CONDITION_PROGRESSING = 'Progressing';
 export const CONDITION_AVAILABLE = 'Available';
+export const CONDITION_NODES_SET_ASIDE = 'NodesSetAside';
+/** Progressing True: the rollout is done but for the nodes unhealthyNodes Ignore sets aside. */
+export const NODES_SET_ASIDE_REASON = 'NodesSetAside';
 
 const nodeCount = (n: number) => `${n} node${n === 1 ? '' : 's'}`;
 
@@ -150,10 +159,17 @@ function countPendingNodes(ctx: SyncContext): number {
   if (!isRollingUpdate(ctx.ds) || isDaemonSetPaused(ctx.ds)) return pending;
   const minReady = ctx.ds.spec.minReadySeconds ?? 0;
   const same = sameTarget(ctx.targets);
+  const aside = setAside(ctx);
   for (const s of nodesToUpdateResult(ctx).states) {
     if (!s.shouldRun) continue;
     const first = s.first;
-    if (!first || !factsDaemonAvailable(first, minReady, ctx.now)) continue; // counted as unavailable
+    const unavailable = !first || !factsDaemonAvailable(first, minReady, ctx.now);
+    // Set aside (unhealthyNodes Ignore): no work the strategy may do now.
+    if (aside.has(s.name)) {
+      if (unavailable) pending--;
+      continue;
+    }
+    if (unavailable) continue; // counted as unavailable
     if (first.hash !== (same ?? targetHash(ctx.targets, s.name)) || s.facts.length > 1) pending++;
   }
   return pending;
@@ -284,9 +300,24 @@ function conditionsOf(ctx: SyncContext, next: DaemonSetStatus, canary: CanaryPla
         `${counters.numberAvailable} of ${d} eligible nodes have an available pod`,
         now,
       ),
+      ...nodesSetAsideConditions(ctx),
     ],
     ...(p.requeueAfterMs !== undefined ? { requeueAfterMs: p.requeueAfterMs } : {}),
   };
+}
+
+/** NodesSetAside, with rollingUpdate.unhealthyNodes Ignore under RollingUpdate (see the conditions doc above). */
+function nodesSetAsideConditions(ctx: SyncContext): Condition[] {
+  const { ds } = ctx;
+  if (!ignoresUnhealthyNodes(ds) || !isRollingUpdate(ds)) return [];
+  const aside = setAside(ctx);
+  const message = setAsideMessage(aside);
+  const prev = ds.status?.conditions;
+  return [
+    message === undefined
+      ? condition(prev, CONDITION_NODES_SET_ASIDE, false, 'NoNodesSetAside', 'no node is set aside', ctx.now)
+      : condition(prev, CONDITION_NODES_SET_ASIDE, true, setAsideConditionReason(aside), message, ctx.now),
+  ];
 }
 
 /** Where the rollout stands, from the status being computed. */
@@ -363,6 +394,8 @@ function progressingOf(ctx: SyncContext, v: Rollout, canary: CanaryPlan | undefi
   }
   if (pending > 0) return moving('Updating', observed ? counts : 'Waiting for the spec update to be observed');
   if (complete) return moving('RolloutComplete', counts);
+  const aside = setAsideMessage(setAside(ctx));
+  if (aside) return moving(NODES_SET_ASIDE_REASON, `${counts}; ${aside}`);
   if (!isRollingUpdate(ds))
     return moving('OnDelete', `${counts}; old pods are replaced when deleted (updateStrategy OnDelete)`);
   if (isDaemonSetPaused(ds)) return moving('Paused', `${counts}; rolling update paused`);
