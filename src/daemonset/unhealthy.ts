@@ -1,7 +1,7 @@
 // rollingUpdate.unhealthyNodes: Ignore sets aside the nodes that cannot take the new revision, so that they use none
 // of the rolling update's budget. Upstream counts them: a node without an available pod is unavailable, so three
 // NotReady nodes with maxUnavailable 1 stall a rollout for good (https://github.com/kubernetes/kubernetes/issues/73011).
-// ExtendedDaemonSet leaves unresponsive nodes out of its rolling update
+// ExtendedDaemonSet skips nodes whose pod has a scheduler issue, up to maxPodSchedulerFailure
 // (https://github.com/DataDog/extendeddaemonset/blob/main/controllers/extendeddaemonsetreplicaset/strategy/rollingupdate.go)
 // and Kruise prunes ineligible nodes behind its DaemonSetPruneIneligibleNodes gate
 // (https://github.com/openkruise/kruise/blob/master/pkg/features/kruise_features.go); docs/differences.md compares them.
