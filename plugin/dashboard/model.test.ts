@@ -68,7 +68,15 @@ function revision(d: DaemonSet, hash: string, number: number): ControllerRevisio
 
 /** One cell as a short string: "node-0 old available hold:partition canary". */
 const show = (c: NodeCell) =>
-  [c.node, c.revision, c.state, c.hold && `hold:${c.hold}`, c.canary && 'canary', c.misscheduled && 'misscheduled']
+  [
+    c.node,
+    c.revision,
+    c.state,
+    c.hold && `hold:${c.hold}`,
+    c.canary && 'canary',
+    c.misscheduled && 'misscheduled',
+    c.setAside && `aside:${c.setAside}`,
+  ]
     .filter(Boolean)
     .join(' ');
 
@@ -254,6 +262,16 @@ describe('nodeMap: one cell per node, with the boundaries the controller acts on
       pods: (d) => [ready(d, 'node-0', V2), ready(d, 'node-1', V1)],
       want: ['node-0 new available', 'node-1 old available misscheduled'],
       check: (m) => assert.equal(m.untargeted, 1),
+    },
+    {
+      name: 'unhealthyNodes Ignore: a NotReady node still on the old revision is marked set aside',
+      ds: ds({ rollingUpdate: { unhealthyNodes: 'Ignore' } }),
+      nodes: [
+        newNode('node-0'),
+        { ...newNode('node-1'), status: { conditions: [{ type: 'Ready', status: 'False' }] } },
+      ],
+      pods: (d) => [ready(d, 'node-0', V2), ready(d, 'node-1', V1)],
+      want: ['node-0 new available', 'node-1 old available aside:NotReady'],
     },
     {
       name: 'a pod on a node that no longer exists is shown, misscheduled',

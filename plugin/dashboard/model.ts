@@ -16,7 +16,7 @@ import {
   partitionCount,
   rollingUpdateType,
 } from '../../src/daemonset/strategy.ts';
-import { desiredNodeNames, nodesToUpdate } from '../../src/daemonset/update.ts';
+import { desiredNodeNames, nodesToUpdate, setAside } from '../../src/daemonset/update.ts';
 import { revisionHashLabel } from '../../src/daemonset/history.ts';
 import { templateOfRevision } from '../../src/daemonset/inplace.ts';
 import { canarySpec, canaryStatus, currentCanary, formatLabelSelector } from '../daemonset.ts';
@@ -80,6 +80,8 @@ export function nodeMap({ ds, nodes, pods, revisions, now }: NodeMapInput): Node
   const partition = partitionCount(ds, ctx.desired);
   const rolling = isRollingUpdate(ds) && hash !== '';
   const mayUpdate = new Set(rolling ? nodesToUpdate(ctx) : []);
+  // The nodes the controller's rolling update sets aside (unhealthyNodes Ignore), as it decides it.
+  const aside = rolling ? setAside(ctx) : new Map();
   // Terminating pods are shown too (the controller's grouping drops deleted terminal ones).
   const byNode = getNodesToDaemonPods(owned, true);
   const canary = canaryStatus(ds);
@@ -124,6 +126,8 @@ export function nodeMap({ ds, nodes, pods, revisions, now }: NodeMapInput): Node
       }
     }
     if (onNode.length > 0 && (!node || !eligibility?.shouldContinueRunning)) cell.misscheduled = true;
+    const why = aside.get(name);
+    if (why) cell.setAside = why;
     cells.push(cell);
   }
 

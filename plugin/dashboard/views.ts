@@ -31,6 +31,8 @@ export interface NodeCell {
   hold?: CellHold;
   /** A pod runs where the DaemonSet should no longer run (node gone, selector or taints changed). */
   misscheduled?: true;
+  /** Set aside by rollingUpdate.unhealthyNodes Ignore (src/daemonset/unhealthy.ts), and why. */
+  setAside?: 'NotReady' | 'Unknown' | 'Unreachable' | 'Unschedulable';
 }
 
 export interface RevisionCount {

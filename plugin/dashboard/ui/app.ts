@@ -190,6 +190,7 @@ function describeCell(c: NodeCell, map: NodeMap): string {
     c.hold === 'canary' ? 'kept on the stable revision by the canary' : '',
     c.canary ? 'canary node' : '',
     c.misscheduled ? 'misscheduled' : '',
+    c.setAside ? `set aside (${c.setAside}) by unhealthyNodes Ignore` : '',
   ];
   return parts.filter(Boolean).join(' · ');
 }
@@ -217,6 +218,7 @@ function Cell({
     data-hold=${c.hold}
     data-canary=${c.canary ? 'true' : undefined}
     data-misscheduled=${c.misscheduled ? 'true' : undefined}
+    data-set-aside=${c.setAside}
     title=${title}
     onClick=${onPick}
   ></div>`;
