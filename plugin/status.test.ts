@@ -15,6 +15,8 @@ const progressing = (status: 'True' | 'False' | 'Unknown', reason: string): Daem
   lastTransitionTime: '2025-01-01T00:00:00Z',
 });
 
+const ASIDE = '2 nodes set aside by unhealthyNodes Ignore: n5 (NotReady), n2 (NotReady)';
+
 describe('rolloutStatus', () => {
   const counts = (desired: number, updated: number, available: number) => ({
     desiredNumberScheduled: desired,
@@ -234,6 +236,35 @@ describe('rolloutStatus', () => {
         state: 'progressing',
         message:
           'Waiting for daemon set "agent" rollout to finish: 2 out of 6 new pods have been updated (wave 1 of 3: zone=a, waiting for availableSeconds)...',
+      },
+      {
+        name: 'unhealthyNodes Ignore, only set-aside nodes left: complete, naming them',
+        d: {
+          status: {
+            ...counts(6, 4, 4),
+            conditions: [
+              progressing('True', 'NodesSetAside'),
+              { ...progressing('True', 'NotReady'), type: 'NodesSetAside', message: ASIDE },
+            ],
+          },
+        },
+        state: 'complete',
+        message: `roll out complete but for the nodes set aside: 4 new pods have been updated; ${ASIDE}`,
+        target: 4,
+      },
+      {
+        name: 'unhealthyNodes Ignore, still updating: the set-aside nodes said briefly',
+        d: {
+          status: {
+            ...counts(6, 2, 4),
+            conditions: [
+              progressing('True', 'Updating'),
+              { ...progressing('True', 'NotReady'), type: 'NodesSetAside', message: ASIDE },
+            ],
+          },
+        },
+        state: 'progressing',
+        message: `Waiting for daemon set "agent" rollout to finish: 2 out of 6 new pods have been updated; ${ASIDE}...`,
       },
       {
         name: "canary observing: waiting, with the controller's message and nodes",

@@ -42,6 +42,8 @@ export interface RolloutStatus {
 
 export const PROGRESS_DEADLINE_EXCEEDED = 'ProgressDeadlineExceeded';
 export const PARTITION_REACHED = 'PartitionReached';
+/** Progressing reason and condition type of rollingUpdate.unhealthyNodes Ignore (src/daemonset/status.ts). */
+export const NODES_SET_ASIDE = 'NodesSetAside';
 
 const conditionOf = (ds: DaemonSet, type: string): DaemonSetCondition | undefined =>
   ds.status?.conditions?.find((c) => c.type === type);
@@ -82,6 +84,16 @@ export function rolloutStatus(ds: DaemonSet): RolloutStatus {
       state: 'failed',
       message: `daemon set "${name}" cannot roll out: invalid rollingUpdate.selector: ${selectorErrors.join('; ')}`,
     };
+  // rollingUpdate.unhealthyNodes Ignore: which nodes the rollout goes on past, said briefly in every message.
+  const aside = conditionOf(ds, NODES_SET_ASIDE);
+  const asideNote = aside?.status === 'True' && aside.message ? `; ${aside.message}` : '';
+  if (updated < desired && progressing?.reason === NODES_SET_ASIDE)
+    return {
+      ...base,
+      target: updated,
+      state: 'complete',
+      message: `roll out complete but for the nodes set aside: ${updated} new pods have been updated${asideNote}`,
+    };
   if (updated < desired) {
     const reached = progressing
       ? progressing.reason === PARTITION_REACHED
@@ -120,7 +132,7 @@ export function rolloutStatus(ds: DaemonSet): RolloutStatus {
     return {
       ...base,
       state: 'progressing',
-      message: `Waiting for daemon set "${name}" rollout to finish: ${updated} out of ${desired} new pods have been updated${paused}...`,
+      message: `Waiting for daemon set "${name}" rollout to finish: ${updated} out of ${desired} new pods have been updated${paused}${asideNote}...`,
     };
   }
   if (available < desired) {
@@ -133,7 +145,12 @@ export function rolloutStatus(ds: DaemonSet): RolloutStatus {
       message: `Waiting for daemon set "${name}" rollout to finish: ${available} of ${desired} updated pods are available${waiting}...`,
     };
   }
-  return { ...base, target: desired, state: 'complete', message: `daemon set "${name}" successfully rolled out` };
+  return {
+    ...base,
+    target: desired,
+    state: 'complete',
+    message: `daemon set "${name}" successfully rolled out${asideNote}`,
+  };
 }
 
 // ------------------------------------------------------------------------------------------------

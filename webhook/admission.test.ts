@@ -308,7 +308,7 @@ describe('v1beta1 reviews: defaulting and validation of the version the object i
           path: '/spec/updateStrategy',
           value: {
             type: 'RollingUpdate',
-            rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 },
+            rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0, unhealthyNodes: 'Count' },
           },
         },
         { op: 'add', path: '/spec/revisionHistoryLimit', value: 10 },
@@ -376,6 +376,12 @@ describe('v1beta1 reviews: defaulting and validation of the version the object i
         }),
       fields: [`${RU}.maxSurge`, `${RU}.partition`],
       message: `DaemonSet.apps.kruise.io "x" is invalid: [${RU}.maxSurge: Invalid value: "1": must be 0 for InPlaceIfPossible type, ${RU}.partition: Invalid value: "-1": must be greater than or equal to 0]`,
+    },
+    {
+      name: 'an unhealthyNodes policy neither Count nor Ignore',
+      edit: (d) => (d.spec.updateStrategy.rollingUpdate.unhealthyNodes = 'Skip'),
+      fields: [`${RU}.unhealthyNodes`],
+      message: `DaemonSet.apps.kruise.io "x" is invalid: ${RU}.unhealthyNodes: Unsupported value: "Skip": supported values: "Count", "Ignore"`,
     },
   ];
   for (const row of refusals)

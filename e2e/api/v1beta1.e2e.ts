@@ -469,7 +469,9 @@ describeOnPrivateCluster(
       assert.equal(done?.rewritten, 3);
       assert.deepEqual(done?.previousStoredVersions, ['v1alpha1', 'v1beta1']);
 
-      // Readable in both versions; the v1alpha1 view is what was written, Surging included.
+      // Readable in both versions; the v1alpha1 view is what was written, Surging included, plus the one default
+      // the migration's rewrite (an update, through the mutating webhook) adds: unhealthyNodes, a field newer than
+      // the object.
       const s = await bothViews(ns, 'surging');
       assert.deepEqual(versionDiff(s.alpha, s.beta), []);
       assert.deepEqual(s.alpha.spec.updateStrategy.rollingUpdate, {
@@ -477,6 +479,7 @@ describeOnPrivateCluster(
         maxSurge: 1,
         maxUnavailable: 0,
         partition: '30%',
+        unhealthyNodes: 'Count',
       });
       assert.equal(s.beta.spec.updateStrategy.rollingUpdate.rollingUpdateType, 'Standard');
       assert.equal(s.beta.spec.updateStrategy.rollingUpdate.partition, '30%');

@@ -74,7 +74,7 @@ describe('admission webhook on the real control plane', { timeout: 180_000 }, ()
     assert.equal(ds.spec.revisionHistoryLimit, 10);
     assert.deepEqual(ds.spec.updateStrategy, {
       type: 'RollingUpdate',
-      rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 },
+      rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0, unhealthyNodes: 'Count' },
     });
     const pod = ds.spec.template.spec;
     assert.deepEqual(
@@ -219,6 +219,7 @@ describe('admission webhook on the real control plane', { timeout: 180_000 }, ()
       partition: 2,
       maxUnavailable: '50%',
       maxSurge: 0, // defaulted on create; not in the applied manifest, so apply's three-way merge keeps it
+      unhealthyNodes: 'Count', // the same
     });
     assert.equal(ds.spec.burstReplicas, '10%');
     assert.deepEqual(ds.spec.selector, { matchLabels: { app: name } });
@@ -330,17 +331,20 @@ describe('admission webhook on the real control plane', { timeout: 180_000 }, ()
       selector: { matchLabels: { nodeType: 'canary' } },
       partition: 80,
       maxUnavailable: 10,
+      unhealthyNodes: 'Count',
     });
     assert.deepEqual(byName.get('article-surging')?.spec.updateStrategy.rollingUpdate, {
       rollingUpdateType: 'Standard',
       maxSurge: '30%',
       maxUnavailable: 0,
+      unhealthyNodes: 'Count',
     });
     assert.deepEqual(byName.get('article-paused')?.spec.updateStrategy.rollingUpdate, {
       rollingUpdateType: 'Standard',
       paused: true,
       maxUnavailable: 1,
       maxSurge: 0,
+      unhealthyNodes: 'Count',
     });
   });
 });

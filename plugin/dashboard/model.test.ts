@@ -76,6 +76,7 @@ const show = (c: NodeCell) =>
     c.canary && 'canary',
     c.misscheduled && 'misscheduled',
     c.waiting && 'waiting',
+    c.setAside && `aside:${c.setAside}`,
   ]
     .filter(Boolean)
     .join(' ');
@@ -294,6 +295,16 @@ describe('nodeMap: one cell per node, with the boundaries the controller acts on
       nodes: [newNode('node-0', {}, [{ key: 'example.com/agent-not-ready', effect: 'NoSchedule' }]), newNode('node-1')],
       pods: (d) => [newPod(d, 'node-0', { hash: V2, ready: false }), ready(d, 'node-1', V2)],
       want: ['node-0 new unavailable waiting', 'node-1 new available'],
+    },
+    {
+      name: 'unhealthyNodes Ignore: a NotReady node still on the old revision is marked set aside',
+      ds: ds({ rollingUpdate: { unhealthyNodes: 'Ignore' } }),
+      nodes: [
+        newNode('node-0'),
+        { ...newNode('node-1'), status: { conditions: [{ type: 'Ready', status: 'False' }] } },
+      ],
+      pods: (d) => [ready(d, 'node-0', V2), ready(d, 'node-1', V1)],
+      want: ['node-0 new available', 'node-1 old available aside:NotReady'],
     },
     {
       name: 'a pod on a node that no longer exists is shown, misscheduled',

@@ -17,7 +17,7 @@ import {
   rollingUpdateType,
 } from '../../src/daemonset/strategy.ts';
 import { nodeHasTaint, readinessTaintOf } from '../../src/daemonset/node-readiness.ts';
-import { desiredNodeNames, nodesToUpdate, nodesToUpdateResult } from '../../src/daemonset/update.ts';
+import { desiredNodeNames, nodesToUpdate, nodesToUpdateResult, setAside } from '../../src/daemonset/update.ts';
 import { waveMessage, waveOrder, parseWaveMessage } from '../../src/daemonset/waves.ts';
 import { revisionHashLabel } from '../../src/daemonset/history.ts';
 import { templateOfRevision } from '../../src/daemonset/inplace.ts';
@@ -82,6 +82,8 @@ export function nodeMap({ ds, nodes, pods, revisions, now }: NodeMapInput): Node
   const partition = partitionCount(ds, ctx.desired);
   const rolling = isRollingUpdate(ds) && hash !== '';
   const mayUpdate = new Set(rolling ? nodesToUpdate(ctx) : []);
+  // The nodes the controller's rolling update sets aside (unhealthyNodes Ignore), as it decides it.
+  const aside = rolling ? setAside(ctx) : new Map();
   // Terminating pods are shown too (the controller's grouping drops deleted terminal ones).
   const byNode = getNodesToDaemonPods(owned, true);
   const canary = canaryStatus(ds);
@@ -133,6 +135,8 @@ export function nodeMap({ ds, nodes, pods, revisions, now }: NodeMapInput): Node
     }
     if (onNode.length > 0 && (!node || !eligibility?.shouldContinueRunning)) cell.misscheduled = true;
     if (readiness && node && nodeHasTaint(node, readiness)) cell.waiting = true;
+    const why = aside.get(name);
+    if (why) cell.setAside = why;
     cells.push(cell);
   }
 

@@ -35,6 +35,8 @@ export interface NodeCell {
   misscheduled?: true;
   /** The node carries the DaemonSet's readiness taint (spec.nodeReadiness): it waits for its agents. */
   waiting?: true;
+  /** Set aside by rollingUpdate.unhealthyNodes Ignore (src/daemonset/unhealthy.ts), and why. */
+  setAside?: 'NotReady' | 'Unknown' | 'Unreachable' | 'Unschedulable';
 }
 
 export interface RevisionCount {

@@ -36,6 +36,8 @@ export const DEFAULT_PROGRESS_DEADLINE_SECONDS = 600;
 // (https://github.com/DataDog/extendeddaemonset/blob/main/api/v1alpha1/extendeddaemonset_default.go).
 export const DEFAULT_CANARY_NODES = 1;
 export const DEFAULT_CANARY_VALIDATION = 'Auto';
+/** rollingUpdate.unhealthyNodes: upstream's rule, every node counts against the budget. */
+export const DEFAULT_UNHEALTHY_NODES = 'Count';
 export const DEFAULT_CANARY_DURATION = '10m';
 export const DEFAULT_CANARY_NO_RESTARTS_DURATION = '5m';
 export const DEFAULT_CANARY_AUTO_PAUSE_MAX_RESTARTS = 2;

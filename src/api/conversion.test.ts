@@ -150,6 +150,8 @@ const SAME_FIELDS: { name: string; spec?: JsonObject; rest?: JsonObject }[] = [
   { name: 'partition int', spec: rolling({ partition: 3 }) },
   { name: 'partition percent', spec: rolling({ partition: '30%' }) },
   { name: 'paused', spec: rolling({ paused: true }) },
+  { name: 'unhealthyNodes Ignore', spec: rolling({ unhealthyNodes: 'Ignore' }) },
+  { name: 'unhealthyNodes Count', spec: rolling({ unhealthyNodes: 'Count' }) },
   {
     name: 'rollingUpdate.selector',
     spec: rolling({ selector: { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] } }),

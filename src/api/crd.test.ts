@@ -234,6 +234,7 @@ describe('CRD', () => {
       'priorityStrategy',
       'rollingUpdateType',
       'selector',
+      'unhealthyNodes',
       'waves',
     ]);
     assert.doesNotMatch(ru.properties.rollingUpdateType.description, /Surging/);

@@ -43,7 +43,7 @@ describe('setDefaultsDaemonSet: Kruise defaults exactly, per version', () => {
   const rolling = (ru: JsonObject): JsonObject =>
     defaulted({
       type: 'RollingUpdate',
-      rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0, ...ru },
+      rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0, unhealthyNodes: 'Count', ...ru },
     });
   /** `want` in both versions, unless `v1beta1` says what v1beta1 (no Surging, no `type` alias) gives instead. */
   const cases: { name: string; spec: JsonObject; want: JsonObject; v1beta1?: JsonObject }[] = [
@@ -52,7 +52,7 @@ describe('setDefaultsDaemonSet: Kruise defaults exactly, per version', () => {
       spec: {},
       want: defaulted({
           type: 'RollingUpdate',
-          rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 },
+          rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0, unhealthyNodes: 'Count' },
         }),
     },
     {
@@ -65,7 +65,7 @@ describe('setDefaultsDaemonSet: Kruise defaults exactly, per version', () => {
       want: {
         burstReplicas: '10%',
         revisionHistoryLimit: 0,
-        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 3 } },
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 3, unhealthyNodes: 'Count' } },
         progressDeadlineSeconds: 600,
       },
     },
@@ -146,7 +146,7 @@ describe('setDefaultsDaemonSet: Kruise defaults exactly, per version', () => {
     {
       name: 'empty type becomes RollingUpdate with rollingUpdate {} filled',
       spec: { updateStrategy: { type: '' } },
-      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 } }),
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0, unhealthyNodes: 'Count' } }),
     },
     {
       name: 'OnDelete leaves rollingUpdate absent',
@@ -161,60 +161,70 @@ describe('setDefaultsDaemonSet: Kruise defaults exactly, per version', () => {
     {
       name: 'Surging: maxSurge 1 and maxUnavailable 0, then type Standard (v1beta1: left for validation to refuse)',
       spec: { updateStrategy: { rollingUpdate: { rollingUpdateType: 'Surging' } } },
-      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 1, maxUnavailable: 0 } }),
-      v1beta1: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Surging', maxUnavailable: 1, maxSurge: 0 } }),
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 1, maxUnavailable: 0, unhealthyNodes: 'Count' } }),
+      v1beta1: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Surging', maxUnavailable: 1, maxSurge: 0, unhealthyNodes: 'Count' } }),
     },
     {
       name: '`rollingUpdate.type: Surging`, as articles write it, is the alias of rollingUpdateType (moved, then defaulted; v1beta1 has no alias)',
       spec: { updateStrategy: { rollingUpdate: { type: 'Surging', maxSurge: '30%' } } },
-      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: '30%', maxUnavailable: 0 } }),
-      v1beta1: defaulted({ type: 'RollingUpdate', rollingUpdate: { type: 'Surging', rollingUpdateType: 'Standard', maxSurge: '30%' } }),
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: '30%', maxUnavailable: 0, unhealthyNodes: 'Count' } }),
+      v1beta1: defaulted({ type: 'RollingUpdate', rollingUpdate: { type: 'Surging', rollingUpdateType: 'Standard', maxSurge: '30%', unhealthyNodes: 'Count' } }),
     },
     {
       name: 'alias equal to rollingUpdateType is dropped; a different one stays for validation to refuse (v1beta1: not touched)',
       spec: { updateStrategy: { rollingUpdate: { type: 'InPlaceIfPossible', rollingUpdateType: 'Standard' } } },
       want: defaulted({
           type: 'RollingUpdate',
-          rollingUpdate: { type: 'InPlaceIfPossible', rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 },
+          rollingUpdate: { type: 'InPlaceIfPossible', rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0, unhealthyNodes: 'Count' },
         }),
     },
     {
       name: 'alias equal to rollingUpdateType is dropped (v1beta1: not touched)',
       spec: { updateStrategy: { rollingUpdate: { type: 'InPlaceIfPossible', rollingUpdateType: 'InPlaceIfPossible' } } },
-      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 1, maxSurge: 0 } }),
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 1, maxSurge: 0, unhealthyNodes: 'Count' } }),
       v1beta1: defaulted({
           type: 'RollingUpdate',
-          rollingUpdate: { type: 'InPlaceIfPossible', rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 1, maxSurge: 0 },
+          rollingUpdate: { type: 'InPlaceIfPossible', rollingUpdateType: 'InPlaceIfPossible', maxUnavailable: 1, maxSurge: 0, unhealthyNodes: 'Count' },
         }),
     },
     {
       name: 'Surging keeps a set maxSurge',
       spec: { updateStrategy: { rollingUpdate: { rollingUpdateType: 'Surging', maxSurge: '20%' } } },
-      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: '20%', maxUnavailable: 0 } }),
-      v1beta1: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Surging', maxSurge: '20%' } }),
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: '20%', maxUnavailable: 0, unhealthyNodes: 'Count' } }),
+      v1beta1: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Surging', maxSurge: '20%', unhealthyNodes: 'Count' } }),
     },
     {
       name: 'only maxSurge set: maxUnavailable stays unset',
       spec: { updateStrategy: { rollingUpdate: { maxSurge: 2 } } },
-      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 2 } }),
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 2, unhealthyNodes: 'Count' } }),
     },
     {
       name: 'only maxUnavailable set: maxSurge stays unset',
       spec: { updateStrategy: { rollingUpdate: { maxUnavailable: '50%' } } },
-      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: '50%' } }),
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: '50%', unhealthyNodes: 'Count' } }),
     },
     {
       name: 'null values count as unset',
       spec: { burstReplicas: null, revisionHistoryLimit: null, updateStrategy: { rollingUpdate: { maxSurge: null, maxUnavailable: null } } },
-      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 0, maxUnavailable: 1 } }),
+      want: defaulted({ type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxSurge: 0, maxUnavailable: 1, unhealthyNodes: 'Count' } }),
     },
     {
       name: 'partition, paused and rollingUpdate.selector are not defaulted',
       spec: { updateStrategy: { rollingUpdate: { partition: 2, paused: true, selector: { matchLabels: { canary: 'true' } } } } },
       want: defaulted({
           type: 'RollingUpdate',
-          rollingUpdate: { partition: 2, paused: true, selector: { matchLabels: { canary: 'true' } }, rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 },
+          rollingUpdate: { partition: 2, paused: true, selector: { matchLabels: { canary: 'true' } }, rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0, unhealthyNodes: 'Count' },
         }),
+    },
+    {
+      name: 'unhealthyNodes set is kept (Ignore)',
+      spec: { updateStrategy: { rollingUpdate: { unhealthyNodes: 'Ignore' } } },
+      want: rolling({ unhealthyNodes: 'Ignore' }),
+    },
+    {
+      name: 'unhealthyNodes empty becomes Count (the upstream rule)',
+      spec: { updateStrategy: { rollingUpdate: { unhealthyNodes: '' } } },
+      want: rolling({}),
     },
     {
       name: 'scaleStrategy is not defaulted, and kept as written',
@@ -555,7 +565,7 @@ describe('defaultingPatch in v1beta1: paths into the object as sent in v1beta1',
         {
           op: 'add',
           path: '/spec/updateStrategy',
-          value: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0 } },
+          value: { type: 'RollingUpdate', rollingUpdate: { rollingUpdateType: 'Standard', maxUnavailable: 1, maxSurge: 0, unhealthyNodes: 'Count' } },
         },
         { op: 'add', path: '/spec/revisionHistoryLimit', value: 10 },
         { op: 'add', path: '/spec/progressDeadlineSeconds', value: 600 },
@@ -575,6 +585,7 @@ describe('defaultingPatch in v1beta1: paths into the object as sent in v1beta1',
         { op: 'add', path: '/spec/updateStrategy/rollingUpdate/rollingUpdateType', value: 'Standard' },
         { op: 'add', path: '/spec/updateStrategy/rollingUpdate/maxUnavailable', value: 1 },
         { op: 'add', path: '/spec/updateStrategy/rollingUpdate/maxSurge', value: 0 },
+        { op: 'add', path: '/spec/updateStrategy/rollingUpdate/unhealthyNodes', value: 'Count' },
         { op: 'add', path: '/spec/revisionHistoryLimit', value: 10 },
         { op: 'add', path: '/spec/progressDeadlineSeconds', value: 600 },
       ],
@@ -586,6 +597,7 @@ describe('defaultingPatch in v1beta1: paths into the object as sent in v1beta1',
       ops: [
         { op: 'add', path: '/spec/burstReplicas', value: 250 },
         { op: 'add', path: '/spec/updateStrategy/type', value: 'RollingUpdate' },
+        { op: 'add', path: '/spec/updateStrategy/rollingUpdate/unhealthyNodes', value: 'Count' },
         { op: 'add', path: '/spec/revisionHistoryLimit', value: 10 },
         { op: 'add', path: '/spec/progressDeadlineSeconds', value: 600 },
       ],
@@ -599,6 +611,7 @@ describe('defaultingPatch in v1beta1: paths into the object as sent in v1beta1',
         { op: 'add', path: '/spec/updateStrategy/type', value: 'RollingUpdate' },
         { op: 'replace', path: '/spec/updateStrategy/rollingUpdate/rollingUpdateType', value: 'Standard' },
         { op: 'add', path: '/spec/updateStrategy/rollingUpdate/maxUnavailable', value: 0 },
+        { op: 'add', path: '/spec/updateStrategy/rollingUpdate/unhealthyNodes', value: 'Count' },
         { op: 'add', path: '/spec/revisionHistoryLimit', value: 10 },
         { op: 'add', path: '/spec/progressDeadlineSeconds', value: 600 },
       ],

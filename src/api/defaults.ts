@@ -28,6 +28,7 @@ import {
   DEFAULT_NODE_READINESS_UNREADY_SECONDS,
   DEFAULT_PROGRESS_DEADLINE_SECONDS,
   DEFAULT_REVISION_HISTORY_LIMIT,
+  DEFAULT_UNHEALTHY_NODES,
   VERSION,
   type ServedVersion,
 } from './constants.ts';
@@ -152,6 +153,7 @@ export function setDefaultsDaemonSet(ds: JsonObject, version: ServedVersion = VE
           ru.maxUnavailable = 1;
           ru.maxSurge = 0;
         }
+        setIfZero(ru, 'unhealthyNodes', DEFAULT_UNHEALTHY_NODES);
         defaultCanary(ru.canary);
         // Not Kruise (no waves there): the next wave may start as soon as the last one is available.
         const waves = objectAt(ru, 'waves');

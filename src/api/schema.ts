@@ -84,6 +84,8 @@ export const LabelSelectorSchema = (description: string) =>
 const DurationString = (description: string) => Type.String({ description });
 
 export const CANARY_VALIDATIONS = ['Auto', 'Manual'] as const;
+/** rollingUpdate.unhealthyNodes: Count (upstream's rule, the default) or Ignore (docs/rollout-strategies.md). */
+export const UNHEALTHY_NODES_POLICIES = ['Count', 'Ignore'] as const;
 export const CANARY_PHASES = ['Observing', 'Paused', 'Failed', 'Promoted'] as const;
 
 /** rollingUpdate.canary.autoPause (ExtendedDaemonSet's canary.autoPause). */
@@ -274,6 +276,12 @@ const rollingUpdateFields = {
   canary: Type.Optional(CanarySchema),
   priorityStrategy: Type.Optional(UpdatePriorityStrategySchema),
   waves: Type.Optional(RolloutWavesSchema),
+  unhealthyNodes: Type.Optional(
+    StringEnum(UNHEALTHY_NODES_POLICIES, {
+      description:
+        'What the rolling update does with nodes that cannot take the new revision: Count (default, as\nupstream) counts them against maxUnavailable/maxSurge, so a few broken nodes may stall the rollout;\nIgnore sets aside nodes that were not Ready (Ready False or Unknown, or tainted unreachable) before\ngetting the new revision and nodes whose pod is Unschedulable: they use no budget and the rollout\ngoes on past them (listed in the NodesSetAside condition). A node that turns not Ready after it got\nthe new revision still counts, as a failure of that revision.',
+    }),
+  ),
 };
 
 const ROLLING_UPDATE_DESCRIPTION = 'Rolling update config params. Present only if type = "RollingUpdate".';

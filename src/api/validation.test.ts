@@ -182,6 +182,16 @@ describe('validateDaemonSet: the Kruise webhook test cases and rules', () => {
       ],
     },
     {
+      name: 'unknown unhealthyNodes policy',
+      ds: (f) => f.defaulted((d) => (d.spec.updateStrategy.rollingUpdate.unhealthyNodes = 'Skip')),
+      want: [`${RU}.unhealthyNodes: Unsupported value: "Skip": supported values: "Count", "Ignore"`],
+    },
+    {
+      name: 'unhealthyNodes Ignore and Count are valid',
+      ds: (f) => f.defaulted((d) => (d.spec.updateStrategy.rollingUpdate.unhealthyNodes = 'Ignore')),
+      want: [],
+    },
+    {
       name: 'maxSurge and maxUnavailable both non-zero',
       ds: (f) => f.defaulted((d) => (d.spec.updateStrategy.rollingUpdate.maxSurge = 1)),
       want: [`${RU}.maxSurge: Invalid value: "1": may not be set when maxUnavailable is non-zero`],

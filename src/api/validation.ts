@@ -52,6 +52,7 @@ import {
   ROLLING_UPDATE_TYPES,
   ROLLING_UPDATE_TYPES_V1BETA1,
   TAINT_EFFECTS,
+  UNHEALTHY_NODES_POLICIES,
   UPDATE_STRATEGY_TYPES,
 } from './schema.ts';
 import { jsonTypeName, nestingError, typedShapeErrors, wrongType } from './shape.ts';
@@ -680,6 +681,9 @@ function validateRollingUpdate(
   // Validated as spec.selector is: Kruise does not, and a selector that does not parse matched no node, so the
   // rollout then updated nothing and reported itself complete.
   errs.push(...validateLabelSelector(ru.selector, p.child('selector')));
+  const unhealthy = ru.unhealthyNodes;
+  if (isSet(unhealthy) && unhealthy !== '' && !(UNHEALTHY_NODES_POLICIES as readonly unknown[]).includes(unhealthy))
+    errs.push(notSupported(p.child('unhealthyNodes'), unhealthy, UNHEALTHY_NODES_POLICIES));
   const canary = objectAt(ru, 'canary');
   if (canary) errs.push(...validateCanary(canary, p.child('canary')));
   const priority = objectAt(ru, 'priorityStrategy');

@@ -9,7 +9,7 @@ import type { PlanMemo, PodLookup, PodUpkeepCounts } from './memo.ts';
 import { newNodeState, type NodeState } from './node-state.ts';
 import { nodeResources, type NodeResources } from './overrides.ts';
 import { getNodesToDaemonPods } from './pods.ts';
-import type { CountersResult, NodesToUpdateStates, NodeTargets, PlanOptions } from './plan-types.ts';
+import type { CountersResult, NodesToUpdateStates, NodeTargets, PlanOptions, SetAsideReason } from './plan-types.ts';
 
 /** The node index of one sync: what the stages read about nodes and pods, built before the canary is decided. */
 export interface NodeIndex {
@@ -66,6 +66,8 @@ export interface SyncDerived {
   counters?: CountersResult;
   /** pendingNodes (status.ts). */
   pendingNodes?: number;
+  /** setAsideNodes (unhealthy.ts). */
+  setAside?: ReadonlyMap<string, SetAsideReason>;
 }
 
 /**

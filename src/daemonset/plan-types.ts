@@ -293,6 +293,12 @@ export interface SelectorPartitionHold {
   all: number;
 }
 
+/**
+ * Why rollingUpdate.unhealthyNodes Ignore sets a node aside (unhealthy.ts): its Ready condition False (NotReady) or
+ * Unknown, the unreachable taint, or a pod the scheduler cannot place (Unschedulable).
+ */
+export type SetAsideReason = 'NotReady' | 'Unknown' | 'Unreachable' | 'Unschedulable';
+
 export interface NodesToUpdate {
   /** filterDaemonPodsNodeToUpdate: the nodes the rolling update may touch, in processing order. */
   nodes: string[];

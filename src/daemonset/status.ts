@@ -9,8 +9,9 @@ import { IN_PLACE_UPDATE_READY } from './constants.ts';
 import { derivedOnce, minDelay, type SyncContext } from './context.ts';
 import { factsDaemonAvailable, factsWaitingTimeMs } from './node-state.ts';
 import { nodesWaitingFor, readinessTaintOf } from './node-readiness.ts';
-import { nodesToUpdateResult } from './update.ts';
+import { nodesToUpdateResult, setAside } from './update.ts';
 import { waveMessage } from './waves.ts';
+import { ignoresUnhealthyNodes, setAsideConditionReason, setAsideMessage } from './unhealthy.ts';
 import { isDaemonSetPaused, isRolloutFrozen, isRollingUpdate } from './strategy.ts';
 import { ROLLOUT_FROZEN_ANNOTATION } from '../api/constants.ts';
 import { sameTarget, targetHash } from './targets.ts';
@@ -41,6 +42,11 @@ import type { CanaryPlan, CountersResult, StatusCounters } from './plan-types.ts
  *   and the sync that first finds it records event PARTITION_HOLDS_SELECTED_NODES (events.ts).
  * - `Available`: True when every eligible node has an available pod (numberAvailable >= desiredNumberScheduled),
  *   of any revision. Reason `AllNodesAvailable` / `NodesUnavailable`.
+ * - `NodesSetAside`, only with rollingUpdate.unhealthyNodes Ignore (unhealthy.ts): True while the rolling update
+ *   sets nodes aside, its reason why (`NotReady`, `Unknown`, `Unreachable`, `Unschedulable`, or `Unhealthy` for
+ *   several), its message how many and which; False (`NoNodesSetAside`) otherwise. Set-aside nodes are not pending
+ *   work: once only they are left, Progressing says `NodesSetAside` (True, the rollout is done with what it can
+ *   update) and RolloutComplete stays False.
  *
  * lastTransitionTime changes only when a condition's status flips; reason and message follow the counters.
  */
@@ -49,6 +55,9 @@ export const CONDITION_PROGRESSING = 'Progressing';
 export const CONDITION_AVAILABLE = 'Available';
 /** spec.nodeReadiness only: whether nodes carry the DaemonSet's taint waiting for its pods (node-readiness.ts). */
 export const CONDITION_NODE_READINESS = 'NodeReadiness';
+export const CONDITION_NODES_SET_ASIDE = 'NodesSetAside';
+/** Progressing True: the rollout is done but for the nodes unhealthyNodes Ignore sets aside. */
+export const NODES_SET_ASIDE_REASON = 'NodesSetAside';
 
 const nodeCount = (n: number) => `${n} node${n === 1 ? '' : 's'}`;
 
@@ -156,10 +165,17 @@ function countPendingNodes(ctx: SyncContext): number {
   pending += nodesToUpdateResult(ctx).wave?.held ?? 0;
   const minReady = ctx.ds.spec.minReadySeconds ?? 0;
   const same = sameTarget(ctx.targets);
+  const aside = setAside(ctx);
   for (const s of nodesToUpdateResult(ctx).states) {
     if (!s.shouldRun) continue;
     const first = s.first;
-    if (!first || !factsDaemonAvailable(first, minReady, ctx.now)) continue; // counted as unavailable
+    const unavailable = !first || !factsDaemonAvailable(first, minReady, ctx.now);
+    // Set aside (unhealthyNodes Ignore): no work the strategy may do now.
+    if (aside.has(s.name)) {
+      if (unavailable) pending--;
+      continue;
+    }
+    if (unavailable) continue; // counted as unavailable
     if (first.hash !== (same ?? targetHash(ctx.targets, s.name)) || s.facts.length > 1) pending++;
   }
   return pending;
@@ -291,6 +307,7 @@ function conditionsOf(ctx: SyncContext, next: DaemonSetStatus, canary: CanaryPla
         now,
       ),
       ...nodeReadinessCondition(ctx, prev),
+      ...nodesSetAsideConditions(ctx),
     ],
     ...(p.requeueAfterMs !== undefined ? { requeueAfterMs: p.requeueAfterMs } : {}),
   };
@@ -324,6 +341,20 @@ function nodeReadinessCondition(ctx: SyncContext, prev: readonly DaemonSetCondit
   const shown = waiting.slice(0, 5).join(', ') + (waiting.length > 5 ? ` and ${waiting.length - 5} more` : '');
   const message = `${nodeCount(waiting.length)} carry ${taint} and wait for this DaemonSet's pods: ${shown}`;
   return [condition(prev, CONDITION_NODE_READINESS, false, 'NodesWaiting', message, ctx.now)];
+}
+
+/** NodesSetAside, with rollingUpdate.unhealthyNodes Ignore under RollingUpdate (see the conditions doc above). */
+function nodesSetAsideConditions(ctx: SyncContext): Condition[] {
+  const { ds } = ctx;
+  if (!ignoresUnhealthyNodes(ds) || !isRollingUpdate(ds)) return [];
+  const aside = setAside(ctx);
+  const message = setAsideMessage(aside);
+  const prev = ds.status?.conditions;
+  return [
+    message === undefined
+      ? condition(prev, CONDITION_NODES_SET_ASIDE, false, 'NoNodesSetAside', 'no node is set aside', ctx.now)
+      : condition(prev, CONDITION_NODES_SET_ASIDE, true, setAsideConditionReason(aside), message, ctx.now),
+  ];
 }
 
 /** Where the rollout stands, from the status being computed. */
@@ -402,6 +433,8 @@ function progressingOf(ctx: SyncContext, v: Rollout, canary: CanaryPlan | undefi
   }
   if (pending > 0) return moving('Updating', observed ? counts : 'Waiting for the spec update to be observed');
   if (complete) return moving('RolloutComplete', counts);
+  const aside = setAsideMessage(setAside(ctx));
+  if (aside) return moving(NODES_SET_ASIDE_REASON, `${counts}; ${aside}`);
   if (!isRollingUpdate(ds))
     return moving('OnDelete', `${counts}; old pods are replaced when deleted (updateStrategy OnDelete)`);
   if (isDaemonSetPaused(ds)) return moving('Paused', `${counts}; rolling update paused`);

@@ -19,6 +19,8 @@ import type { NodesToUpdateStates, PodDelete } from './plan-types.ts';
 import { hasUpdateSelector, nodeSelectedForUpdate, partitionCount, rollingUpdateBudget } from './strategy.ts';
 import { sameTarget, targetHash } from './targets.ts';
 import { gateWaves, updateOrder } from './waves.ts';
+import { setAsideNodes } from './unhealthy.ts';
+import type { SetAsideReason } from './plan-types.ts';
 
 /**
  * updatedDesiredNodeCounts (map part): the existing nodes that take part in the rolling update, in name order:
@@ -100,6 +102,14 @@ export function filterDaemonPodsNodeToUpdate(
     .sort(cmp)
     .map((n) => newNodeState(n, nodeByName.get(n), NOT_EVALUATED, nodeToDaemonPods.get(n)));
   return nodesToUpdateInOrder(ds, hash, partition, all).nodes;
+}
+
+/**
+ * The nodes rollingUpdate.unhealthyNodes Ignore sets aside in this sync (unhealthy.ts), among nodesToUpdate; empty
+ * under Count.
+ */
+export function setAside(ctx: SyncContext): ReadonlyMap<string, SetAsideReason> {
+  return setAsideNodes(ctx, nodesToUpdateResult(ctx).states);
 }
 
 /** Eligibility is not read by nodesToUpdateInOrder. */
@@ -264,6 +274,7 @@ function deleteFirst(
   freeUpdate: FreeUpdate | undefined,
 ): Pick<RollingUpdateResult, 'podsToDelete' | 'freeUpdates'> {
   const { podsOf, available } = nodeReader(ctx);
+  const aside = setAside(ctx);
   let numUnavailable = 0;
   const allowed: PodDelete[] = [];
   const candidates: PodDelete[] = [];
@@ -277,6 +288,13 @@ function deleteFirst(
     }
     const noOld = factsNilOrPreDeleting(oldFacts);
     const noNew = factsNilOrPreDeleting(newFacts);
+    if (aside.has(nodeName)) {
+      // Set aside (unhealthyNodes Ignore): no budget. An old pod that was never scheduled is still replaced, as
+      // upstream replaces any unavailable old pod: the new revision may fit where the old one did not.
+      if (aside.get(nodeName) === 'Unschedulable' && noNew && oldFacts && !noOld && !available(oldFacts))
+        allowed.push(podDelete(oldFacts, nodeName, 'OldPodUnavailable'));
+      continue;
+    }
     if (noOld === noNew) {
       numUnavailable++;
     } else if (newFacts) {
@@ -303,6 +321,7 @@ function surgeFirst(
   maxSurge: number,
 ): Pick<RollingUpdateResult, 'podsToDelete' | 'nodesToCreate'> {
   const { podsOf, available } = nodeReader(ctx);
+  const aside = setAside(ctx);
   const podsToDelete: PodDelete[] = [];
   let numSurge = 0;
   let numAvailable = 0;
@@ -320,6 +339,12 @@ function surgeFirst(
     const shouldRun = s.shouldRun;
     if (factsNilOrPreDeleting(oldFacts)) continue;
     const old = oldFacts as PodFacts;
+    if (aside.has(nodeName)) {
+      // Set aside (unhealthyNodes Ignore): no surge. An old pod never scheduled gets its new pod, as upstream's.
+      if (aside.get(nodeName) === 'Unschedulable' && !newFacts && !available(old) && shouldRun)
+        allowedNew.push(nodeName);
+      continue;
+    }
     if (!newFacts) {
       if (!available(old)) {
         if (!shouldRun) podsToDelete.push(podDelete(old, nodeName, 'NodeSunset'));

@@ -193,6 +193,7 @@ function describeCell(c: NodeCell, map: NodeMap): string {
     c.canary ? 'canary node' : '',
     c.misscheduled ? 'misscheduled' : '',
     c.waiting ? 'waits for its agents (readiness taint)' : '',
+    c.setAside ? `set aside (${c.setAside}) by unhealthyNodes Ignore` : '',
   ];
   return parts.filter(Boolean).join(' · ');
 }
@@ -222,6 +223,7 @@ function Cell({
     data-canary=${c.canary ? 'true' : undefined}
     data-misscheduled=${c.misscheduled ? 'true' : undefined}
     data-waiting=${c.waiting ? 'true' : undefined}
+    data-set-aside=${c.setAside}
     title=${title}
     onClick=${onPick}
   ></div>`;

@@ -7,6 +7,7 @@ import { cmp, type NodeIndex } from '../context.ts';
 import { podRevisionHash } from '../pods.ts';
 import { nodeSelectedForUpdate } from '../strategy.ts';
 import { highestRestartCount } from './health.ts';
+import { ignoresUnhealthyNodes, nodeNotReadyReason } from '../unhealthy.ts';
 import type { CanarySettings } from './settings.ts';
 
 // ---- the stable revision ----
@@ -64,17 +65,28 @@ export interface CanaryCandidate {
 
 /**
  * Nodes that may be canary nodes: eligible (the daemon should run there), matching canary.nodeSelector and
- * rollingUpdate.selector. With their restarts and spread key, in name order.
+ * rollingUpdate.selector. With their restarts and spread key, in name order. With rollingUpdate.unhealthyNodes
+ * Ignore, a node that is not Ready and holds no pod of the current revision is no candidate: the rolling update
+ * would set it aside (unhealthy.ts), and the canary would wait for it. One that got the canary pod stays: its
+ * failure is the canary's.
  */
 export function canaryCandidates(ctx: NodeIndex, settings: CanarySettings): CanaryCandidate[] {
   const out: CanaryCandidate[] = [];
+  const ignoreUnhealthy = ignoresUnhealthyNodes(ctx.ds);
   for (const node of ctx.nodes) {
     const name = node.metadata.name ?? '';
     if (!ctx.eligibility.get(name)?.shouldRun) continue;
     const labels = node.metadata.labels ?? {};
     if (settings.nodeSelector && !labelSelectorMatches(settings.nodeSelector, labels)) continue;
     if (!nodeSelectedForUpdate(node, ctx.ds)) continue;
-    const pod = ctx.nodeToDaemonPods.get(name)?.[0];
+    const pods = ctx.nodeToDaemonPods.get(name);
+    if (
+      ignoreUnhealthy &&
+      nodeNotReadyReason(node) !== undefined &&
+      !pods?.some((p) => !p.metadata.deletionTimestamp && podRevisionHash(p) === ctx.hash)
+    )
+      continue;
+    const pod = pods?.[0];
     out.push({ name, restarts: pod ? highestRestartCount(pod) : 0, spreadKey: spreadKey(node, settings) });
   }
   return out;
