@@ -81,11 +81,14 @@ describe('rollingUpdate.unhealthyNodes', { timeout: 420_000 }, () => {
             p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
         );
         const aside = conditionOf(d, 'NodesSetAside');
+        // The status is written after the pods change (a progress-only write may wait): Progressing says it last.
+        const settled = ['NodesSetAside', 'RolloutComplete'].includes(conditionOf(d, 'Progressing')?.reason ?? '');
         return (
           h !== oldHash &&
           updated.length === healthy.length &&
           aside?.status === 'True' &&
           broken.every((n) => aside.message?.includes(n)) &&
+          settled &&
           d
         );
       },
