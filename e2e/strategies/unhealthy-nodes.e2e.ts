@@ -134,31 +134,23 @@ describe('rollingUpdate.unhealthyNodes', { timeout: 420_000 }, () => {
     await stopNodes(broken);
     // A stopped kubelet never confirms a deletion: the pods stay Terminating (kwok would remove them at once).
     const held = (await adsPods(f.ns, name)).filter((p) => broken.includes(p.spec.nodeName ?? ''));
-    const release = async () => {
-      for (const p of held)
-        await kubectl([
-          'patch',
-          'pod',
-          p.metadata.name!,
-          '-n',
-          f.ns,
-          '--type=merge',
-          '-p',
-          '{"metadata":{"finalizers":null}}',
-        ]).catch(() => '');
-    };
-    t.after(release);
-    for (const p of held)
-      await kubectl([
-        'patch',
-        'pod',
-        p.metadata.name!,
-        '-n',
-        f.ns,
-        '--type=merge',
-        '-p',
-        JSON.stringify({ metadata: { finalizers: [FINALIZER] } }),
-      ]);
+    const finalizers = (value: string[] | null) =>
+      Promise.all(
+        held.map((p) =>
+          kubectl([
+            'patch',
+            'pod',
+            p.metadata.name!,
+            '-n',
+            f.ns,
+            '--type=merge',
+            '-p',
+            JSON.stringify({ metadata: { finalizers: value } }),
+          ]),
+        ),
+      );
+    t.after(() => finalizers(null).catch(() => []));
+    await finalizers([FINALIZER]);
     await patchAds(f.ns, name, imagePatch('busybox:1.37'));
     const ds = await eventually('the new revision observed', async () => {
       const d = await getAds(f.ns, name);
@@ -181,7 +173,7 @@ describe('rollingUpdate.unhealthyNodes', { timeout: 420_000 }, () => {
     const after = await getAds(f.ns, name);
     assert.equal(conditionOf(after, 'Progressing')?.reason, 'Updating');
     assert.equal(conditionOf(after, 'NodesSetAside'), undefined);
-    await release();
+    await finalizers(null);
     await startNodes(broken);
     await waitLayout(f.ns, name, layout(f.nodes, newHash), 150_000);
   });
