@@ -104,7 +104,13 @@ describe('per-node resources', () => {
     assert.match(first.events.find((e) => e.reason === 'ResizeNotPossible')?.message ?? '', /in-place resize is off/);
     const recreate = c.sync();
     assert.deepEqual([recreate.creates.map((x) => x.nodeName), recreate.deletes.length], [['node-0'], 0]);
-    assert.equal(c.sync().deletes.length, 0, 'the new pod is not available yet: the budget is used');
+    const waiting = c.sync();
+    assert.equal(waiting.deletes.length, 0, 'the new pod is not available yet: the budget is used');
+    assert.deepEqual(
+      waiting.events.filter((e) => e.reason === 'ResizeNotPossible'),
+      [],
+      'said when a pod is recreated, not at every sync it waits',
+    );
     c.markReady();
     assert.deepEqual(
       c.sync().deletes.map((d) => d.nodeName),

@@ -84,18 +84,18 @@ export function overrideUpdates(
         uid: pod.metadata.uid,
         reason: 'ResourcesOverride',
       };
-      budgeted.push({ available, delete: d });
-      out.events.push(step.event);
+      budgeted.push({ available, delete: d, event: step.event });
     }
   }
-  for (const b of withinBudget(ctx, budgeted, plannedDeletes)) {
+  const chosen = withinBudget(ctx, budgeted, plannedDeletes);
+  for (const b of chosen) {
+    // Said when the pod is recreated, not at every sync it waits for the budget.
+    if (b.event) out.events.push(b.event);
     if (b.delete) out.deletes.push(b.delete);
     else if (b.update && out.inPlaceUpdates.length < burst) out.inPlaceUpdates.push(b.update);
   }
-  // Pods left waiting (a resize the kubelet is making, the budget) come back with their pod's next update event;
-  // one whose budget frees up when another pod turns available needs a later look.
-  if (out.pending > out.deletes.length + out.inPlaceUpdates.length + out.podPatches.length)
-    out.requeueAfterMs = PENDING_RECHECK_MS;
+  // A pod left waiting for the budget is woken by the event of the pod that frees it; this is the fallback.
+  if (chosen.length < budgeted.length) out.requeueAfterMs = PENDING_RECHECK_MS;
   return out;
 }
 
@@ -104,6 +104,8 @@ interface Budgeted {
   available: boolean;
   delete?: PodDelete;
   update?: InPlaceUpdate;
+  /** Why the pod is recreated rather than resized (ResizeNotPossible, ResizeInfeasible). */
+  event?: PlanEvent;
 }
 
 /** How soon a sync with pods still waiting for their resources looks again, when no event wakes it first. */
