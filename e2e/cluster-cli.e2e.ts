@@ -3,7 +3,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -14,8 +14,11 @@ const run = promisify(execFile);
 const cli = join(repoRoot, 'bin', 'advanced-daemonset');
 
 describe('cluster CLI', () => {
-  test('up --nodes 2 gives Ready nodes via the printed kubeconfig; down stops exactly its processes', async () => {
-    const dir = join(mkdtempSync(join(tmpdir(), 'ads-cli-')), 'cluster');
+  test('up --nodes 2 gives Ready nodes via the printed kubeconfig; down stops exactly its processes', async (t) => {
+    const parent = mkdtempSync(join(tmpdir(), 'ads-cli-'));
+    // `down` removes the cluster dir; the temporary dir around it is the test's to remove.
+    t.after(() => rmSync(parent, { recursive: true, force: true }));
+    const dir = join(parent, 'cluster');
     const up = await run(cli, ['cluster', 'up', '--nodes', '2', '--dir', dir]);
     assert.match(up.stdout, new RegExp(`kubeconfig: ${join(dir, 'kubeconfig')}`));
     assert.match(up.stderr, /cluster up in [\d.]+s with 2 nodes/);
