@@ -34,6 +34,8 @@ import {
 } from './constants.ts';
 import { defaultImagePullPolicy } from './image.ts';
 import { cloneJson } from '../k8s/json.ts';
+import { toleratesTaint } from '../k8s/scheduling.ts';
+import type { Taint, Toleration } from '../k8s/types.ts';
 import { formatQuantity, quantityFromJSON, roundUpToMilli } from './quantity.ts';
 
 export type JsonObject = Record<string, unknown>;
@@ -187,13 +189,7 @@ function defaultNodeReadiness(spec: JsonObject): void {
   const podSpec = template && ensureObject(template, 'spec');
   if (!podSpec) return;
   const tolerations = Array.isArray(podSpec.tolerations) ? podSpec.tolerations : [];
-  const tolerated = tolerations.some(
-    (t) =>
-      isObject(t) &&
-      (t.key === taint.key || ((t.key === undefined || t.key === '') && t.operator === 'Exists')) &&
-      (t.effect === undefined || t.effect === '' || t.effect === taint.effect) &&
-      (t.operator === 'Exists' || (t.value ?? '') === (taint.value ?? '')),
-  );
+  const tolerated = tolerations.some((t) => isObject(t) && toleratesTaint(t as Toleration, taint as unknown as Taint));
   if (!tolerated) podSpec.tolerations = [...tolerations, { key: taint.key, operator: 'Exists', effect: taint.effect }];
 }
 
