@@ -111,7 +111,7 @@ export function newSyncContext(
   if (memo) {
     const v = memo.update(ds, nodes, pods, tolerations, sortedByName, byName);
     return {
-      resources: nodeResources(ds, v.nodeByName, settings),
+      resources: nodeResources(ds, v.nodeByName, settings, v.resourceAnnotated),
       ds,
       nodes: v.nodes,
       nodeByName: v.nodeByName,

@@ -19,6 +19,7 @@ import { CANARY_POD_LABEL } from './constants.ts';
 import { nodeShouldRunDaemonPod, type NodeEligibility } from './eligibility.ts';
 import { inPlaceRefreshPatch } from './inplace.ts';
 import { newNodeState, podFacts, refreshNodeState, setNodePods, type NodeState, type PodFacts } from './node-state.ts';
+import { hasNodeResourcesAnnotation } from './overrides.ts';
 import { kruisePodReadyPatch } from './pods.ts';
 
 const NOT_RUN: NodeEligibility = Object.freeze({ shouldRun: false, shouldContinueRunning: false });
@@ -62,6 +63,8 @@ export interface MemoView {
   desired: number;
   podsByName: PodLookup;
   upkeep: PodUpkeepCounts;
+  /** The nodes holding a per-node resources annotation (of any DaemonSet): most clusters have none. */
+  resourceAnnotated: ReadonlySet<Node>;
 }
 
 /** One DaemonSet's planner memo; see the file comment. Opaque to the shell: create it, pass it, drop it. */
@@ -92,6 +95,12 @@ export class PlanMemo {
   private readonly slots = new Map<string, PodSlot>();
   private readonly order: PodSlot[] = [];
   private readonly upkeep: PodUpkeepCounts = { kruiseReady: 0, inPlaceRefresh: 0, canaryLabel: 0 };
+  /**
+   * Nodes with a per-node resources annotation, kept as nodes change, so a sync need not look at every node's
+   * annotations to learn that none has one (a pass over 1,000 nodes at every sync was 3.5% of the manager's CPU in
+   * the rollout race).
+   */
+  private readonly resourceAnnotated = new Set<Node>();
   private readonly podsByName: PodLookup = { get: (name) => this.slots.get(name)?.facts.pod };
   /** Nodes whose pods changed in this sync, with their new list (unsorted until the end). */
   private touched = new Map<NodeState, PodFacts[]>();
@@ -132,6 +141,7 @@ export class PlanMemo {
       desired,
       podsByName: this.podsByName,
       upkeep: this.upkeep,
+      resourceAnnotated: this.resourceAnnotated,
     };
   }
 
@@ -150,6 +160,7 @@ export class PlanMemo {
     this.upkeep.kruiseReady = 0;
     this.upkeep.inPlaceRefresh = 0;
     this.upkeep.canaryLabel = 0;
+    this.resourceAnnotated.clear();
   }
 
   // ---- pods ----
@@ -337,6 +348,7 @@ export class PlanMemo {
     for (const s of this.states) {
       if (present.has(s)) continue;
       // A node that is gone: its pods (if any) now point to no node.
+      if (s.node !== undefined) this.resourceAnnotated.delete(s.node);
       s.node = undefined;
       s.eligibility = NOT_RUN;
       refreshNodeState(s);
@@ -354,6 +366,8 @@ export class PlanMemo {
 
   private setNode(s: NodeState, node: Node, ds: DaemonSet, tolerations: readonly Toleration[]): void {
     this.stats.nodesEvaluated++;
+    if (s.node !== undefined) this.resourceAnnotated.delete(s.node);
+    if (hasNodeResourcesAnnotation(node)) this.resourceAnnotated.add(node);
     s.node = node;
     s.eligibility = nodeShouldRunDaemonPod(node, ds, tolerations);
     refreshNodeState(s);

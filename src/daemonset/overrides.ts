@@ -92,6 +92,14 @@ export function isNodeResourcesAnnotation(key: string): boolean {
   return key.startsWith(NODE_RESOURCES_ANNOTATION_PREFIX) || key.startsWith(EDS_NODE_RESOURCES_ANNOTATION_PREFIX);
 }
 
+/** Whether `node` holds a per-node resources annotation of any DaemonSet. */
+export function hasNodeResourcesAnnotation(node: Node): boolean {
+  const a = node.metadata.annotations;
+  if (a === undefined) return false;
+  for (const k in a) if (isNodeResourcesAnnotation(k)) return true;
+  return false;
+}
+
 /**
  * A node annotation's value as ResourceRequirements: JSON with `limits` and `requests` maps of quantities (a number
  * taken as its decimal text, as the apiserver decodes a Quantity), nothing else. Returns the error message otherwise.
@@ -268,13 +276,17 @@ export interface NodeResources {
   errorsOf(nodeName: string): readonly OverrideError[];
 }
 
-/** NodeResources for `ds` over the sync's nodes; `settings` as settingsOf gives them. */
+/**
+ * NodeResources for `ds` over the sync's nodes; `settings` as settingsOf gives them. `annotated`, when known (the
+ * plan memo keeps it), holds every node with a per-node resources annotation, so only those are looked at.
+ */
 export function nodeResources(
   ds: DaemonSet,
   nodeByName: ReadonlyMap<string, Node>,
   settings: readonly DaemonSetSetting[],
+  annotated: Iterable<Node> = nodeByName.values(),
 ): NodeResources {
-  const none = settings.length === 0 && !anyNodeAnnotation(ds, nodeByName);
+  const none = settings.length === 0 && !anyNodeAnnotation(ds, annotated);
   const cache = new Map<string, { overrides?: ResourceOverrides; errors: OverrideError[] }>();
   const get = (nodeName: string) => {
     let r = cache.get(nodeName);
@@ -290,9 +302,9 @@ export function nodeResources(
 }
 
 /** The node cache keeps only per-node resources annotations (cache-shapes.ts): most nodes have none at all. */
-function anyNodeAnnotation(ds: DaemonSet, nodeByName: ReadonlyMap<string, Node>): boolean {
+function anyNodeAnnotation(ds: DaemonSet, nodes: Iterable<Node>): boolean {
   const prefixes = annotationPrefixes(ds);
-  for (const node of nodeByName.values()) {
+  for (const node of nodes) {
     const a = node.metadata.annotations;
     if (a === undefined) continue;
     for (const k in a) if (prefixes.some((p) => k.startsWith(p))) return true;
