@@ -13,6 +13,8 @@ import {
 } from './errors.ts';
 import {
   DEFAULT_MAX_IN_FLIGHT,
+  defaultMaxInFlight,
+  MAX_IN_FLIGHT_FOR_QPS,
   defaultUserAgent,
   followSignals,
   goJson,
@@ -489,6 +491,20 @@ describe('KubeClient against the fake apiserver', () => {
     ac.abort();
     await assert.rejects(watching, (err) => (err as Error).name === 'AbortError');
     one.close();
+  });
+
+  test('the default cap on requests in flight follows the client rate above 320 QPS', () => {
+    const rows: [qps: number, cap: number][] = [
+      [0, DEFAULT_MAX_IN_FLIGHT],
+      [30, DEFAULT_MAX_IN_FLIGHT],
+      [100, DEFAULT_MAX_IN_FLIGHT],
+      [320, DEFAULT_MAX_IN_FLIGHT],
+      [500, 50],
+      [1000, 100],
+      [2000, MAX_IN_FLIGHT_FOR_QPS],
+      [Infinity, DEFAULT_MAX_IN_FLIGHT],
+    ];
+    for (const [qps, cap] of rows) assert.equal(defaultMaxInFlight(qps), cap, `qps ${qps}`);
   });
 
   test('by default 32 requests in flight at most, and at most 16 of their connections kept alive afterwards', async (t) => {
