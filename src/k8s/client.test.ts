@@ -14,6 +14,7 @@ import {
 import {
   DEFAULT_MAX_IN_FLIGHT,
   defaultMaxInFlight,
+  idleConnections,
   MAX_IN_FLIGHT_FOR_QPS,
   defaultUserAgent,
   followSignals,
@@ -505,6 +506,8 @@ describe('KubeClient against the fake apiserver', () => {
       [Infinity, DEFAULT_MAX_IN_FLIGHT],
     ];
     for (const [qps, cap] of rows) assert.equal(defaultMaxInFlight(qps), cap, `qps ${qps}`);
+    assert.equal(idleConnections(DEFAULT_MAX_IN_FLIGHT), MAX_IDLE_CONNECTIONS);
+    assert.equal(idleConnections(MAX_IN_FLIGHT_FOR_QPS), MAX_IN_FLIGHT_FOR_QPS / 2);
   });
 
   test('by default 32 requests in flight at most, and at most 16 of their connections kept alive afterwards', async (t) => {

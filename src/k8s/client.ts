@@ -207,6 +207,16 @@ export const MAX_IN_FLIGHT_FOR_QPS = 128;
 /** Idle connections to the apiserver kept alive at most (the agent's `maxFreeSockets`). */
 export const MAX_IDLE_CONNECTIONS = 16;
 
+/**
+ * Idle connections kept for a cap of `maxInFlight`: MAX_IDLE_CONNECTIONS, or half the cap when it is raised for a
+ * high QPS (defaultMaxInFlight), so that each burst of creates does not open most of its connections again: in the
+ * race at QPS 2000 the creates of one slow-start batch reached the apiserver spread over 100-200 ms, a new TLS
+ * handshake on both sides for each connection beyond the idle ones.
+ */
+export function idleConnections(maxInFlight: number): number {
+  return Math.max(MAX_IDLE_CONNECTIONS, Math.floor(maxInFlight / 2));
+}
+
 interface Transport {
   agent: http.Agent;
   base: URL;
@@ -240,9 +250,10 @@ export class KubeClient {
    */
   constructor(config: RestConfig | Promise<RestConfig>, opts: KubeClientOptions = {}, server?: string) {
     this.userAgent = opts.userAgent ?? defaultUserAgent;
+    const maxInFlight = opts.maxInFlight ?? defaultMaxInFlight(opts.qps ?? DEFAULT_QPS);
     this.limiter = new RequestThrottle(
       new TokenBucket(opts.qps ?? DEFAULT_QPS, opts.burst ?? DEFAULT_BURST),
-      opts.maxInFlight ?? defaultMaxInFlight(opts.qps ?? DEFAULT_QPS),
+      maxInFlight,
     );
     this.requestTimeoutMs = opts.requestTimeoutMs ?? 60_000;
     this.maxRetries = opts.maxRetries ?? 10;
@@ -251,7 +262,7 @@ export class KubeClient {
     this.serverUrl = server ?? (config instanceof Promise ? '' : config.server);
     this.pending = Promise.resolve(config).then((c) => {
       this.config = c;
-      this.transport = buildTransport(c);
+      this.transport = buildTransport(c, idleConnections(maxInFlight));
       return this.transport;
     });
     // A failure surfaces on the first request; do not let it become an unhandled rejection.
@@ -789,7 +800,7 @@ export function followSignals(
   return { signal: controller.signal, release };
 }
 
-function buildTransport(config: RestConfig): Transport {
+function buildTransport(config: RestConfig, maxIdle: number): Transport {
   const base = new URL(config.server);
   // keepAlive also turns on TCP keep-alive probes (30 s, as client-go), which is what notices
   // a dead peer under an idle watch; 'lifo' keeps the pool small under bursty load. No maxSockets: the requests
@@ -799,7 +810,7 @@ function buildTransport(config: RestConfig): Transport {
     keepAlive: true,
     keepAliveMsecs: 30_000,
     scheduling: 'lifo' as const,
-    maxFreeSockets: MAX_IDLE_CONNECTIONS,
+    maxFreeSockets: maxIdle,
   };
   const agent =
     base.protocol === 'https:'
