@@ -22,8 +22,9 @@ import { createKubeClient } from '../src/k8s/kubeconfig.ts';
 import { isPodReady } from '../src/k8s/pod.ts';
 import { getTargetNodeName } from '../src/k8s/scheduling.ts';
 import { KRUISE_POD_READY } from '../src/api/constants.ts';
+import { kruisePodReadyPatch } from '../src/daemonset/pods.ts';
 import type { Pod } from '../src/k8s/types.ts';
-import { auditApiserverArgs, auditWindow, countRequests, type AuditWindow } from './lib/audit.ts';
+import { auditApiserverArgs, auditWindow, countRequests, waitQuiet, type AuditWindow } from './lib/audit.ts';
 import { cpuSeconds, peakRssMiB } from './lib/proc.ts';
 import { type DaemonSetObject, pool } from './lib/kube.ts';
 import { median, percentile, say } from './lib/stats.ts';
@@ -41,6 +42,11 @@ export interface ClusterBenchOptions {
   newNodes: number;
   /** 'new': the DaemonSets select only the added nodes (few pods); 'all': every node. */
   newNodeScope: 'new' | 'all';
+  /** Client budget of kube-controller-manager (so native's) and kube-scheduler in the benchmark's cluster. */
+  controlPlaneQps: number;
+  controlPlaneBurst: number;
+  /** The fake kubelet's pod stages at once (kwok's podPlayStageParallelism; e2e/cluster/cluster.ts). */
+  kwokPodParallelism: number;
   /** Client budget of our manager; the default matches the KCM of this cluster (cluster.ts). */
   managerQps: number;
   managerBurst: number;
@@ -48,7 +54,7 @@ export interface ClusterBenchOptions {
   managerArgs: string[];
   /** Command line of our manager (lib/programs.ts). */
   managerCommand: string[];
-  /** Only the rollout race (`--only race`): no ceiling, no new-node latency. */
+  /** Only the rollout race and the ceiling it is read against (`--only race`): no new-node latency. */
   raceOnly?: boolean;
 }
 
@@ -94,6 +100,11 @@ export interface CeilingResult {
   createSeconds: number;
   replaceSeconds: number;
   requests: number;
+  /**
+   * Whether each pod carried the KruisePodReady gate, with its condition written by the plain client right after the
+   * create (one `patch pods/status` per pod), as our manager's pods do: the same writes as ours.
+   */
+  readinessGate: boolean;
 }
 
 export interface NewNodeResult {
@@ -131,8 +142,6 @@ const BENCH_AGENT = 'ads-bench-ceiling';
 const KUBELET_AGENT = 'kwok/';
 /** After "done", requests (final status writes) and CPU keep being counted this long. */
 export const SETTLE_MS = 2000;
-/** The KCM's --kube-api-qps in the benchmark's cluster (e2e/cluster/cluster.ts). */
-const NATIVE_QPS = 100;
 const NEW_NODE_LABEL = 'ads-bench/new';
 const PULL_POD_LABEL = 'apps.kruise.io/image-predownload-daemonset-uid';
 
@@ -247,6 +256,15 @@ class Bench {
     return m;
   }
 
+  /**
+   * Waits until the fake kubelet has worked through its queue (no pod request of it for 2 s), so a step never waits
+   * behind the previous one's leftovers (waitQuiet).
+   */
+  async kubeletQuiet(): Promise<void> {
+    const waited = await waitQuiet(this.auditLog, KUBELET_AGENT, 2000, 180_000);
+    if (waited > 5000) say(`  waited ${(waited / 1000).toFixed(1)}s for the fake kubelet to finish the previous step`);
+  }
+
   /** Deletes a DaemonSet and waits until the garbage collector has removed its pods. */
   async deleteDaemonSet(kind: ControllerKind, name: string): Promise<void> {
     await this.client.delete(dsType(kind), { namespace: NAMESPACE, name }, { propagationPolicy: 'Background' });
@@ -268,6 +286,7 @@ class Bench {
     const status = () => ds.objects.get(name)?.status ?? {};
     const generation = () => ds.objects.get(name)?.metadata.generation ?? Infinity;
 
+    await this.kubeletQuiet();
     say(`round ${round + 1}: ${kind} creates ${name} on ${n} nodes`);
     const cpu0 = cpuSeconds(cpuPid);
     const t0 = Date.now();
@@ -295,6 +314,8 @@ class Bench {
     await sleep(SETTLE_MS);
     const cpu1 = cpuSeconds(cpuPid);
     const createWindow = auditWindow(USER_AGENT[kind], t0, created + SETTLE_MS);
+    await this.kubeletQuiet();
+    const cpuRollout = cpuSeconds(cpuPid);
 
     say(`round ${round + 1}: ${kind} rolls ${name} to a new image (maxUnavailable 10%)`);
     const t1 = Date.now();
@@ -349,10 +370,10 @@ class Bench {
       createRequests: 0,
       rolloutRequests: 0,
       createCpuSeconds: cpu1 - cpu0,
-      rolloutCpuSeconds: cpu2 - cpu1,
+      rolloutCpuSeconds: cpu2 - cpuRollout,
       requestsByVerb: {},
       pods: n,
-      qps: kind === 'native' ? NATIVE_QPS : this.opts.managerQps,
+      qps: kind === 'native' ? this.opts.controlPlaneQps : this.opts.managerQps,
       readinessGate,
       ...(rssPeak !== undefined ? { peakRssMiB: rssPeak } : {}),
     };
@@ -382,19 +403,38 @@ class Bench {
     }
   }
 
-  /** A plain client creates N pods bound to their nodes, then deletes and re-creates each. */
+  /**
+   * A plain client creates N pods bound to their nodes, then deletes and re-creates each. With the readiness gate
+   * (as our manager's pods have it by default) each create is followed by the gate's condition, as ours does.
+   */
   async ceiling(): Promise<CeilingResult> {
     const n = this.opts.nodes;
     const nodes = Array.from({ length: n }, (_, i) => nodeName(i, n));
     const app = 'ceiling';
+    const readinessGate = kruisePodReadyGateOn(this.opts.managerArgs);
     const pod = (node: string, suffix: string, image: string) => {
       const t = podTemplate(app, image, {});
       return {
         apiVersion: 'v1',
         kind: 'Pod',
         metadata: { name: `ceiling-${node}-${suffix}`, namespace: NAMESPACE, labels: t.metadata.labels },
-        spec: { ...t.spec, nodeName: node, nodeSelector: undefined },
+        spec: {
+          ...t.spec,
+          nodeName: node,
+          nodeSelector: undefined,
+          ...(readinessGate ? { readinessGates: [{ conditionType: KRUISE_POD_READY }] } : {}),
+        },
       };
+    };
+    const create = async (node: string, suffix: string, image: string) => {
+      const created = (await this.client.create(resources.pods, pod(node, suffix, image))) as Pod;
+      if (!readinessGate) return;
+      await this.client.patch(
+        resources.pods,
+        { namespace: NAMESPACE, name: created.metadata.name ?? '' },
+        kruisePodReadyPatch(created, Date.now()),
+        { type: 'strategic', subresource: 'status' },
+      );
     };
     const allReady = (image: string) => () => {
       const live = this.liveApp(app);
@@ -404,17 +444,18 @@ class Bench {
       const live = this.liveApp(app);
       return `pods ${live.length}/${n}, ready ${live.filter(isPodReady).length}`;
     };
-    say(`ceiling: a plain client creates ${n} pods as fast as the apiserver takes them`);
+    const gate = readinessGate ? ', each with the KruisePodReady condition written after it' : '';
+    await this.kubeletQuiet();
+    say(`ceiling: a plain client creates ${n} pods as fast as the apiserver takes them${gate}`);
     const t0 = Date.now();
-    await pool(nodes, 64, async (node) => {
-      await this.client.create(resources.pods, pod(node, 'a', IMAGE_V1));
-    });
+    await pool(nodes, 64, (node) => create(node, 'a', IMAGE_V1));
     const created = await until([this.pods], 'ceiling pods Ready', allReady(IMAGE_V1), seen, this.timeoutMs(n));
+    await this.kubeletQuiet();
     say(`ceiling: deleting and re-creating each of the ${n} pods with a new image`);
     const t1 = Date.now();
     await pool(nodes, 64, async (node) => {
       await this.client.delete(resources.pods, { namespace: NAMESPACE, name: `ceiling-${node}-a` });
-      await this.client.create(resources.pods, pod(node, 'b', IMAGE_V2));
+      await create(node, 'b', IMAGE_V2);
     });
     const replaced = await until([this.pods], 'replaced pods Ready', allReady(IMAGE_V2), seen, this.timeoutMs(2 * n));
     const window = auditWindow(BENCH_AGENT, t0, replaced);
@@ -428,7 +469,12 @@ class Bench {
     });
     await until([this.pods], 'ceiling pods gone', () => this.countApp(app) === 0, seen, this.timeoutMs(n));
     this.ceilingWindow = window;
-    return { createSeconds: (created - t0) / 1000, replaceSeconds: (replaced - t1) / 1000, requests: 0 };
+    return {
+      createSeconds: (created - t0) / 1000,
+      replaceSeconds: (replaced - t1) / 1000,
+      requests: 0,
+      readinessGate,
+    };
   }
 
   ceilingWindow: AuditWindow | undefined;
@@ -576,6 +622,8 @@ export async function runClusterBench(opts: ClusterBenchOptions): Promise<Cluste
     nodes: opts.nodes,
     progress: (l) => say(l),
     apiserverArgs: auditApiserverArgs(join(auditDir, 'policy.yaml'), auditLog),
+    clientRate: { qps: opts.controlPlaneQps, burst: opts.controlPlaneBurst },
+    kwokPodParallelism: opts.kwokPodParallelism,
   });
   const bench = new Bench(state, opts, auditLog);
   const result: ClusterBenchResult = { kubernetesVersion: state.kubernetesVersion, race: [] };
@@ -585,10 +633,8 @@ export async function runClusterBench(opts: ClusterBenchOptions): Promise<Cluste
     await bench.ds.native.start();
     await bench.ds.ours.start();
     await bench.race(result.race);
-    if (!opts.raceOnly) {
-      result.ceiling = await bench.ceiling();
-      result.newNode = await bench.newNodeLatency();
-    }
+    result.ceiling = await bench.ceiling();
+    if (!opts.raceOnly) result.newNode = await bench.newNodeLatency();
   } catch (err) {
     result.error = err instanceof Error ? err.message : String(err);
     say(`cluster benchmark stopped early: ${result.error}`);
@@ -605,6 +651,12 @@ export async function runClusterBench(opts: ClusterBenchOptions): Promise<Cluste
     bench.watchClient.close();
     await clusterDown({ dir: clusterDir, progress: (l) => say(l) });
   }
+}
+
+/** Whether our manager runs with the KruisePodReady gate on every pod: its default, unless its flags say otherwise. */
+export function kruisePodReadyGateOn(managerArgs: readonly string[]): boolean {
+  const mode = /--kruise-pod-ready-gate[= ](\S+)/.exec(managerArgs.join(' '))?.[1];
+  return mode === undefined || mode === 'always';
 }
 
 /**

@@ -24,6 +24,10 @@ const HELP = `npm run bench -- [flags]
   --new-nodes N           nodes added (default 50)
   --new-node-daemonsets N DaemonSets (default 20)
   --new-node-scope S      new: the DaemonSets select only the added nodes; all: every node (default new)
+  --control-plane-qps N   --kube-api-qps of the cluster's kube-controller-manager (so native's) and kube-scheduler
+                          (default 100); with --manager-qps the same, the race at the apiserver's ceiling
+  --control-plane-burst N their --kube-api-burst (default 200)
+  --kwok-pod-parallelism N pod stages the fake kubelet plays at once, race and ceiling (default 4, kwok's own)
   --manager-qps N         our manager's --kube-api-qps (default 100, the KCM's in this cluster)
   --manager-burst N       our manager's --kube-api-burst (default 200)
   --manager-args="FLAGS"  more flags for our manager, space-separated, with = (default none)
@@ -78,6 +82,9 @@ async function main(): Promise<number> {
       'new-nodes': { type: 'string' },
       'new-node-daemonsets': { type: 'string' },
       'new-node-scope': { type: 'string' },
+      'control-plane-qps': { type: 'string' },
+      'control-plane-burst': { type: 'string' },
+      'kwok-pod-parallelism': { type: 'string' },
       'manager-qps': { type: 'string' },
       'manager-burst': { type: 'string' },
       'manager-args': { type: 'string' },
@@ -118,11 +125,16 @@ async function main(): Promise<number> {
   if (scope !== 'new' && scope !== 'all') throw new Error(`--new-node-scope must be new or all, got "${scope}"`);
   const params = {
     nodes: int('nodes', v.nodes, 1000),
+    /** The race and its ceiling without the new-node latency (`--only race`). */
+    raceOnly: !only.includes('cluster'),
     rounds: int('rounds', v.rounds, 3),
     newNodeBase: int('new-node-base', v['new-node-base'], 2000),
     newNodes: int('new-nodes', v['new-nodes'], 50),
     newNodeDaemonSets: int('new-node-daemonsets', v['new-node-daemonsets'], 20),
     newNodeScope: scope as 'new' | 'all',
+    controlPlaneQps: int('control-plane-qps', v['control-plane-qps'], 100),
+    controlPlaneBurst: int('control-plane-burst', v['control-plane-burst'], 200),
+    kwokPodParallelism: int('kwok-pod-parallelism', v['kwok-pod-parallelism'], 4),
     managerQps: int('manager-qps', v['manager-qps'], 100),
     managerBurst: int('manager-burst', v['manager-burst'], 200),
     managerArgs: (v['manager-args'] ?? '').split(/\s+/).filter(Boolean),
@@ -198,7 +210,6 @@ async function main(): Promise<number> {
           dir: work,
           ...params,
           managerCommand: programs.manager,
-          raceOnly: !only.includes('cluster'),
         });
       });
     if (only.includes('memory'))

@@ -1,6 +1,6 @@
 // API requests per controller, by user agent, from the apiserver's audit log: apiserver metrics
 // carry no user-agent label, and the KCM's own rest_client metrics mix all of its controllers.
-import { createReadStream, writeFileSync } from 'node:fs';
+import { closeSync, createReadStream, openSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 /** Metadata level for everything but kwok's node heartbeats (nodes/status), which would dwarf the rest. */
@@ -101,4 +101,39 @@ export function microsBetween(from: string, to: string): number {
     return whole * 1000 + (m ? Number(m[1]!.padEnd(6, '0')) : 0);
   };
   return micros(to) - micros(from);
+}
+
+/**
+ * Waits until no pod request of `userAgent` has reached the apiserver for `quietMs` (reading the log as it grows),
+ * at most `timeoutMs`; returns how long it waited, ms. The fake kubelet works through its queue of pod stages at its
+ * own pace: after a step of 1,000 pods it was still deleting the previous controller's pods 55 s into the next
+ * controller's creation (each answered 404), which then waited behind them. Each step starts once it is quiet.
+ */
+export async function waitQuiet(
+  logPath: string,
+  userAgent: string,
+  quietMs: number,
+  timeoutMs: number,
+): Promise<number> {
+  const start = Date.now();
+  let offset = statSync(logPath).size;
+  let last = start;
+  let rest = '';
+  while (Date.now() - last < quietMs && Date.now() - start < timeoutMs) {
+    await new Promise((r) => setTimeout(r, 250));
+    const size = statSync(logPath).size;
+    if (size <= offset) continue;
+    const fd = openSync(logPath, 'r');
+    try {
+      const buf = Buffer.alloc(size - offset);
+      readSync(fd, buf, 0, buf.length, offset);
+      offset = size;
+      const lines = (rest + buf.toString('utf8')).split('\n');
+      rest = lines.pop() ?? '';
+      if (lines.some((l) => l.includes(userAgent) && l.includes('"resource":"pods"'))) last = Date.now();
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return Date.now() - start;
 }

@@ -343,6 +343,40 @@ export interface UpOptions {
    * Service needs are on.
    */
   realNodes?: number;
+  /**
+   * Client QPS and burst of kube-controller-manager and kube-scheduler (--kube-api-qps, --kube-api-burst). Default
+   * 100 and 200, above their own defaults (KCM 20 and 30, scheduler 50 and 100); the benchmarks raise them to
+   * measure controllers at what the apiserver can take rather than at a client's rate.
+   */
+  clientRate?: { qps: number; burst: number };
+  /**
+   * Pod stages the fake kubelet plays at once (kwok's podPlayStageParallelism, default 4): with 4, one process's 4
+   * workers stand in for every node's kubelet, and at 100-250 ms per status write under load they pace every pod
+   * of a step (16-40 status writes a second). The benchmarks raise it so that the controllers, not the fake
+   * kubelet, set the pace, as a kubelet per node would.
+   */
+  kwokPodParallelism?: number;
+}
+
+/**
+ * A kwok configuration file in `dir` with podPlayStageParallelism set. The other options keep kwok's defaults
+ * (a configuration given leaves the ones it omits at 0, which kwok refuses).
+ */
+function kwokOptions(dir: string, podParallelism: number): string {
+  const file = join(dir, 'kwok-options.yaml');
+  writeFileSync(
+    file,
+    [
+      'apiVersion: config.kwok.x-k8s.io/v1alpha1',
+      'kind: KwokConfiguration',
+      'options:',
+      `  podPlayStageParallelism: ${podParallelism}`,
+      '  nodePlayStageParallelism: 4',
+      '  nodeLeaseParallelism: 4',
+      '',
+    ].join('\n'),
+  );
+  return file;
 }
 
 /** The heartbeat stage's delay in kwok-stages.yaml, replaced when UpOptions.nodeHeartbeatSeconds is given. */
@@ -543,6 +577,8 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
     progress('starting kube-controller-manager, kube-scheduler and kwok');
     const stages = kwokStages(dir, opts.nodeHeartbeatSeconds);
     const healthz = (port: string) => () => httpGetOk(`https://127.0.0.1:${ports[port]}/healthz`);
+    const rate = opts.clientRate ?? { qps: 100, burst: 200 };
+    const rateArgs = [`--kube-api-qps=${rate.qps}`, `--kube-api-burst=${rate.burst}`];
     const kcmArgs = () => [
       `--kubeconfig=${kubeconfig}`,
       '--leader-elect=false',
@@ -553,8 +589,7 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
       `--secure-port=${ports.controllerManager}`,
       '--node-monitor-period=5s',
       `--node-monitor-grace-period=${stages.gracePeriodSeconds}s`,
-      '--kube-api-qps=100',
-      '--kube-api-burst=200',
+      ...rateArgs,
       '--v=1',
     ];
     const schedulerArgs = () => [
@@ -562,13 +597,13 @@ export async function clusterUp(opts: UpOptions = {}): Promise<ClusterState> {
       '--leader-elect=false',
       '--bind-address=127.0.0.1',
       `--secure-port=${ports.scheduler}`,
-      '--kube-api-qps=100',
-      '--kube-api-burst=200',
+      ...rateArgs,
       '--v=1',
     ];
     const kwokArgs = () => [
       `--kubeconfig=${kubeconfig}`,
       `--config=${stages.file}`,
+      ...(opts.kwokPodParallelism ? [`--config=${kwokOptions(dir, opts.kwokPodParallelism)}`] : []),
       // Only the fake nodes (fakeNode annotates them): a real node's kubelet reports its own status.
       '--manage-all-nodes=false',
       '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
