@@ -1,6 +1,6 @@
 // The webhook under load: the production Fastify app (buildWebhookApp) over TLS, alone in its
 // process so it can be pinned to one core. Prints {"port":N,"maxInFlight":M} once listening (M, the app's cap on
-// admission requests in flight, which the load is sized to); SIGTERM ends it.
+// admission requests in flight, for the report); SIGTERM ends it.
 // With `echo` as second argument, the ceiling instead: a bare Fastify over the same TLS that parses the
 // AdmissionReview and allows it without looking (what HTTP, TLS and JSON cost on this core).
 import { readFileSync } from 'node:fs';
@@ -40,7 +40,7 @@ function echoApp() {
 await app.listen({ port: 0, host: '127.0.0.1' });
 const address = app.server.address();
 const port = typeof address === 'object' && address ? address.port : 0;
-// The defaults buildWebhookApp used (4 per core of this process's affinity, at least 4); the ceiling has no cap.
+// The default buildWebhookApp used (webhook/limits.ts, MAX_IN_FLIGHT); the ceiling has no cap.
 const maxInFlight = process.argv[3] === 'echo' ? undefined : webhookLimits().maxInFlight;
 process.stdout.write(`${JSON.stringify({ port, ...(maxInFlight ? { maxInFlight } : {}) })}\n`);
 process.once('SIGTERM', () => void app.close().then(() => process.exit(0)));

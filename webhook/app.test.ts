@@ -270,6 +270,34 @@ describe('webhook app', () => {
     }
   }); // prettier-ignore
 
+  test('a full admission pool queue (maxPoolQueue): 429 with Retry-After that names the queue; small reviews still served', async () => {
+    const fresh = webhookMetrics();
+    const full: AdmissionPool = {
+      settings: { threads: 1, heapMiB: 64 },
+      review: async () => 'full',
+      convert: async () => 'full',
+      threads: () => 0,
+      close: async () => {},
+    };
+    const own = buildWebhookApp({ logger: pino({ level: 'silent' }), metrics: fresh, limits: { maxPoolQueue: 3 }, admissionPool: full });
+    try {
+      const send = (url: string, payload: string) => own.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload });
+      const refused = await send(MUTATE_PATH, reviewOfSize(ADMISSION_ON_MAIN_THREAD_MAX_BYTES, 'big'));
+      assert.equal(refused.statusCode, 429);
+      assert.equal(refused.headers['retry-after'], String(RETRY_AFTER_SECONDS));
+      const status = refused.json();
+      assert.equal(status.reason, 'TooManyRequests');
+      assert.match(status.message, /too many requests: 3 large admission or conversion requests are waiting for an admission thread/);
+      // Its body was read: the connection is kept.
+      assert.notEqual(refused.headers.connection, 'close');
+      const small = await send(MUTATE_PATH, JSON.stringify(admissionReview(daemonSetManifest(), { uid: 'small' })));
+      assert.equal(small.statusCode, 200);
+      assert.equal(small.json().response?.uid, 'small');
+    } finally {
+      await own.close();
+    }
+  }); // prettier-ignore
+
   test('beyond maxBytesInFlight request bytes held, in all or from one client: 429 before the body is read', async () => {
     const KiB = 1024;
     const fresh = webhookMetrics();

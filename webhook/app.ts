@@ -4,7 +4,8 @@
 // Limits (limits.ts): bodies beyond BODY_LIMIT get 413; beyond maxInFlight requests handled at once, 429 with
 // Retry-After, counted from the moment a whole body has arrived (a slow sender holds a connection, never a slot),
 // separately for admission and conversion; beyond maxBytesInFlight request bytes held (in all, and per client),
-// 429 before the body is read; the connection timeouts; TLS_POLICY (tls.ts) on HTTPS.
+// 429 before the body is read; beyond maxPoolQueue large requests waiting for an admission thread, 429; the
+// connection timeouts; TLS_POLICY (tls.ts) on HTTPS.
 // The admission work itself (parse, checks, defaulting, validation, patch) runs on this thread for a small review
 // (admitOnMainThread), and in the worker pool (pool.ts) for a larger one: then this thread only
 // reads the body, hands it over, and sends the serialized answer back. The CRD conversion webhook (CONVERT_PATH,
@@ -110,7 +111,7 @@ export function buildWebhookApp(opts: WebhookAppOptions): FastifyInstance {
     opts.admissionPool ??
     startAdmissionPool({
       logger: log,
-      maxQueue: limits.maxInFlight,
+      maxQueue: limits.maxPoolQueue,
       ...(opts.pool ? { settings: opts.pool } : {}),
     });
   app.addHook('onClose', () => pool.close());
@@ -176,8 +177,11 @@ function acceptRawBodies(app: FastifyInstance, bodyLimit: number): void {
   });
 }
 
-/** The answer to a request beyond a limit (429); the routes use it when the pool's queue is full. */
-type TooMany = (req: FastifyRequest, reply: FastifyReply, webhook: string, bytes?: number) => FastifyReply;
+/**
+ * The answer to a request beyond a limit (429): `over` is the request bytes it would have held beyond
+ * maxBytesInFlight, or 'queue' when the pool's queue is full (the routes); absent, beyond maxInFlight.
+ */
+type TooMany = (req: FastifyRequest, reply: FastifyReply, webhook: string, over?: number | 'queue') => FastifyReply;
 
 /**
  * The limits on requests being handled and on request bytes held (both answered 429 with Retry-After), and the
@@ -197,20 +201,29 @@ function limitRequests(app: FastifyInstance, limits: WebhookLimits, metrics: Web
   let refused = 0;
   let lastRefusalLog = -Infinity;
   /**
-   * 429 with Retry-After: beyond maxInFlight requests of one kind, or (a backstop) a full pool queue. The
-   * apiserver's client (client-go) retries a 429 that has a Retry-After, within the webhook's timeoutSeconds.
+   * 429 with Retry-After: beyond maxInFlight requests of one kind, beyond maxBytesInFlight, or a full pool queue
+   * (maxPoolQueue). The apiserver's client (client-go) retries a 429 that has a Retry-After, within the webhook's
+   * timeoutSeconds.
    */
-  const tooMany = (req: FastifyRequest, reply: FastifyReply, webhook: string, bytes?: number) => {
+  const tooMany = (req: FastifyRequest, reply: FastifyReply, webhook: string, over?: number | 'queue') => {
     const kind = webhook === CONVERT_WEBHOOK ? 'conversion' : 'admission';
     const message =
-      bytes === undefined
+      over === undefined
         ? `too many requests: ${limits.maxInFlight} ${kind} requests are in progress; retry later`
-        : `too many request bytes: ${formatBytes(bytes)} more would exceed the ${formatBytes(limits.maxBytesInFlight)} the webhook holds at once (${formatBytes(limits.maxBytesInFlightPerClient)} per client); retry later`;
+        : over === 'queue'
+          ? `too many requests: ${limits.maxPoolQueue} large admission or conversion requests are waiting for an admission thread; retry later`
+          : `too many request bytes: ${formatBytes(over)} more would exceed the ${formatBytes(limits.maxBytesInFlight)} the webhook holds at once (${formatBytes(limits.maxBytesInFlightPerClient)} per client); retry later`;
     // One line per 10 s at most: an overload must not also flood the log (the metric counts each 429).
     refused++;
     if (Date.now() - lastRefusalLog >= 10_000) {
       req.log.warn(
-        { webhook, refused, maxInFlight: limits.maxInFlight, maxBytesInFlight: limits.maxBytesInFlight },
+        {
+          webhook,
+          refused,
+          maxInFlight: limits.maxInFlight,
+          maxPoolQueue: limits.maxPoolQueue,
+          maxBytesInFlight: limits.maxBytesInFlight,
+        },
         'admission requests refused: too many',
       );
       lastRefusalLog = Date.now();
@@ -219,7 +232,7 @@ function limitRequests(app: FastifyInstance, limits: WebhookLimits, metrics: Web
     // Refused before its body was read: the connection is closed after the answer rather than the body read and
     // thrown away (decrypting 3.5 MiB per refusal kept both cores busy under 64 clients sending maximum-size
     // reviews; bench/README.md 4b).
-    if (bytes !== undefined) reply.header('connection', 'close');
+    if (typeof over === 'number') reply.header('connection', 'close');
     return reply
       .code(429)
       .header('retry-after', String(RETRY_AFTER_SECONDS))
@@ -319,7 +332,7 @@ function addAdmissionRoutes(app: FastifyInstance, pool: AdmissionPool, tooMany: 
       const outcome: SerializedOutcome | PoolAnswer = admitOnMainThread(raw)
         ? handleAdmissionText(raw.toString('utf8'), ADMISSION_HANDLERS[webhook])
         : await pool.review(webhook, raw);
-      if (outcome === 'full') return tooMany(req, reply, name);
+      if (outcome === 'full') return tooMany(req, reply, name, 'queue');
       const t = timings.get(req);
       if (t) t.verdict = outcome.verdict;
       const fields = {
@@ -355,7 +368,7 @@ function addConversionRoute(
       raw.byteLength < CONVERT_ON_MAIN_THREAD_MAX_BYTES
         ? handleConversionText(raw.toString('utf8'))
         : await pool.convert(raw);
-    if (outcome === 'full') return tooMany(req, reply, CONVERT_WEBHOOK);
+    if (outcome === 'full') return tooMany(req, reply, CONVERT_WEBHOOK, 'queue');
     const t = timings.get(req);
     if (t) t.verdict = outcome.verdict;
     for (const c of outcome.counts)

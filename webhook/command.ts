@@ -37,7 +37,7 @@ function positive<T extends Flag<number>>(flag: T): T {
 export const limitFlags = {
   'max-in-flight': positive(
     intFlag('admission requests handled at once; more get 429 with Retry-After', limits.maxInFlight, {
-      defaultHelp: `${limits.maxInFlight}: 4 per core, at least 4`,
+      defaultHelp: `${limits.maxInFlight}, as many as one client's connections`,
     }),
   ),
   'max-connections': positive(

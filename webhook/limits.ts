@@ -88,10 +88,14 @@ export interface WebhookLimits {
   bodyLimit: number;
   /**
    * Requests handled at once, counted from the moment their whole body has arrived, for admission and for
-   * conversion each; more are refused at once with 429 and Retry-After. Also the admission pool's queue bound
-   * (its maxQueue).
+   * conversion each; more are refused at once with 429 and Retry-After.
    */
   maxInFlight: number;
+  /**
+   * Requests waiting for an admission thread at most (the pool's queue, piscina's maxQueue): the large reviews and
+   * conversions, tens to hundreds of ms of CPU each; more are refused with 429 and Retry-After.
+   */
+  maxPoolQueue: number;
   /**
    * Request bytes held at once (declared by Content-Length, the body limit when undeclared), from the headers until
    * the response: bodies arriving, waiting and being handled. A request beyond it gets 429 before its body is read.
@@ -120,12 +124,27 @@ export interface WebhookLimits {
 }
 
 /**
+ * Admission (and conversion) requests handled at once by default: as many as one apiserver replica may have
+ * connections open (maxConnectionsPerClient; an HTTP/1.1 connection carries one request at a time), so an idle
+ * core is never what refuses a burst of small reviews. Not by cores: a small review (a real DaemonSet's) is
+ * handled on the event loop, one at a time whatever the cores, in 0.1-0.15 ms (the review of bench/README.md
+ * section 4, in process), so 128 waiting cost about 20 ms of latency; the bytes they hold are bounded by
+ * maxBytesInFlight, and the large ones, which cost CPU, wait for an admission thread under maxPoolQueue.
+ * Measured (bench/README.md, section 4, the server on one core): the cap of 4 per core it replaces let a closed
+ * loop of 4 connections use 64% of the core (3.1k reviews/s against the bare server's 15.8k), and refused 28k of
+ * 32k requests from 50 connections.
+ */
+export const MAX_IN_FLIGHT = 128;
+
+/**
  * The defaults, by the cores the container may use (src/cli/cpu.ts: its CPU limit, else its request, not the
- * node's). Handling a review is synchronous JavaScript on a few admission threads, so more concurrency than
- * a few requests per core only buffers bodies: 4 per core (at least 4) is enough for every apiserver replica's
- * bursts. Keep-alive is longer than the apiserver client's 90 s idle timeout (net/http's DefaultTransport
- * IdleConnTimeout, applied by SetTransportDefaults in k8s.io/apimachinery/pkg/util/net/http.go), so we never close a connection it is about to reuse; the
- * connection timeout is longer still, as it also covers a connection between requests.
+ * node's). A large review or conversion is synchronous JavaScript on a few admission threads, so more of them
+ * waiting than a few per core only buffers bodies and lengthens the wait past the apiserver's timeout (a
+ * maximum-size review is 0.5 s of CPU): 4 per core (at least 4) wait for a thread, the bound the in-flight cap
+ * set before it was MAX_IN_FLIGHT. Keep-alive is longer than the apiserver client's 90 s idle timeout (net/http's
+ * DefaultTransport IdleConnTimeout, applied by SetTransportDefaults in k8s.io/apimachinery/pkg/util/net/http.go),
+ * so we never close a connection it is about to reuse; the connection timeout is longer still, as it also covers a
+ * connection between requests.
  */
 export function defaultWebhookLimits(
   cores = readUsableCores(),
@@ -134,7 +153,8 @@ export function defaultWebhookLimits(
   const bytes = requestBytesBudget(memoryLimitBytes);
   return {
     bodyLimit: BODY_LIMIT,
-    maxInFlight: Math.max(4, 4 * cores),
+    maxInFlight: MAX_IN_FLIGHT,
+    maxPoolQueue: Math.max(4, 4 * cores),
     maxBytesInFlight: bytes,
     maxBytesInFlightPerClient: perClientBytes(bytes),
     maxConnections: 512,

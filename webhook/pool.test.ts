@@ -22,6 +22,7 @@ import {
   MAX_REQUEST_BYTES_BUDGET,
   requestBytesBudget,
   MAX_ADMISSION_THREADS,
+  MAX_IN_FLIGHT,
   MAX_WORKER_HEAP_MIB,
   MIN_WORKER_HEAP_MIB,
 } from './limits.ts';
@@ -77,6 +78,17 @@ describe('admissionPoolSettings: threads from cores, heap from the memory limit'
   for (const r of rows)
     test(r.name, () => {
       assert.deepEqual(admissionPoolSettings(r.cores, r.limit), { threads: r.threads, heapMiB: r.heapMiB });
+    });
+});
+
+describe('defaultWebhookLimits: requests handled at once, and large ones waiting for a thread', () => {
+  for (const cores of [1, 2, 16])
+    test(`${cores} core(s): ${MAX_IN_FLIGHT} in flight whatever the cores, 4 per core (at least 4) in the pool's queue`, () => {
+      const d = defaultWebhookLimits(cores, 512 * MiB);
+      assert.equal(d.maxInFlight, MAX_IN_FLIGHT);
+      // Never fewer than one client address may have connections: the cap does not refuse what one core serves.
+      assert.ok(d.maxInFlight >= d.maxConnectionsPerClient);
+      assert.equal(d.maxPoolQueue, Math.max(4, 4 * cores));
     });
 });
 

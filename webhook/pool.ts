@@ -47,7 +47,7 @@ export const ADMISSION_WORKER_FILE = join(
  */
 const TRANSFER_MIN_BYTES = 1024 * 1024;
 
-/** The pool's answer: an outcome to send, or "full" (the caller answers 429 as for too many in flight). */
+/** The pool's answer: an outcome to send, or "full" (the caller answers 429, as beyond the in-flight cap). */
 export type PoolAnswer = SerializedOutcome | 'full';
 export type ConversionAnswer = ConversionOutcome | 'full';
 
@@ -72,7 +72,7 @@ export interface AdmissionPool {
 
 export interface AdmissionPoolOptions {
   logger: Logger;
-  /** Tasks waiting for a thread at most (the in-flight cap); more are answered 'full'. */
+  /** Tasks waiting for a thread at most (limits.ts, maxPoolQueue); more are answered 'full'. */
   maxQueue: number;
   /** Overrides of the derived settings (tests). */
   settings?: Partial<AdmissionPoolSettings>;
