@@ -433,6 +433,8 @@ function simulateTable(s: SimulateResult): string[] {
       row(['failover (leader SIGKILLed): standby holds the Lease after, s', fmt(r.leaseAcquiredSeconds), '']),
       row(['failover: every DaemonSet synced by the standby after, s', fmt(r.allSyncedSeconds), '']),
     );
+  if (r?.leaderExitedBeforeKill)
+    lines.push('', '**The leader had exited on its own before it was killed (it lost its Lease): no failover timed.**');
   return lines;
 }
 

@@ -89,6 +89,8 @@ export interface SimulateResult {
     leaseAcquiredSeconds: number;
     /** From the leader's SIGKILL to the standby having synced every DaemonSet. */
     allSyncedSeconds: number;
+    /** The leader had exited on its own (lost its Lease) before the SIGKILL: the failover times mean nothing. */
+    leaderExitedBeforeKill: boolean;
   };
 }
 
@@ -516,6 +518,7 @@ async function scrape(m: Manager): Promise<Scrape> {
 async function reconcilesReach(m: Manager, count: number, timeoutMs: number): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    if (m.child.exitCode !== null || m.child.signalCode !== null) throw new Error(`exited: ${tail(m.log)}`);
     const s = await scrape(m).catch(() => undefined);
     if (s && s.reconciles >= count) return Date.now();
     if (Date.now() > deadline) throw new Error(`fewer than ${count} reconciles within ${timeoutMs / 1000} s`);
@@ -675,6 +678,9 @@ export async function runSimulateBench(opts: SimulateOptions): Promise<SimulateR
       say(
         `simulate: standby's caches synced after ${((bSynced - b.startedAt) / 1000).toFixed(1)} s, RSS ${Math.round(replicaRss.rssMiB)} MiB; killing the leader`,
       );
+      // A leader that lost its Lease exits by itself (its syncs and GC kept the renewal from running): then there is
+      // no failover to time.
+      const leaderExitedBeforeKill = a.child.exitCode !== null || a.child.signalCode !== null;
       const holderBefore = leaseHolder?.identity;
       const killedAt = performance.now();
       const killedWall = Date.now();
@@ -689,6 +695,7 @@ export async function runSimulateBench(opts: SimulateOptions): Promise<SimulateR
         ...replicaRss,
         leaseAcquiredSeconds,
         allSyncedSeconds: (allSynced - killedWall) / 1000,
+        leaderExitedBeforeKill,
       };
       say(
         `simulate: failover: Lease after ${leaseAcquiredSeconds.toFixed(1)} s, every DaemonSet synced after ${result.replica.allSyncedSeconds.toFixed(1)} s`,
