@@ -17,6 +17,7 @@ import type { WebhookRun } from './webhook.ts';
 import type { WebhookMemoryResult } from './webhook-memory.ts';
 import type { MemoryBenchResult } from './memory.ts';
 import type { ScaleResult } from './scale.ts';
+import type { SimulateResult } from './simulate.ts';
 
 export interface Machine {
   cores: number;
@@ -38,6 +39,7 @@ export interface BenchResults {
   webhookMemory?: WebhookMemoryResult;
   memory?: MemoryBenchResult;
   scale?: ScaleResult;
+  simulate?: SimulateResult;
   planning?: PlanningSample[];
   /** Parts that failed, with the reason. */
   errors?: string[];
@@ -416,6 +418,50 @@ function memoryTable(m: MemoryBenchResult): string[] {
   ];
 }
 
+function simulateTable(s: SimulateResult): string[] {
+  const n = s.nodes.toLocaleString('en-US');
+  const c = s.coldStart;
+  const r = s.replica;
+  const lines = [
+    `### 8. Simulated cluster: ${n} nodes, ${s.daemonSets} DaemonSets on every node, ${s.pods.toLocaleString('en-US')} pods`,
+    '',
+    `Our controller (the production bundle, \`${s.heapFlag}\` as under a ${s.memoryLimitMiB} MiB limit, QPS ${s.qps}, burst ${s.burst}, ${s.workers} workers) against a simulated apiserver; pod JSON ${s.podJsonBytes} B, node JSON ${s.nodeJsonBytes} B.`,
+    '',
+    row(['measure', 'figure', 'goal']),
+    row(['---', '---:', '---']),
+    row(['cold start: caches synced (list of everything), s', fmt(c.cacheSyncSeconds), '']),
+    row(['cold start: first sync of every DaemonSet, s', fmt(c.firstSyncAllSeconds), '']),
+    row(['CPU seconds of the cold start', fmt(c.cpuSeconds), '']),
+    row(['RSS with everything cached (VmRSS / VmHWM), MiB', `${fmt(c.rssMiB)} / ${fmt(c.peakRssMiB)}`, '≤ 2,048']),
+    row([
+      'V8 heap used, MiB; per cached pod (an upper bound), B',
+      `${fmt(c.heapUsedMiB)}; ${fmt(c.heapBytesPerPod)}`,
+      '≤ 1,536 B',
+    ]),
+    row([
+      `steady sync of one DaemonSet (${s.steady.syncs} syncs): mean, ms; share ≤ 5 ms; ≤ 10 ms`,
+      `${fmt(s.steady.meanMs)}; ${Math.round(s.steady.within5msShare * 100)}%; ${Math.round(s.steady.within10msShare * 100)}%`,
+      '≤ 5 ms',
+    ]),
+    row([
+      `node added → its ${s.daemonSets} pod creates (${s.nodeAdded.samples}/${s.nodeAdded.expected} nodes): p50 / p95 / max, ms`,
+      `${fmt(s.nodeAdded.p50Ms)} / ${fmt(s.nodeAdded.p95Ms)} / ${fmt(s.nodeAdded.maxMs)}`,
+      'p95 ≤ 100 ms',
+    ]),
+    row(['sync time while nodes were added (mean), ms', fmt(s.nodeAdded.syncMeanMs), '']),
+  ];
+  if (r)
+    lines.push(
+      row(['second replica: caches synced, s', fmt(r.cacheSyncSeconds), '']),
+      row(['second replica: RSS warm (VmRSS / VmHWM), MiB', `${fmt(r.rssMiB)} / ${fmt(r.peakRssMiB)}`, '']),
+      row(['failover (leader SIGKILLed): standby holds the Lease after, s', fmt(r.leaseAcquiredSeconds), '']),
+      row(['failover: every DaemonSet synced by the standby after, s', fmt(r.allSyncedSeconds), '']),
+    );
+  if (r?.leaderExitedBeforeKill)
+    lines.push('', '**The leader had exited on its own before it was killed (it lost its Lease): no failover timed.**');
+  return lines;
+}
+
 function scaleTable(s: ScaleResult): string[] {
   const n = s.nodes.toLocaleString('en-US');
   const ours = s.sides.find((x) => x.controller === 'ours');
@@ -524,5 +570,6 @@ export function renderMarkdown(r: BenchResults): string {
   if (r.planning) out.push(...planningTable(r.planning), '');
   if (r.memory) out.push(...memoryTable(r.memory), '');
   if (r.scale) out.push(...scaleTable(r.scale), '');
+  if (r.simulate) out.push(...simulateTable(r.simulate), '');
   return out.join('\n');
 }

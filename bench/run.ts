@@ -15,6 +15,7 @@ import { runWebhookBench } from './webhook.ts';
 import { runWebhookMemoryBench } from './webhook-memory.ts';
 import { runMemoryBench } from './memory.ts';
 import { runScaleBench, type ScaleController } from './scale.ts';
+import { runSimulateBench } from './simulate.ts';
 
 const HELP = `npm run bench -- [flags]
 
@@ -45,19 +46,27 @@ const HELP = `npm run bench -- [flags]
   --scale-new-nodes N     scale part: nodes added at once (default 50)
   --scale-idle-seconds N  scale part: quiet time after convergence before the idle RSS is read (default 30)
   --scale-controllers L   scale part: ours,native or one of them (default ours,native)
+  --sim-nodes N           simulate part: nodes of the simulated cluster (default 65000)
+  --sim-daemonsets N      simulate part: DaemonSets, each on every node (default 20)
+  --sim-added-nodes N     simulate part: nodes added one at a time (default 50)
+  --sim-steady-syncs N    simulate part: steady syncs measured (default 100)
+  --sim-memory-limit MiB  simulate part: the memory limit the managers' heap flag is set from (default 4096)
+  --sim-workers N         simulate part: the managers' --workers (default 3, the product's)
+  --sim-no-failover       simulate part: no second replica, no failover
   --planning-sizes LIST   node counts of the planning benchmark (default 1000,5000,10000)
   --planning-ms N         time per planning measurement (default 1000)
-  --only LIST             some of planning,webhook,webhook-memory,cluster,race,memory,scale (default all but race;
-                          race: the rollout race of the cluster part alone)
+  --only LIST             some of planning,webhook,webhook-memory,cluster,race,memory,scale,simulate (default all
+                          but race and simulate; race: the rollout race of the cluster part alone; simulate: a
+                          simulated 65,000-node cluster, no kube-apiserver)
   --out DIR               where results.md and results.json go (default bench/results)
   --note TEXT             a line printed under the machine facts (e.g. "machine shared with ...")
   --keep                  keep the scratch directory (manager logs, audit log)
   --cpu-prof DIR          our manager and webhook server write V8 CPU profiles into DIR
   --help`;
 
-const PARTS = ['planning', 'webhook', 'webhook-memory', 'cluster', 'race', 'memory', 'scale'] as const;
-/** `race` is part of `cluster`: run alone only when asked. */
-const DEFAULT_PARTS = PARTS.filter((p) => p !== 'race');
+const PARTS = ['planning', 'webhook', 'webhook-memory', 'cluster', 'race', 'memory', 'scale', 'simulate'] as const;
+/** `race` is part of `cluster`: run alone only when asked; `simulate` (65,000 nodes, ~10 min) too. */
+const DEFAULT_PARTS = PARTS.filter((p) => p !== 'race' && p !== 'simulate');
 
 function int(name: string, value: string | undefined, fallback: number, min = 1): number {
   if (value === undefined) return fallback;
@@ -102,6 +111,13 @@ async function main(): Promise<number> {
       'scale-new-nodes': { type: 'string' },
       'scale-idle-seconds': { type: 'string' },
       'scale-controllers': { type: 'string' },
+      'sim-nodes': { type: 'string' },
+      'sim-daemonsets': { type: 'string' },
+      'sim-added-nodes': { type: 'string' },
+      'sim-steady-syncs': { type: 'string' },
+      'sim-memory-limit': { type: 'string' },
+      'sim-workers': { type: 'string' },
+      'sim-no-failover': { type: 'boolean' },
       'planning-sizes': { type: 'string' },
       'planning-ms': { type: 'string' },
       only: { type: 'string' },
@@ -152,6 +168,13 @@ async function main(): Promise<number> {
     scaleNewNodes: int('scale-new-nodes', v['scale-new-nodes'], 50),
     scaleIdleSeconds: int('scale-idle-seconds', v['scale-idle-seconds'], 30, 0),
     scaleControllers: scaleControllers(v['scale-controllers']),
+    simNodes: int('sim-nodes', v['sim-nodes'], 65_000),
+    simDaemonSets: int('sim-daemonsets', v['sim-daemonsets'], 20),
+    simAddedNodes: int('sim-added-nodes', v['sim-added-nodes'], 50),
+    simSteadySyncs: int('sim-steady-syncs', v['sim-steady-syncs'], 100),
+    simMemoryLimitMiB: int('sim-memory-limit', v['sim-memory-limit'], 4096),
+    simWorkers: int('sim-workers', v['sim-workers'], 3),
+    simFailover: v['sim-no-failover'] !== true,
     planningSizes: (v['planning-sizes'] ?? '1000,5000,10000').split(',').map((s) => int('planning-sizes', s, 0)),
     planningMs: int('planning-ms', v['planning-ms'], 1000),
     only,
@@ -244,6 +267,22 @@ async function main(): Promise<number> {
           managerQps: params.managerQps,
           managerBurst: params.managerBurst,
           managerArgs: params.managerArgs,
+        });
+      });
+    if (only.includes('simulate'))
+      await part('simulate', async () => {
+        results.simulate = await runSimulateBench({
+          dir: work,
+          nodes: params.simNodes,
+          daemonSets: params.simDaemonSets,
+          addedNodes: params.simAddedNodes,
+          steadySyncs: params.simSteadySyncs,
+          memoryLimitMiB: params.simMemoryLimitMiB,
+          managerCommand: programs.manager,
+          managerQps: params.managerQps,
+          managerBurst: params.managerBurst,
+          workers: params.simWorkers,
+          failover: params.simFailover,
         });
       });
   } finally {

@@ -1,5 +1,6 @@
 // `npm run bench` at a tiny size (bench/README.md), so the benchmarks cannot rot: 20 nodes, one round,
-// in a private cluster of its own (beside the harness's), short webhook runs and small plans.
+// in a private cluster of its own (beside the harness's), short webhook runs and small plans, and the simulated
+// cluster (`--only simulate`) at 50 nodes.
 // It checks that every one of the five measurements produced numbers, never how good they are.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -35,6 +36,10 @@ describe('benchmarks smoke run', () => {
           ...['--new-node-daemonsets', '2', '--webhook-seconds', '1', '--planning-sizes', '100,1000'],
           ...['--planning-ms', '50', '--memory-steady-seconds', '2', '--out', out],
           ...['--scale-daemonsets', '3', '--scale-new-nodes', '5', '--scale-idle-seconds', '1'],
+          // The default parts and the simulated cluster, at 50 nodes.
+          ...['--only', 'planning,webhook,webhook-memory,cluster,memory,scale,simulate'],
+          ...['--sim-nodes', '50', '--sim-daemonsets', '3', '--sim-added-nodes', '3', '--sim-steady-syncs', '5'],
+          ...['--sim-memory-limit', '512'],
         ],
         { cwd: repoRoot, maxBuffer: 16 * 1024 * 1024 },
       );
@@ -46,6 +51,7 @@ describe('benchmarks smoke run', () => {
         '### 5. Planning',
         '### 6. Memory',
         '### 7. Scale',
+        '### 8. Simulated cluster',
       ])
         assert.ok(stdout.includes(heading), `the table has no "${heading}" section:\n${stdout}`);
       assert.equal(readFileSync(join(out, 'results.md'), 'utf8').trim(), stdout.trim());
@@ -96,6 +102,14 @@ describe('benchmarks smoke run', () => {
           finite(`scale ${x.controller} ${k}`, x[k]);
       }
       finite('our peak RSS in the scale part', r.scale?.sides[0]?.rssPeakMiB);
+      const sim = r.simulate;
+      assert.equal(sim?.pods, 150);
+      for (const [k, x] of Object.entries({ ...sim?.coldStart, ...sim?.replica }))
+        if (typeof x !== 'boolean') finite(`simulate ${k}`, x);
+      assert.equal(sim?.replica?.leaderExitedBeforeKill, false);
+      assert.ok(sim && sim.steady.syncs > 0 && sim.nodeAdded.samples === 3, JSON.stringify(sim));
+      finite('simulate steady sync', sim?.steady.meanMs);
+      finite('simulate node added p95', sim?.nodeAdded.p95Ms);
     },
   );
 });

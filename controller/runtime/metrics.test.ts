@@ -38,7 +38,9 @@ describe('client metrics in the registry', () => {
     const reflector = new Reflector<Pod>(
       { name: 'metrics-pods', client, type: resources.pods, namespace: 'ns', logger: pino({ level: 'silent' }) },
       {
-        replace: (items) => pods.splice(0, pods.length, ...items),
+        replace: (items) => {
+          pods.splice(0, pods.length, ...items);
+        },
         upsert: (p) => pods.push(p),
         remove() {},
         current: () => undefined,

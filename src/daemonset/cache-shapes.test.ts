@@ -120,7 +120,15 @@ describe('cachedNode and cachedPod', () => {
       },
       status: {
         phase: 'Running',
-        conditions: full.status?.conditions,
+        // Whole where a field past type and status is read (Ready, KruisePodReady, InPlaceUpdateReady, the resize
+        // conditions; PodScheduled's reason and message), the others type and status only.
+        conditions: full.status?.conditions?.map((c) =>
+          ['Ready', 'KruisePodReady', 'InPlaceUpdateReady'].includes(c.type)
+            ? c
+            : c.type === 'PodScheduled'
+              ? { type: c.type, status: c.status, ...(c.reason ? { reason: c.reason } : {}) }
+              : { type: c.type, status: c.status },
+        ),
         containerStatuses: [
           {
             name: 'foo',
@@ -129,7 +137,8 @@ describe('cachedNode and cachedPod', () => {
             ready: true,
             started: true,
             restartCount: 2,
-            state: { running: { startedAt: 'x' } },
+            // A running container's startedAt is never read: the statuses of running pods are shared.
+            state: { running: {} },
             lastState: { terminated: { exitCode: 1, reason: 'Error', finishedAt: 'y' } },
             resources: full.status?.containerStatuses?.[0]?.resources,
           },

@@ -22,6 +22,7 @@ import type {
   NodeCondition,
   ObjectMeta,
   Pod,
+  PodCondition,
   PodSpec,
   PodStatus,
 } from '../k8s/types.ts';
@@ -47,6 +48,14 @@ export const MAX_INTERNED = 4096;
  * about 2 MiB at most, whatever the objects carry (an annotation or a termination message may be kilobytes long).
  */
 export const MAX_CONSED_TEXT = 512;
+/**
+ * Values of one node that its daemon pods share (its name, their node affinity), one entry per node: pods of a node
+ * come far apart in a list (sorted by namespace and name), so the small pools above would have been emptied between
+ * them. At 65,536 nodes this pool holds about 10 MB and saves about 250 B of each of 20 pods per node (bench/README.md
+ * section 8).
+ */
+const perNodePool = new Map<string, unknown>();
+export const MAX_PER_NODE = 131_072;
 
 /** How many values each pool holds (tests). */
 export function internedCount(): number {
@@ -73,6 +82,14 @@ function shared<V>(pool: Map<string, V>, key: string, value: V): V {
  * through it, and the pool is bounded: once full, it is emptied and starts over, so an unexpected spread of values
  * costs at most MAX_INTERNED entries (values already cached stay shared).
  */
+function perNode<V>(key: string, value: V): V {
+  const known = perNodePool.get(key);
+  if (known !== undefined) return known as V;
+  if (perNodePool.size >= MAX_PER_NODE) perNodePool.clear();
+  perNodePool.set(key, value);
+  return value;
+}
+
 export function intern<T extends string | undefined>(value: T): T {
   return value === undefined ? value : (shared(interned, value, value) as T);
 }
@@ -234,18 +251,18 @@ function nodeResourcesAnnotations(annotations: Record<string, string> | undefine
  * Volumes, env, probes, tolerations and the rest are the kubelet's and the scheduler's.
  */
 function cachedPodSpec(spec: PodSpec | undefined): PodSpec {
-  const out: PodSpec = { ...pick(spec, ['nodeName']), containers: hashConsed(cachedContainers(spec?.containers)) };
+  const out: PodSpec = { containers: hashConsed(cachedContainers(spec?.containers)) };
+  if (spec?.nodeName !== undefined) out.nodeName = perNode(spec.nodeName, spec.nodeName);
   const required = spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
-  if (required) out.affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: required } };
+  // A DaemonSet's pods on a node share one affinity (matchFields metadata.name In [node], newPod in pods.ts).
+  if (required)
+    out.affinity = perNode(JSON.stringify(required), {
+      nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: required },
+    });
   if (spec?.readinessGates) out.readinessGates = hashConsed(spec.readinessGates);
   return out;
 }
 
-/**
- * Name and image of each container, and its resources and resizePolicy when set (in-place resize, resize.ts: what
- * the pod holds against what its revision asks for). The containers of a DaemonSet's pods are alike, so they are
- * hash-consed as one part; a pod that holds per-node resources holds the list of its node group.
- */
 function cachedContainers(containers: PodSpec['containers'] | undefined): PodSpec['containers'] {
   return (containers ?? []).map((c) => {
     const out: PodSpec['containers'][number] = { name: intern(c.name) };
@@ -287,14 +304,42 @@ function containerStatuses(list: unknown): ContainerStatus[] | undefined {
     out.name = intern(out.name);
     if (out.image !== undefined) out.image = intern(out.image);
     if (out.imageID !== undefined) out.imageID = intern(out.imageID);
+    // Of a running container's state only that it runs: its startedAt, different in every pod, is never read (canary
+    // health reads waiting and terminated), so the statuses of a DaemonSet's running pods are one shared object.
+    if (out.state?.running) out.state = { ...out.state, running: {} };
+    const last = out.lastState as Record<string, unknown> | undefined;
+    if (last?.running) out.lastState = { ...last, running: {} };
     return hashConsed(out);
   });
 }
 
 /**
- * Phase (terminal pods, pull pods), observedGeneration, conditions whole (Ready and its lastTransitionTime for availability,
- * KruisePodReady's message listing its holders, InPlaceUpdateReady, which a revert writes back as it was) and the
- * container statuses of every kind (canary health counts init and ephemeral containers too).
+ * The fields kept of each pod condition type read past its type: whole (Ready and its lastTransitionTime for
+ * availability, KruisePodReady's message listing its holders, InPlaceUpdateReady, which a revert writes back as it
+ * was, the resize conditions' reason and message), PodScheduled's reason (unhealthy.ts). Other types (Initialized,
+ * ContainersReady, PodReadyToStartContainers...) keep type and status, the same in most pods: one shared object each.
+ */
+const CONDITION_KEYS: Record<string, readonly (keyof PodCondition)[] | 'all'> = {
+  Ready: 'all',
+  KruisePodReady: 'all',
+  InPlaceUpdateReady: 'all',
+  PodResizePending: 'all',
+  PodResizeInProgress: 'all',
+  PodScheduled: ['type', 'status', 'reason', 'message'],
+};
+
+function cachedCondition(c: PodCondition): PodCondition {
+  const keys = Object.hasOwn(CONDITION_KEYS, c.type) ? CONDITION_KEYS[c.type]! : (['type', 'status'] as const);
+  const copy: PodCondition = keys === 'all' ? { ...c } : pick(c, keys);
+  copy.type = intern(c.type);
+  copy.status = intern(c.status);
+  if (copy.lastTransitionTime !== undefined) copy.lastTransitionTime = intern(copy.lastTransitionTime);
+  return hashConsed(copy);
+}
+
+/**
+ * Phase (terminal pods, pull pods), observedGeneration, conditions (CONDITION_KEYS) and the container statuses of
+ * every kind (canary health counts init and ephemeral containers too).
  */
 function cachedPodStatus(status: PodStatus | undefined): PodStatus | undefined {
   if (!status) return undefined;
@@ -302,11 +347,7 @@ function cachedPodStatus(status: PodStatus | undefined): PodStatus | undefined {
   const out: PodStatus = pick(status, ['phase', 'observedGeneration']);
   if (out.phase !== undefined) out.phase = intern(out.phase);
   if (status.conditions) {
-    out.conditions = status.conditions.map((c) => {
-      const copy = { ...c, type: intern(c.type), status: intern(c.status) };
-      if (c.lastTransitionTime !== undefined) copy.lastTransitionTime = intern(c.lastTransitionTime);
-      return hashConsed(copy);
-    });
+    out.conditions = status.conditions.map(cachedCondition);
   }
   for (const key of ['containerStatuses', 'initContainerStatuses', 'ephemeralContainerStatuses'] as const) {
     const list = containerStatuses(status[key]);

@@ -14,6 +14,7 @@ import {
   Indexer,
   Informer,
   orphanIndexValue,
+  REPLACE_BATCH,
   stripManagedFields,
 } from './informer.ts';
 import { FakeApiServer, startForSuite } from './testing/fake-apiserver.ts';
@@ -312,5 +313,36 @@ describe('Informer', () => {
     await until('p4 after restart', () => informer.store.has('ns/p4'));
     assert.ok(errorLogs.some((l) => /ECONNREFUSED/.test(l)));
     errorLogs.length = 0;
+  });
+});
+
+describe('Informer.replace', () => {
+  test('a large list is applied in batches, the event loop turning between them; synced only at the end', async () => {
+    const informer = new Informer<Pod>({
+      name: 'pods',
+      client: undefined as unknown as KubeClient, // never run: replace is called as the reflector would
+      type: resources.pods,
+      indexers: { nodeName: indexPodsByNodeName },
+    });
+    const total = 2 * REPLACE_BATCH + 1;
+    const items = Array.from({ length: total }, (_, i) => pod(`p${i}`, `n${i % 7}`));
+    let midway: { size: number; synced: boolean } | undefined;
+    setImmediate(() => (midway = { size: informer.store.size, synced: informer.hasSynced() }));
+    await informer.replace(items, '1');
+    assert.deepEqual(midway, { size: REPLACE_BATCH, synced: false });
+    assert.equal(informer.store.size, total);
+    assert.equal(informer.hasSynced(), true);
+    assert.equal(informer.store.byIndex('nodeName', 'n0').length, Math.ceil(total / 7));
+  });
+
+  test('a list of at most one batch is applied before replace returns', () => {
+    const informer = new Informer<Pod>({
+      name: 'pods',
+      client: undefined as unknown as KubeClient,
+      type: resources.pods,
+    });
+    void informer.replace([pod('p1'), pod('p2')], '1');
+    assert.equal(informer.store.size, 2);
+    assert.equal(informer.hasSynced(), true);
   });
 });

@@ -52,8 +52,8 @@ export function setReflectorMetricsProvider(provider: ReflectorMetricsProvider):
 
 /** What the reflector feeds. The informer implements it (store + event handlers). */
 export interface ReflectorStore<T> {
-  /** A full list: the store becomes exactly `items`. */
-  replace(items: T[], resourceVersion: string): void;
+  /** A full list: the store becomes exactly `items` (when the promise, if any, resolves). */
+  replace(items: T[], resourceVersion: string): void | Promise<void>;
   /** ADDED or MODIFIED. */
   upsert(obj: T): void;
   /** DELETED. */
@@ -315,7 +315,7 @@ export class Reflector<T extends KubeObject> {
     if (listedAt === '0' && list.paginated) this.paginatedResult = true;
     const items = decodeItem ? list.items : list.items.map(complete);
     const rv = list.metadata.resourceVersion ?? '';
-    this.store.replace(items, rv);
+    await this.store.replace(items, rv);
     this.resourceVersion = rv;
     this.log.debug(
       {
