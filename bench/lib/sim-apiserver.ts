@@ -14,6 +14,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { KubeObject } from '../../src/k8s/types.ts';
+import { json, keyOf, parsePath, status } from '../../src/k8s/testing/http-api.ts';
 
 /** The objects of a collection that are generated, not stored: `count` of them, by index. */
 export interface GeneratedObjects {
@@ -323,35 +324,6 @@ function withoutTypeMeta({ kind: _k, apiVersion: _a, ...rest }: KubeObject): Omi
   return rest;
 }
 
-export function keyOf(namespace: string | undefined, name: string): string {
-  return namespace ? `${namespace}/${name}` : name;
-}
-
-/** /api/v1/namespaces/ns/pods/name/status or /apis/g/v/... → collection "g/v/pods" ("core/v1/pods"). */
-function parsePath(
-  path: string,
-):
-  | { collection: string; namespace?: string; name?: string; subresource?: string; resourceMissing?: boolean }
-  | undefined {
-  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
-  let gv: string;
-  if (parts[0] === 'api' && parts[1]) {
-    gv = `core/${parts[1]}`;
-    parts.splice(0, 2);
-  } else if (parts[0] === 'apis' && parts[1] && parts[2]) {
-    gv = `${parts[1]}/${parts[2]}`;
-    parts.splice(0, 3);
-  } else return undefined;
-  let namespace: string | undefined;
-  if ((parts[0] as string | undefined) === 'namespaces' && parts.length >= 3) {
-    namespace = parts[1];
-    parts.splice(0, 2);
-  }
-  const [resource, name, subresource] = parts;
-  if (!resource) return { collection: `${gv}/`, resourceMissing: true };
-  return { collection: `${gv}/${resource}`, namespace, name, subresource };
-}
-
 /** JSON merge patch; with `strategic`, lists of objects with a `type` (conditions) merge by it, as the apiserver's. */
 function mergePatch(target: unknown, patch: unknown, strategic: boolean): unknown {
   if (patch === null || typeof patch !== 'object') return patch;
@@ -377,14 +349,4 @@ function mergePatch(target: unknown, patch: unknown, strategic: boolean): unknow
     else out[k] = mergePatch(out[k], v, strategic);
   }
   return out;
-}
-
-function json(res: http.ServerResponse, code: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function status(res: http.ServerResponse, code: number, reason: string, message: string): void {
-  json(res, code, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason, message, code });
 }

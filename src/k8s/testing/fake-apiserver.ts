@@ -11,6 +11,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { after, before } from 'node:test';
 import { KubeClient, type RestConfig } from '../client.ts';
 import type { KubeObject } from '../types.ts';
+import { json, keyOf, parsePath, status } from './http-api.ts';
 
 interface Watcher {
   collection: string;
@@ -240,7 +241,7 @@ export class FakeApiServer {
 
   private route(r: RequestRecord, res: http.ServerResponse): void {
     const parsed = parsePath(r.path);
-    if (!parsed) return status(res, 404, 'NotFound', `no route for ${r.path}`);
+    if (!parsed || parsed.resourceMissing) return status(res, 404, 'NotFound', `no route for ${r.path}`);
     const { collection, namespace, name, subresource } = parsed;
     const objects = this.collection(collection);
 
@@ -388,34 +389,6 @@ export class FakeApiServer {
   }
 }
 
-function keyOf(namespace: string | undefined, name: string): string {
-  return namespace ? `${namespace}/${name}` : name;
-}
-
-/** /api/v1/namespaces/ns/pods/name/status or /apis/g/v/... → collection "g/v/pods". */
-function parsePath(
-  path: string,
-): { collection: string; namespace?: string; name?: string; subresource?: string } | undefined {
-  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
-  let gv: string;
-  if (parts[0] === 'api') {
-    gv = `core/${parts[1]}`;
-    parts.splice(0, 2);
-  } else if (parts[0] === 'apis') {
-    gv = `${parts[1]}/${parts[2]}`;
-    parts.splice(0, 3);
-  } else return undefined;
-  let namespace: string | undefined;
-  const first: string | undefined = parts[0];
-  if (first === 'namespaces' && parts.length >= 3) {
-    namespace = parts[1];
-    parts.splice(0, 2);
-  }
-  const [resource, name, subresource] = parts;
-  if (!resource) return undefined;
-  return { collection: `${gv}/${resource}`, namespace, name, subresource };
-}
-
 function mergePatch(target: unknown, patch: unknown): unknown {
   if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
   const out = (target && typeof target === 'object' && !Array.isArray(target) ? target : {}) as Record<string, unknown>;
@@ -428,16 +401,6 @@ function mergePatch(target: unknown, patch: unknown): unknown {
 
 function write(res: http.ServerResponse, event: unknown): void {
   res.write(`${JSON.stringify(event)}\n`);
-}
-
-function json(res: http.ServerResponse, code: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function status(res: http.ServerResponse, code: number, reason: string, message: string): void {
-  json(res, code, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason, message, code });
 }
 
 /**
