@@ -56,6 +56,18 @@ describe('Indexer.listSorted', () => {
     store.delete('ns/node-1');
     assert.deepEqual(names(), ['node-0', 'node-10', 'node-2']);
   });
+
+  test('a list handed out is a copy: later updates do not change it', () => {
+    const store = new Indexer<Pod>();
+    store.set('ns/a', pod('a', 'n1'));
+    store.set('ns/b', pod('b', 'n2'));
+    const before = store.listSorted();
+    store.set('ns/a', pod('a', 'n3'));
+    assert.equal(before[0]?.spec.nodeName, 'n1', 'the list taken before the update is unchanged');
+    assert.equal(store.listSorted()[0]?.spec.nodeName, 'n3');
+    before.length = 0;
+    assert.equal(store.listSorted().length, 2, 'emptying a handed-out list leaves the store alone');
+  });
 });
 
 describe('indexByController', () => {
