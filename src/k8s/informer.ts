@@ -77,7 +77,12 @@ export function stripManagedFields<T extends KubeObject>(obj: T): T {
  */
 export class Indexer<T extends KubeObject> {
   private readonly items = new Map<string, T>();
-  private readonly indices = new Map<string, Map<string, Set<string>>>();
+  /**
+   * Per index, its values and the objects under each: the objects themselves rather than their keys, so walking an
+   * index (a DaemonSet's pods, at every sync) costs no lookup per object (a fifth of a steady sync's time at 10,000
+   * nodes, V8 profile of the simulated cluster). An object is stored under one key only.
+   */
+  private readonly indices = new Map<string, Map<string, Set<T>>>();
   private readonly indexers = new Map<string, IndexFunc<T>>();
   /** Keys in order, kept until a key is added or removed (updates, e.g. node heartbeats, keep the order). */
   private sortedKeys?: string[];
@@ -96,9 +101,9 @@ export class Indexer<T extends KubeObject> {
   addIndexer(name: string, fn: IndexFunc<T>): void {
     if (this.indexers.has(name)) throw new Error(`indexer ${name} already exists`);
     this.indexers.set(name, fn);
-    const index = new Map<string, Set<string>>();
+    const index = new Map<string, Set<T>>();
     this.indices.set(name, index);
-    for (const [key, obj] of this.items) addToIndex(index, fn(obj), key);
+    for (const obj of this.items.values()) addToIndex(index, fn(obj), obj);
   }
 
   get(key: string): T | undefined {
@@ -149,16 +154,13 @@ export class Indexer<T extends KubeObject> {
 
   /** byIndex without the array: `fn` for each object whose index `indexName` includes `value`. */
   forEachInIndex(indexName: string, value: string, fn: (obj: T) => void): void {
-    // Set.forEach: a for-of over the set allocates an iterator result per key where it is not optimized.
+    // Set.forEach: a for-of over the set allocates an iterator result per object where it is not optimized.
     this.indexSet(indexName)
       .get(value)
-      ?.forEach((key) => {
-        const obj = this.items.get(key);
-        if (obj) fn(obj);
-      });
+      ?.forEach((obj) => fn(obj));
   }
 
-  private indexSet(indexName: string): Map<string, Set<string>> {
+  private indexSet(indexName: string): Map<string, Set<T>> {
     const index = this.indices.get(indexName);
     if (!index) throw new Error(`index ${indexName} does not exist`);
     return index;
@@ -182,9 +184,9 @@ export class Indexer<T extends KubeObject> {
     }
     this.items.set(key, obj);
     for (const [name, fn] of this.indexers) {
-      const index = this.indices.get(name) as Map<string, Set<string>>;
-      if (old) removeFromIndex(index, fn(old), key);
-      addToIndex(index, fn(obj), key);
+      const index = this.indices.get(name) as Map<string, Set<T>>;
+      if (old) removeFromIndex(index, fn(old), old);
+      addToIndex(index, fn(obj), obj);
     }
     return old;
   }
@@ -197,24 +199,24 @@ export class Indexer<T extends KubeObject> {
     this.sortedKeys = undefined;
     this.sorted = undefined;
     for (const [name, fn] of this.indexers)
-      removeFromIndex(this.indices.get(name) as Map<string, Set<string>>, fn(old), key);
+      removeFromIndex(this.indices.get(name) as Map<string, Set<T>>, fn(old), old);
     return old;
   }
 }
 
-function addToIndex(index: Map<string, Set<string>>, values: string[], key: string): void {
+function addToIndex<T>(index: Map<string, Set<T>>, values: string[], obj: T): void {
   for (const v of values) {
     let set = index.get(v);
     if (!set) index.set(v, (set = new Set()));
-    set.add(key);
+    set.add(obj);
   }
 }
 
-function removeFromIndex(index: Map<string, Set<string>>, values: string[], key: string): void {
+function removeFromIndex<T>(index: Map<string, Set<T>>, values: string[], obj: T): void {
   for (const v of values) {
     const set = index.get(v);
     if (!set) continue;
-    set.delete(key);
+    set.delete(obj);
     if (set.size === 0) index.delete(v);
   }
 }
