@@ -57,16 +57,35 @@ describe('Indexer.listSorted', () => {
     assert.deepEqual(names(), ['node-0', 'node-10', 'node-2']);
   });
 
-  test('a list handed out is a copy: later updates do not change it', () => {
+  test('a list handed out never changes: the same array until an update, a new one after it', () => {
     const store = new Indexer<Pod>();
     store.set('ns/a', pod('a', 'n1'));
     store.set('ns/b', pod('b', 'n2'));
     const before = store.listSorted();
+    assert.equal(store.listSorted(), before, 'no update between two lists: the same array');
     store.set('ns/a', pod('a', 'n3'));
-    assert.equal(before[0]?.spec.nodeName, 'n1', 'the list taken before the update is unchanged');
-    assert.equal(store.listSorted()[0]?.spec.nodeName, 'n3');
-    before.length = 0;
-    assert.equal(store.listSorted().length, 2, 'emptying a handed-out list leaves the store alone');
+    store.set('ns/b', pod('b', 'n4'));
+    assert.deepEqual(
+      before.map((p) => p.spec.nodeName),
+      ['n1', 'n2'],
+      'the list taken before the updates is unchanged',
+    );
+    const after = store.listSorted();
+    assert.notEqual(after, before);
+    assert.deepEqual(
+      after.map((p) => p.spec.nodeName),
+      ['n3', 'n4'],
+    );
+    store.set('ns/c', pod('c', 'n5'));
+    assert.deepEqual(
+      after.map((p) => p.spec.nodeName),
+      ['n3', 'n4'],
+      'nor after an add',
+    );
+    assert.deepEqual(
+      store.listSorted().map((p) => p.metadata.name),
+      ['a', 'b', 'c'],
+    );
   });
 });
 

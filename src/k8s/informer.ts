@@ -88,10 +88,13 @@ export class Indexer<T extends KubeObject> {
   private sortedKeys?: string[];
   /**
    * The objects in that order and each key's place, once listSorted was asked: an update replaces its object in
-   * place, so a list is a copy of this array rather than a lookup per key (a tenth of a steady sync's time at 10,000
-   * nodes, V8 profile of the simulated cluster, bench/README.md section 8).
+   * place, so a list costs no lookup per key (a tenth of a steady sync's time at 10,000 nodes, V8 profile of the
+   * simulated cluster, bench/README.md section 8). `shared`: listSorted handed the array out, so the next update
+   * copies it first (copy on write), and a sync still holding the previous list never sees it change; with no update
+   * between two lists the second is the same array (at 65,000 nodes each copy is a 0.5 MB array, whose allocation
+   * and collection cost about what the lookups did).
    */
-  private sorted?: { items: T[]; place: Map<string, number> };
+  private sorted?: { items: T[]; place: Map<string, number>; shared: boolean };
 
   constructor(indexers: Record<string, IndexFunc<T>> = {}) {
     for (const [name, fn] of Object.entries(indexers)) this.addIndexer(name, fn);
@@ -131,14 +134,15 @@ export class Indexer<T extends KubeObject> {
    * Objects in key order (for cluster-scoped objects, name order). The planner walks nodes in name order; keeping
    * the order here sorts once per node added or removed instead of once per sync.
    */
-  listSorted(): T[] {
+  listSorted(): readonly T[] {
     if (!this.sorted) {
       this.sortedKeys ??= [...this.items.keys()].sort();
       const place = new Map<string, number>();
       this.sortedKeys.forEach((key, i) => place.set(key, i));
-      this.sorted = { items: this.sortedKeys.map((key) => this.items.get(key) as T), place };
+      this.sorted = { items: this.sortedKeys.map((key) => this.items.get(key) as T), place, shared: false };
     }
-    return this.sorted.items.slice();
+    this.sorted.shared = true;
+    return this.sorted.items;
   }
 
   listKeys(): string[] {
@@ -180,6 +184,7 @@ export class Indexer<T extends KubeObject> {
       this.sortedKeys = undefined;
       this.sorted = undefined;
     } else if (this.sorted) {
+      if (this.sorted.shared) this.sorted = { ...this.sorted, items: this.sorted.items.slice(), shared: false };
       this.sorted.items[this.sorted.place.get(key) as number] = obj;
     }
     this.items.set(key, obj);
