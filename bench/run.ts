@@ -28,7 +28,7 @@ const HELP = `npm run bench -- [flags]
   --control-plane-qps N   --kube-api-qps of the cluster's kube-controller-manager (so native's) and kube-scheduler
                           (default 100); with --manager-qps the same, the race at the apiserver's ceiling
   --control-plane-burst N their --kube-api-burst (default 200)
-  --kwok-pod-parallelism N pod stages the fake kubelet plays at once, race and ceiling (default 4, kwok's own)
+  --kwok-pod-parallelism N pod stages the fake kubelet plays at once: race, ceiling and scale (default 4, kwok's own)
   --manager-qps N         our manager's --kube-api-qps (default 100, the KCM's in this cluster)
   --manager-burst N       our manager's --kube-api-burst (default 200)
   --manager-args="FLAGS"  more flags for our manager, space-separated, with = (default none)
@@ -267,6 +267,7 @@ async function main(): Promise<number> {
           managerQps: params.managerQps,
           managerBurst: params.managerBurst,
           managerArgs: params.managerArgs,
+          kwokPodParallelism: params.kwokPodParallelism,
         });
       });
     if (only.includes('simulate'))

@@ -43,6 +43,8 @@ export interface ScaleOptions {
   idleSeconds: number;
   /** Which controllers run the scenario, in this order. */
   controllers: ScaleController[];
+  /** The fake kubelet's pod stages at once (kwok's podPlayStageParallelism; e2e/cluster/cluster.ts). */
+  kwokPodParallelism: number;
   /** Command line of our manager (lib/programs.ts). */
   managerCommand: string[];
   managerQps: number;
@@ -704,6 +706,7 @@ export async function runScaleBench(o: ScaleOptions): Promise<ScaleResult> {
     nodes: 0,
     nodeHeartbeatSeconds: BENCH_NODE_HEARTBEAT_SECONDS,
     progress: (l) => say(l),
+    kwokPodParallelism: o.kwokPodParallelism,
   });
   const kcm = state.processes.find((p) => p.name === 'kube-controller-manager');
   const scale = new Scale(o, state.kubeconfig, kcm?.pid ?? 0, o.managerCommand);
