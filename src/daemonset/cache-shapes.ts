@@ -74,14 +74,7 @@ function shared<V>(pool: Map<string, V>, key: string, value: V): V {
   return value;
 }
 
-/**
- * One copy of each repeated string value. JSON.parse gives every object its own copy of each string value:
- * "Ready" and "True" in every node's conditions, the image, the owner's uid, the namespace in every pod. Interned
- * here, the copies in the decoded object become garbage and the cache holds one of each (heap snapshot, 1,000 nodes
- * and pods: 0.9 MiB of such copies; bench/README.md, section 6). Only fields whose values repeat across objects go
- * through it, and the pool is bounded: once full, it is emptied and starts over, so an unexpected spread of values
- * costs at most MAX_INTERNED entries (values already cached stay shared).
- */
+/** `value`'s copy in the per-node pool (perNodePool) under `key`, or `value`, now the pool's. */
 function perNode<V>(key: string, value: V): V {
   const known = perNodePool.get(key);
   if (known !== undefined) return known as V;
@@ -90,6 +83,14 @@ function perNode<V>(key: string, value: V): V {
   return value;
 }
 
+/**
+ * One copy of each repeated string value. JSON.parse gives every object its own copy of each string value:
+ * "Ready" and "True" in every node's conditions, the image, the owner's uid, the namespace in every pod. Interned
+ * here, the copies in the decoded object become garbage and the cache holds one of each (heap snapshot, 1,000 nodes
+ * and pods: 0.9 MiB of such copies; bench/README.md, section 6). Only fields whose values repeat across objects go
+ * through it, and the pool is bounded: once full, it is emptied and starts over, so an unexpected spread of values
+ * costs at most MAX_INTERNED entries (values already cached stay shared).
+ */
 export function intern<T extends string | undefined>(value: T): T {
   return value === undefined ? value : (shared(interned, value, value) as T);
 }
@@ -263,6 +264,11 @@ function cachedPodSpec(spec: PodSpec | undefined): PodSpec {
   return out;
 }
 
+/**
+ * Name and image of each container, and its resources and resizePolicy when set (in-place resize, resize.ts: what
+ * the pod holds against what its revision asks for). The containers of a DaemonSet's pods are alike, so they are
+ * hash-consed as one part; a pod that holds per-node resources holds the list of its node group.
+ */
 function cachedContainers(containers: PodSpec['containers'] | undefined): PodSpec['containers'] {
   return (containers ?? []).map((c) => {
     const out: PodSpec['containers'][number] = { name: intern(c.name) };
