@@ -42,13 +42,15 @@ async function main(): Promise<number> {
   const artefacts = process.env.ADS_E2E_ARTEFACTS || mkdtempSync(join(tmpdir(), 'ads-e2e-artefacts-'));
   let code = 1;
   let manager: ManagerProcess | undefined;
+  // The manager's dir (its log), removed after a run that passed, kept after one that failed, as the cluster's logs.
+  const managerDir = mkdtempSync(join(tmpdir(), 'ads-e2e-manager-'));
   try {
     // The product under test: our CRD and one manager (webhook + controller) for the whole run.
     say('installing the CRD and starting the manager (webhook + controller, out of cluster)');
     await installCrd(kubeconfig);
     manager = await startManager({
       kubeconfig,
-      dir: mkdtempSync(join(tmpdir(), 'ads-e2e-manager-')),
+      dir: managerDir,
       // Image pre-download is behind its feature gate (off by default); on here, so every test runs with it.
       args: [
         '--log-level',
@@ -86,6 +88,7 @@ async function main(): Promise<number> {
       if (code === 0) code = 1;
     }
     if (code !== 0 && manager) say(`manager log: ${manager.log}`);
+    else if (code === 0) rmSync(managerDir, { recursive: true, force: true });
     if (readdirSync(artefacts).length > 0) say(`test artefacts (screenshots) kept in ${artefacts}`);
     else if (!process.env.ADS_E2E_ARTEFACTS) rmSync(artefacts, { recursive: true, force: true });
     if (dir) {
