@@ -196,7 +196,7 @@ export const DEFAULT_MAX_IN_FLIGHT = 32;
  * more than 320 requests a second, enough to keep its rate up at 100 ms per request (Little's law), at most MAX_IN_FLIGHT_FOR_QPS. At QPS
  * 2000 the manager's creates and KruisePodReady patches went out at about 200 a second, answered in 166 ms (p50)
  * by a loaded apiserver: 33 in flight, the cap; native's client-go, on HTTP/2, has no such cap (bench/README.md,
- * section 1, at the apiserver's ceiling).
+ * section 9, the race at the apiserver's ceiling).
  */
 export function defaultMaxInFlight(qps: number): number {
   if (!(qps > 0) || !Number.isFinite(qps)) return DEFAULT_MAX_IN_FLIGHT;
