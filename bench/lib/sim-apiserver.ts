@@ -14,7 +14,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { KubeObject } from '../../src/k8s/types.ts';
-import { json, keyOf, parsePath, status } from '../../src/k8s/testing/http-api.ts';
+import { json, keyOf, onRequestBody, parsePath, status } from '../../src/k8s/testing/http-api.ts';
 
 /** The objects of a collection that are generated, not stored: `count` of them, by index. */
 export interface GeneratedObjects {
@@ -169,11 +169,7 @@ export class SimApiServer {
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const url = new URL(req.url ?? '/', 'http://x');
-      const text = Buffer.concat(chunks).toString('utf8');
+    onRequestBody(req, (url, text) => {
       try {
         this.route(req.method ?? 'GET', url, text ? JSON.parse(text) : undefined, req.headers['content-type'], res);
       } catch (err) {

@@ -11,7 +11,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { after, before } from 'node:test';
 import { KubeClient, type RestConfig } from '../client.ts';
 import type { KubeObject } from '../types.ts';
-import { json, keyOf, parsePath, status } from './http-api.ts';
+import { json, keyOf, onRequestBody, parsePath, status } from './http-api.ts';
 
 interface Watcher {
   collection: string;
@@ -214,11 +214,7 @@ export class FakeApiServer {
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const url = new URL(req.url ?? '/', 'http://x');
-      const text = Buffer.concat(chunks).toString('utf8');
+    onRequestBody(req, (url, text) => {
       const record: RequestRecord = {
         method: req.method ?? 'GET',
         path: url.pathname,

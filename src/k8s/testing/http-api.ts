@@ -2,6 +2,13 @@
 // (fake-apiserver.ts) and the simulated apiserver of the benchmarks (bench/lib/sim-apiserver.ts).
 import type http from 'node:http';
 
+/** Calls `done` with the request's URL (path and query) and its body as text, once the whole body has arrived. */
+export function onRequestBody(req: http.IncomingMessage, done: (url: URL, text: string) => void): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => done(new URL(req.url ?? '/', 'http://x'), Buffer.concat(chunks).toString('utf8')));
+}
+
 /** The store key of an object: namespace/name, or the name of a cluster-scoped one. */
 export function keyOf(namespace: string | undefined, name: string): string {
   return namespace ? `${namespace}/${name}` : name;
