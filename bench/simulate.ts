@@ -23,6 +23,7 @@ import { toInternal } from '../src/api/conversion.ts';
 import { heapFlags } from '../src/cli/heap.ts';
 import type { KubeObject } from '../src/k8s/types.ts';
 import { sleep } from '../src/testing/wait.ts';
+import { readLogLines } from '../e2e/lib/log.ts';
 import { cpuSeconds, peakRssMiB, rssMiB } from './lib/proc.ts';
 import { JsonTemplate, SimApiServer, type GeneratedObjects } from './lib/sim-apiserver.ts';
 import { percentile, say } from './lib/stats.ts';
@@ -399,23 +400,6 @@ interface Manager {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-function logRecords(file: string): { msg?: string; time?: number; metricsPort?: number; level?: number }[] {
-  let text = '';
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return [];
-  }
-  return text.split('\n').flatMap((line) => {
-    if (!line.startsWith('{')) return [];
-    try {
-      return [JSON.parse(line) as { msg?: string; time?: number; metricsPort?: number }];
-    } catch {
-      return [];
-    }
-  });
-}
-
 function startManager(opts: SimulateOptions, kubeconfig: string, name: string): Promise<Manager> {
   const log = join(opts.dir, `${name}.log`);
   const fd = openSync(log, 'w');
@@ -436,8 +420,8 @@ function startManager(opts: SimulateOptions, kubeconfig: string, name: string): 
   return (async () => {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}): ${tail(log)}`);
-      const started = logRecords(log).find((r) => r.msg === 'controller started');
-      if (started?.metricsPort)
+      const started = readLogLines(log).find((r) => r.msg === 'controller started');
+      if (typeof started?.metricsPort === 'number' && started.metricsPort > 0)
         return {
           child,
           log,
@@ -475,7 +459,7 @@ async function cachesSynced(m: Manager, name: string, timeoutMs: number): Promis
   const deadline = Date.now() + timeoutMs;
   let lastSay = Date.now();
   for (;;) {
-    const rec = logRecords(m.log).find((r) => r.msg === 'caches synced');
+    const rec = readLogLines(m.log).find((r) => r.msg === 'caches synced');
     if (rec?.time) return rec.time;
     if (m.child.exitCode !== null || m.child.signalCode !== null)
       throw new Error(`${name} exited before its caches synced: ${tail(m.log)}`);

@@ -3,7 +3,7 @@
 // control of extra manager processes (leader election).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe } from 'node:test';
@@ -558,32 +558,7 @@ export function startProductProcess(name: string, args: string[], logFile: strin
   return { name, child, logFile, exit };
 }
 
-export interface LogLine {
-  msg?: string;
-  level?: number;
-  time?: number;
-  [k: string]: unknown;
-}
-
-/** The JSON (pino) lines of a log file; other lines are skipped. */
-export function readLogLines(file: string): LogLine[] {
-  let text = '';
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return [];
-  }
-  const out: LogLine[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('{')) continue;
-    try {
-      out.push(JSON.parse(line) as LogLine);
-    } catch {
-      // a line being written
-    }
-  }
-  return out;
-}
+export { readLogLines, type LogLine } from './log.ts';
 
 export { sleep };
 

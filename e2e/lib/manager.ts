@@ -6,6 +6,7 @@ import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../cluster/binaries.ts';
 import { sleep } from '../../src/testing/wait.ts';
+import { readLogLines } from './log.ts';
 
 export interface ManagerProcess {
   child: ChildProcess;
@@ -32,24 +33,15 @@ export interface StartManagerOptions {
 }
 
 function startedLine(log: string): { healthPort: number; metricsPort: number; webhookPort?: number } | undefined {
-  let text = '';
-  try {
-    text = readFileSync(log, 'utf8');
-  } catch {
-    return undefined;
-  }
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('{')) continue;
-    try {
-      const rec = JSON.parse(line) as { msg?: string; healthPort?: number; metricsPort?: number; webhookPort?: number };
-      if ((rec.msg === 'manager started' || rec.msg === 'controller started') && rec.healthPort) {
-        return { healthPort: rec.healthPort, metricsPort: rec.metricsPort ?? 0, webhookPort: rec.webhookPort };
-      }
-    } catch {
-      /* not JSON */
-    }
-  }
-  return undefined;
+  const rec = readLogLines(log).find(
+    (r) =>
+      (r.msg === 'manager started' || r.msg === 'controller started') &&
+      typeof r.healthPort === 'number' &&
+      r.healthPort > 0,
+  ) as { healthPort: number; metricsPort?: number; webhookPort?: number } | undefined;
+  return rec
+    ? { healthPort: rec.healthPort, metricsPort: rec.metricsPort ?? 0, webhookPort: rec.webhookPort }
+    : undefined;
 }
 
 /**
