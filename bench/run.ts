@@ -65,7 +65,7 @@ const HELP = `npm run bench -- [flags]
   --help`;
 
 const PARTS = ['planning', 'webhook', 'webhook-memory', 'cluster', 'race', 'memory', 'scale', 'simulate'] as const;
-/** `race` is part of `cluster`: run alone only when asked; `simulate` (65,000 nodes, ~10 min) too. */
+/** `race` is part of `cluster`: run alone only when asked; `simulate` (65,000 nodes, about 20 minutes) too. */
 const DEFAULT_PARTS = PARTS.filter((p) => p !== 'race' && p !== 'simulate');
 
 function int(name: string, value: string | undefined, fallback: number, min = 1): number {
