@@ -87,6 +87,30 @@ describe('Indexer.listSorted', () => {
       ['a', 'b', 'c'],
     );
   });
+
+  test('random adds, updates and deletes: always the objects in sorted key order; lists handed out stay as they were', () => {
+    const store = new Indexer<Pod>();
+    let seed = 7;
+    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff), seed % n);
+    const handedOut: { list: readonly Pod[]; copy: Pod[] }[] = [];
+    for (let step = 0; step < 2000; step++) {
+      // Keys of several lengths and cases, so the order is the strings' code-unit order, not a numeric one.
+      const name = `${['N', 'n', 'node-'][rand(3)]}${rand(60)}`;
+      if (rand(4) === 0) store.delete(`ns/${name}`);
+      else store.set(`ns/${name}`, pod(name, `n${step}`));
+      if (rand(3) === 0) {
+        const list = store.listSorted();
+        const expected = store
+          .listKeys()
+          .sort()
+          .map((k) => store.get(k));
+        assert.equal(list.length, expected.length, `step ${step}`);
+        list.forEach((p, i) => assert.equal(p, expected[i], `step ${step}, place ${i}`));
+        handedOut.push({ list, copy: [...list] });
+      }
+    }
+    for (const { list, copy } of handedOut) assert.deepEqual(list, copy);
+  });
 });
 
 describe('indexByController', () => {

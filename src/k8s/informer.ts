@@ -85,14 +85,15 @@ export class Indexer<T extends KubeObject> {
   private readonly indices = new Map<string, Map<string, Set<T>>>();
   private readonly indexers = new Map<string, IndexFunc<T>>();
   /**
-   * The objects in key order and each key's place, once listSorted was asked, kept until a key is added or removed
-   * (updates, e.g. node heartbeats, keep the order): an update replaces its object in place, so a list costs no lookup per key (a tenth of a steady sync's time at 10,000 nodes, V8 profile of the
-   * simulated cluster, bench/README.md section 8). `shared`: listSorted handed the array out, so the next update
-   * copies it first (copy on write), and a sync still holding the previous list never sees it change; with no update
-   * between two lists the second is the same array (at 65,000 nodes each copy is a 0.5 MB array, whose allocation
-   * and collection cost about what the lookups did).
+   * The objects in key order, and their keys, once listSorted was asked; kept up to date as objects are set and
+   * deleted (a new or gone key is put in or taken out at its place, found by binary search), so a list costs no
+   * lookup per key (a tenth of a steady sync's time at 10,000 nodes, V8 profile of the simulated cluster,
+   * bench/README.md section 8) and a node added costs no sort of every key (at 65,000 nodes a sort and a map of the
+   * keys' places was about 60 ms, once per node added). `shared`: listSorted handed `items` out, so the next change
+   * copies it first (copy on write), and a sync still holding the previous list never sees it change; with no change
+   * between two lists the second is the same array.
    */
-  private sorted?: { items: T[]; place: Map<string, number>; shared: boolean };
+  private sorted?: { items: T[]; keys: string[]; shared: boolean };
 
   constructor(indexers: Record<string, IndexFunc<T>> = {}) {
     for (const [name, fn] of Object.entries(indexers)) this.addIndexer(name, fn);
@@ -135,12 +136,20 @@ export class Indexer<T extends KubeObject> {
   listSorted(): readonly T[] {
     if (!this.sorted) {
       const keys = [...this.items.keys()].sort();
-      const place = new Map<string, number>();
-      keys.forEach((key, i) => place.set(key, i));
-      this.sorted = { items: keys.map((key) => this.items.get(key) as T), place, shared: false };
+      this.sorted = { items: keys.map((key) => this.items.get(key) as T), keys, shared: false };
     }
     this.sorted.shared = true;
     return this.sorted.items;
+  }
+
+  /** The sorted list, ready to be changed: copied first if it was handed out. */
+  private ownSorted(): { items: T[]; keys: string[]; shared: boolean } | undefined {
+    const sorted = this.sorted;
+    if (sorted?.shared) {
+      sorted.items = sorted.items.slice();
+      sorted.shared = false;
+    }
+    return sorted;
   }
 
   listKeys(): string[] {
@@ -178,11 +187,15 @@ export class Indexer<T extends KubeObject> {
   /** Stores the object under `key`; returns the previous one. */
   set(key: string, obj: T): T | undefined {
     const old = this.items.get(key);
-    if (!old) {
-      this.sorted = undefined;
-    } else if (this.sorted) {
-      if (this.sorted.shared) this.sorted = { ...this.sorted, items: this.sorted.items.slice(), shared: false };
-      this.sorted.items[this.sorted.place.get(key) as number] = obj;
+    const sorted = this.ownSorted();
+    if (sorted) {
+      const i = sortedIndex(sorted.keys, key);
+      if (old) {
+        sorted.items[i] = obj;
+      } else {
+        sorted.keys.splice(i, 0, key);
+        sorted.items.splice(i, 0, obj);
+      }
     }
     this.items.set(key, obj);
     for (const [name, fn] of this.indexers) {
@@ -198,11 +211,28 @@ export class Indexer<T extends KubeObject> {
     const old = this.items.get(key);
     if (!old) return undefined;
     this.items.delete(key);
-    this.sorted = undefined;
+    const sorted = this.ownSorted();
+    if (sorted) {
+      const i = sortedIndex(sorted.keys, key);
+      sorted.keys.splice(i, 1);
+      sorted.items.splice(i, 1);
+    }
     for (const [name, fn] of this.indexers)
       removeFromIndex(this.indices.get(name) as Map<string, Set<T>>, fn(old), old);
     return old;
   }
+}
+
+/** The place of `key` in `keys` (sorted as Array.prototype.sort sorts strings): where it is, or would be put. */
+function sortedIndex(keys: readonly string[], key: string): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((keys[mid] as string) < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 function addToIndex<T>(index: Map<string, Set<T>>, values: string[], obj: T): void {
