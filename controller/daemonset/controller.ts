@@ -40,6 +40,7 @@ import {
 import type { Logger } from '../../src/k8s/log.ts';
 import { WorkQueue } from '../../src/k8s/workqueue.ts';
 import { runWorkers, type ReconcileResult } from '../runtime/workers.ts';
+import { ClaimedPods } from './claimed-pods.ts';
 import { pullPodsKey, SyncExecutor } from './executor.ts';
 import { indexByNode, NODE_INDEX, NodeReadinessController } from './node-readiness.ts';
 import { DaemonSetMetrics } from './metrics.ts';
@@ -104,6 +105,11 @@ export class DaemonSetController {
    * never modified (Indexer; nothing in this controller or the executor writes to them).
    */
   private readonly planMemos = new Map<string, PlanMemo>();
+  /** Each DaemonSet's claim of its pods, brought up to date from the pod events since its last sync. */
+  private readonly claimedPods = new ClaimedPods({
+    candidates: (ds) => this.podsToClaim(ds),
+    get: (namespace, name) => this.pods.store.getByName(namespace, name),
+  });
   /** Per-DaemonSet rollout gauges and pod operation counters (kruise_daemonset_*). */
   readonly metrics = new DaemonSetMetrics();
   /** Informers read through `baseClient`; reconciles go through `client`, scoped to the leadership by runWorkers. */
@@ -266,6 +272,7 @@ export class DaemonSetController {
   }
 
   addPod(pod: Pod): void {
+    this.podClaimChanged(pod);
     if (this.pullPodEvent(pod, pod.metadata.deletionTimestamp ? 'deleted' : 'added')) return;
     this.nodeReadiness.podChanged(pod);
     if (pod.metadata.deletionTimestamp) {
@@ -284,6 +291,7 @@ export class DaemonSetController {
 
   updatePod(old: Pod, cur: Pod): void {
     if (cur.metadata.resourceVersion === old.metadata.resourceVersion) return;
+    this.podClaimChanged(old, cur);
     if (this.pullPodEvent(cur, cur.metadata.deletionTimestamp ? 'deleted' : 'updated')) return;
     this.nodeReadiness.podChanged(cur);
     this.podVersions.observe(cur);
@@ -298,6 +306,7 @@ export class DaemonSetController {
 
   deletePod(obj: MaybeTombstone<Pod>): void {
     const pod = deletedObject(obj);
+    this.podClaimChanged(pod);
     if (this.pullPodEvent(pod, 'deleted')) return;
     this.nodeReadiness.podChanged(pod);
     this.podVersions.delete(pod);
@@ -349,6 +358,12 @@ export class DaemonSetController {
     const ds = this.resolveControllerRef(rev);
     if (ds) this.enqueueDaemonSet(ds);
     else this.enqueueMatching(rev);
+  }
+
+  /** Tells the kept claims (ClaimedPods) of the DaemonSets that may claim the pod that it changed. */
+  private podClaimChanged(...states: Pod[]): void {
+    const namespace = states[0]?.metadata.namespace ?? '';
+    this.claimedPods.podChanged(this.daemonSets.store.byIndex('namespace', namespace), ...states);
   }
 
   private podDeleted(pod: Pod): void {
@@ -410,6 +425,7 @@ export class DaemonSetController {
     this.expectations.deleteExpectations(pullPodsKey(key));
     this.failedPodsBackoff.delete(key);
     this.planMemos.delete(key);
+    this.claimedPods.forget(key);
     this.metrics.forget(key);
   }
 
@@ -510,15 +526,17 @@ export class DaemonSetController {
 
     const inNamespace = (p: Pod) => p.metadata.namespace === namespace;
     const imagePullPods = this.pods.store.byIndex(IMAGE_PULL_INDEX, ds.metadata.uid ?? '').filter(inNamespace);
-    const pods = await this.claim(ds, this.podsToClaim(ds), resources.pods, log);
+    const pods = await this.claim(ds, this.claimedPods.claim(key, ds), resources.pods, log);
     const allRevisions = this.revisions.store.byIndex('namespace', namespace);
-    const revisions = await this.claim(ds, allRevisions, resources.controllerRevisions, log);
+    const revisions = await this.claim(ds, claimObjects(ds, allRevisions), resources.controllerRevisions, log);
     const ownedNames = new Set(revisions.map((r) => r.metadata.name));
     // A pod whose cached copy is older than our last write to it holds back the sync (podVersions), except for the
     // KruisePodReady patch right after its create; either way no readiness upkeep is planned from that copy.
     let podVersionsSatisfied = true;
     const podsAwaitingWrites = new Set<string>();
-    for (const p of pods) {
+    // Most syncs have no write of ours awaited at all: then no pod needs asking.
+    const writesAwaited = this.podVersions.size > 0 || this.executor.anyReadinessWriteAwaited();
+    for (const p of writesAwaited ? pods : []) {
       const current = this.podVersions.isSatisfied(p).satisfied;
       podVersionsSatisfied &&= current;
       if (!current || this.executor.awaitingReadinessWrite(p)) podsAwaitingWrites.add(p.metadata.name ?? '');
@@ -584,7 +602,6 @@ export class DaemonSetController {
   private podsToClaim(ds: DaemonSet): Pod[] {
     const namespace = ds.metadata.namespace ?? '';
     const pods: Pod[] = [];
-    // One array per sync (its pods are walked on every sync): the index's, and the orphans, filtered as they come.
     const add = (p: Pod) => {
       if (p.metadata.namespace === namespace && !isImagePullPod(p)) pods.push(p);
     };
@@ -594,14 +611,16 @@ export class DaemonSetController {
     return pods;
   }
 
-  /** Adopts matching orphans and releases owned objects that stopped matching (upstream ClaimPods). */
+  /**
+   * Adopts matching orphans and releases owned objects that stopped matching (upstream ClaimPods); returns the owned
+   * objects, the adopted ones added (`claimed.owned` is left as it is).
+   */
   private async claim<T extends KubeObject>(
     ds: DaemonSet,
-    candidates: T[],
+    claimed: { owned: readonly T[]; adopt: T[]; release: T[] },
     type: typeof resources.pods | typeof resources.controllerRevisions,
     log: Logger,
-  ): Promise<T[]> {
-    const claimed = claimObjects(ds, candidates);
+  ): Promise<readonly T[]> {
     const { owned, release } = claimed;
     let { adopt } = claimed;
     const target = (o: KubeObject) => ({ namespace: o.metadata.namespace, name: o.metadata.name! });
@@ -628,8 +647,8 @@ export class DaemonSetController {
         }
       }),
     );
-    for (const o of adopted) if (o !== undefined) owned.push(o);
-    return owned;
+    const added = adopted.filter((o) => o !== undefined);
+    return added.length > 0 ? [...owned, ...added] : owned;
   }
 
   /**

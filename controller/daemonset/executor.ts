@@ -135,6 +135,11 @@ export class SyncExecutor {
     );
   }
 
+  /** Whether any KruisePodReady patch is in flight or not yet in the cache (awaitingReadinessWrite of no pod is true else). */
+  anyReadinessWriteAwaited(): boolean {
+    return this.readinessInFlight.size > 0 || this.o.readinessWrites.size > 0;
+  }
+
   /** Resolves when the KruisePodReady patches in flight now have been answered (tests; they never reject). */
   async readinessWritesSettled(): Promise<void> {
     await Promise.all(this.readinessInFlight.values());
