@@ -5,7 +5,7 @@ import type { DaemonSetSetting } from '../api/setting.ts';
 import type { DaemonSet } from '../api/types.ts';
 import type { Node, Pod } from '../k8s/types.ts';
 import { nodeShouldRunDaemonPod, templateTolerations, type NodeEligibility } from './eligibility.ts';
-import type { PlanMemo, PodLookup, PodUpkeepCounts } from './memo.ts';
+import type { PlanMemo, PodLookup, PodUpkeepCounts, StateChanges } from './memo.ts';
 import { newNodeState, type NodeState } from './node-state.ts';
 import { nodeResources, type NodeResources } from './overrides.ts';
 import { getNodesToDaemonPods } from './pods.ts';
@@ -33,10 +33,12 @@ export interface NodeIndex {
   /** Node names daemon pods point to that no node has, in name order. */
   ghosts: NodeState[];
   /**
-   * With a memo only: how many pods have readiness-gate or canary-label upkeep pending, so a sync where none has
-   * skips those passes over every pod.
+   * With a memo only: how many pods have readiness-gate or canary-label upkeep pending or a resources record, so a
+   * sync where none has skips those passes over every pod.
    */
   upkeep?: PodUpkeepCounts;
+  /** With a memo only: which states changed since an earlier sync, for values kept between syncs (memo.ts). */
+  changes?: StateChanges;
   hash: string;
   now: number;
   opts: PlanOptions;
@@ -124,6 +126,7 @@ export function newSyncContext(
       stateByName: v.stateByName,
       ghosts: v.ghosts,
       upkeep: v.upkeep,
+      changes: v.changes,
       hash,
       now,
       opts,

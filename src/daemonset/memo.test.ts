@@ -384,6 +384,85 @@ describe('PlanMemo: what a sync re-evaluates', () => {
     });
   }
 
+  test('nodesToUpdate is kept while the changed nodes keep their part in it, and computed again when one does not', () => {
+    // A rollout half done: nodes 0-9 run the new revision, the rest the old one (selector and partition too).
+    const rolling = newDaemonSet({
+      strategy: 'RollingUpdate',
+      rollingUpdate: { maxUnavailable: 2, partition: 3, selector: { matchLabels: { pool: 'a' } } },
+    });
+    const labelled = nodes.map((n, i) => ({ ...n, metadata: { ...n.metadata, labels: { pool: i % 3 ? 'a' : 'b' } } }));
+    const first = planDaemonSet({ ds: rolling, nodes: labelled, pods: [], revisions: [], now: T0 });
+    const revisions = first.revisions.create;
+    const mixed = labelled.map((n, i) =>
+      newPod(rolling, n.metadata.name ?? '', { hash: i < 10 ? first.hash : 'old', ready: true }),
+    );
+    const memo = new PlanMemo();
+    const at = (p: Pod[], n: Node[] = labelled) => ({ ds: rolling, nodes: n, pods: p, revisions, now: T0 + 60_000 });
+    const check = (p: Pod[], n: Node[] | undefined, reused: boolean, msg: string) => {
+      const before = memo.keptReused('nodesToUpdate');
+      assert.deepEqual(planDaemonSet(at(p, n), memo), planDaemonSet(at(p, n)), msg);
+      assert.equal(memo.keptReused('nodesToUpdate') - before, reused ? 1 : 0, `${msg}: kept`);
+    };
+    check(mixed, undefined, false, 'first sync');
+    const rv = (p: Pod, v: string) => ({ ...p, metadata: { ...p.metadata, resourceVersion: v } });
+    // A pod's new object that leaves its node in the same bucket (a status write, here a new resourceVersion).
+    const touched = mixed.map((p, i) => (i === 4 || i === 20 ? rv(p, '2') : p));
+    check(touched, undefined, true, 'two pods updated in place');
+    // An old pod replaced by a new one: its node moves from "to update" to "updated".
+    const moved = touched.map((p, i) =>
+      i === 20 ? newPod(rolling, p.spec.nodeName ?? '', { name: p.metadata.name, hash: first.hash, ready: true }) : p,
+    );
+    check(moved, undefined, false, 'a node updated');
+    check(moved, undefined, true, 'nothing changed');
+    // A node relabelled out of the update selector: computed again; a node's new object with the same part: kept.
+    const relabel = (i: number, pool: string) =>
+      labelled.map((n, j) => (j === i ? { ...n, metadata: { ...n.metadata, labels: { pool, x: 'y' } } } : n));
+    check(moved, relabel(5, 'b'), false, 'a node leaves the selector');
+    check(
+      moved,
+      relabel(5, 'b').map((n, j) => (j === 6 ? { ...n } : n)),
+      true,
+      "a node's new object, same part",
+    );
+    // A pod gone: its node no longer takes part in the same way.
+    check(
+      moved.filter((_, i) => i !== 30),
+      relabel(5, 'b'),
+      false,
+      'a pod gone',
+    );
+  });
+
+  test('the counters are brought up to date from the changed nodes, and counted again when nodes come or go', () => {
+    const memo = new PlanMemo();
+    const snap = { ds, revisions, now: T0 + 60_000 };
+    const notReady = (p: Pod) =>
+      newPod(ds, p.spec.nodeName ?? '', { name: p.metadata.name, hash: 'old', ready: false });
+    const tainted = (n: Node): Node => ({
+      ...n,
+      spec: { taints: [{ key: 'k', effect: 'NoExecute' }] },
+    });
+    const sequence: { name: string; nodes: Node[]; pods: Pod[]; kept: boolean }[] = [
+      { name: 'first', nodes, pods, kept: false },
+      { name: 'a pod old and not ready', nodes, pods: pods.map((p, i) => (i === 3 ? notReady(p) : p)), kept: true },
+      { name: 'and back', nodes, pods, kept: true },
+      { name: 'a pod gone', nodes, pods: pods.slice(1), kept: true },
+      {
+        name: 'a node tainted: misscheduled',
+        nodes: nodes.map((n, i) => (i === 9 ? tainted(n) : n)),
+        pods,
+        kept: true,
+      },
+      { name: 'a node gone', nodes: nodes.slice(1), pods, kept: false },
+    ];
+    for (const s of sequence) {
+      const before = memo.keptReused('counters');
+      const withMemo = planDaemonSet({ ...snap, nodes: s.nodes, pods: s.pods }, memo);
+      assert.deepEqual(withMemo, planDaemonSet({ ...snap, nodes: s.nodes, pods: s.pods }), s.name);
+      assert.equal(memo.keptReused('counters') - before, s.kept ? 1 : 0, `${s.name}: kept`);
+    }
+  });
+
   test('any snapshot, in any order: back to earlier ones, pods and nodes gone and back', () => {
     const memo = new PlanMemo();
     const snap = { ds, revisions, now: T0 + 60_000 };

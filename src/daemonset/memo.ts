@@ -6,7 +6,9 @@
 // What is kept: per node, its eligibility (nodeShouldRunDaemonPod) and its daemon pods, sorted, with their facts
 // (node-state.ts); per pod, its facts and target node. Changes are found by object identity: the snapshot's nodes and
 // pods are the informer's objects, which are replaced, never modified, when the apiserver reports a change (the
-// shell must not modify them either, or these keys lie); pods are told apart by name, unique in their namespace.
+// shell must not modify them either, or these keys lie); pods are told apart by name, unique in their namespace. The
+// node list itself is compared as a whole first: the same array as the last sync's means no node changed, as the
+// informer's Indexer.listSorted hands out a new array after every change and never changes one it handed out.
 // Nothing here depends on the clock: whether a pod is available, a backoff expired or a canary is due is judged at
 // every sync. Everything a sync derives from all nodes (counters, the rolling update, conditions) is still computed
 // at every sync, from these per-node records.
@@ -19,7 +21,7 @@ import { CANARY_POD_LABEL } from './constants.ts';
 import { nodeShouldRunDaemonPod, type NodeEligibility } from './eligibility.ts';
 import { inPlaceRefreshPatch } from './inplace.ts';
 import { newNodeState, podFacts, refreshNodeState, setNodePods, type NodeState, type PodFacts } from './node-state.ts';
-import { hasNodeResourcesAnnotation } from './overrides.ts';
+import { hasNodeResourcesAnnotation, hasResourcesOverrideRecord } from './overrides.ts';
 import { kruisePodReadyPatch } from './pods.ts';
 
 const NOT_RUN: NodeEligibility = Object.freeze({ shouldRun: false, shouldContinueRunning: false });
@@ -32,6 +34,7 @@ interface PodSlot {
   kruiseReady: boolean;
   inPlaceRefresh: boolean;
   canaryLabel: boolean;
+  resourcesRecord: boolean;
   /** The sync that last saw the pod. */
   seen: number;
 }
@@ -44,6 +47,8 @@ export interface PodUpkeepCounts {
   inPlaceRefresh: number;
   /** The pod carries the canary label. */
   canaryLabel: number;
+  /** The pod records per-node resources it was given (override-update.ts). */
+  resourcesRecord: number;
 }
 
 /** A name lookup of pods (SyncContext.podsByName). */
@@ -65,6 +70,27 @@ export interface MemoView {
   upkeep: PodUpkeepCounts;
   /** The nodes holding a per-node resources annotation (of any DaemonSet): most clusters have none. */
   resourceAnnotated: ReadonlySet<Node>;
+  /** Which states changed from one sync to another, for values derived from all of them (StateChanges). */
+  changes: StateChanges;
+}
+
+/**
+ * For a value derived from every node state that a later sync may keep when the states it changed leave the value as
+ * it was (update.ts, nodesToUpdate): the position of this sync in the memo's log of changed states, the states
+ * changed after a position, and where such values are kept between syncs.
+ */
+export interface StateChanges {
+  /** The position after the changes brought in by this sync. */
+  readonly seq: number;
+  /**
+   * The states whose node or pods changed after position `seq` (a state may be listed more than once); undefined when
+   * that is no longer known (the log was trimmed, or the memo reset): the value must be computed again.
+   */
+  since(seq: number): readonly NodeState[] | undefined;
+  /** Values kept between syncs, by name; the memo empties it when it resets. */
+  readonly kept: Map<string, unknown>;
+  /** Counts a use of the kept value `name` instead of computing it again (tests and benchmarks). */
+  reused(name: string): void;
 }
 
 /** One DaemonSet's planner memo; see the file comment. Opaque to the shell: create it, pass it, drop it. */
@@ -75,6 +101,9 @@ export class PlanMemo {
   /** The nodes of the last sync as handed over (a copy), whether they were in name order, and in name order. */
   private input: Node[] = [];
   private inputSorted = false;
+  /** The array handed over by the last sync (not a copy), and how many of its nodes should run the daemon. */
+  private lastNodes: readonly Node[] | undefined;
+  private desired = 0;
   private nodes: Node[] = [];
   /** Aligned with `nodes`. */
   private states: NodeState[] = [];
@@ -94,7 +123,7 @@ export class PlanMemo {
   /** Pods by name, and in the order of the last sync's snapshot. */
   private readonly slots = new Map<string, PodSlot>();
   private readonly order: PodSlot[] = [];
-  private readonly upkeep: PodUpkeepCounts = { kruiseReady: 0, inPlaceRefresh: 0, canaryLabel: 0 };
+  private readonly upkeep: PodUpkeepCounts = { kruiseReady: 0, inPlaceRefresh: 0, canaryLabel: 0, resourcesRecord: 0 };
   /**
    * Nodes with a per-node resources annotation, kept as nodes change, so a sync need not look at every node's
    * annotations to learn that none has one (a pass over 1,000 nodes at every sync was 3.5% of the manager's CPU in
@@ -105,8 +134,14 @@ export class PlanMemo {
   /** Nodes whose pods changed in this sync, with their new list (unsorted until the end). */
   private touched = new Map<NodeState, PodFacts[]>();
   private ghostsChanged = false;
+  private readonly changes = new ChangeLog();
   /** Syncs planned with this memo, and how many node states they recomputed (for tests and benchmarks). */
   readonly stats = { syncs: 0, resets: 0, nodesEvaluated: 0, podsChanged: 0 };
+
+  /** How many times the value kept between syncs as `name` was used again (StateChanges; tests and benchmarks). */
+  keptReused(name: string): number {
+    return this.changes.reuses.get(name) ?? 0;
+  }
 
   /** Brings the memo up to this snapshot; returns what the sync context reads. */
   update(
@@ -122,14 +157,20 @@ export class PlanMemo {
     this.stats.syncs++;
     const sync = ++this.sync;
     this.updatePods(pods, sync);
-    this.updateNodes(ds, nodes, tolerations, isSorted, byName);
+    // The very array of the last sync: the informer hands out the same one while no node changed, and never changes
+    // one it handed out (Indexer.listSorted), so there is nothing to compare, node by node, nor to count again.
+    if (nodes !== this.lastNodes) {
+      this.updateNodes(ds, nodes, tolerations, isSorted, byName);
+      this.lastNodes = nodes;
+      this.desired = 0;
+      for (const s of this.states) if (s.shouldRun) this.desired++;
+    }
     this.finishTouched();
     if (this.ghostsChanged) {
       this.ghosts = [...this.ghostSet].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       this.ghostsChanged = false;
     }
-    let desired = 0;
-    for (const s of this.states) if (s.shouldRun) desired++;
+    const desired = this.desired;
     return {
       nodes: this.nodes,
       states: this.states,
@@ -142,6 +183,7 @@ export class PlanMemo {
       podsByName: this.podsByName,
       upkeep: this.upkeep,
       resourceAnnotated: this.resourceAnnotated,
+      changes: this.changes,
     };
   }
 
@@ -150,6 +192,8 @@ export class PlanMemo {
     this.stats.resets++;
     this.input = [];
     this.inputSorted = false;
+    this.lastNodes = undefined;
+    this.desired = 0;
     this.nodes = [];
     this.states = [];
     this.byName.clear();
@@ -160,7 +204,9 @@ export class PlanMemo {
     this.upkeep.kruiseReady = 0;
     this.upkeep.inPlaceRefresh = 0;
     this.upkeep.canaryLabel = 0;
+    this.upkeep.resourcesRecord = 0;
     this.resourceAnnotated.clear();
+    this.changes.reset();
   }
 
   // ---- pods ----
@@ -218,6 +264,7 @@ export class PlanMemo {
       kruiseReady: kruisePodReadyPatch(pod, 0) !== undefined,
       inPlaceRefresh: inPlaceRefreshPatch(pod, 0) !== undefined,
       canaryLabel: pod.metadata.labels?.[CANARY_POD_LABEL] !== undefined,
+      resourcesRecord: hasResourcesOverrideRecord(pod),
       seen: 0,
     };
     this.count(slot, 1);
@@ -233,6 +280,7 @@ export class PlanMemo {
     slot.kruiseReady = kruisePodReadyPatch(pod, 0) !== undefined;
     slot.inPlaceRefresh = inPlaceRefreshPatch(pod, 0) !== undefined;
     slot.canaryLabel = pod.metadata.labels?.[CANARY_POD_LABEL] !== undefined;
+    slot.resourcesRecord = hasResourcesOverrideRecord(pod);
     this.count(slot, 1);
     this.link(slot);
   }
@@ -242,6 +290,7 @@ export class PlanMemo {
     if (slot.kruiseReady) this.upkeep.kruiseReady += n;
     if (slot.inPlaceRefresh) this.upkeep.inPlaceRefresh += n;
     if (slot.canaryLabel) this.upkeep.canaryLabel += n;
+    if (slot.resourcesRecord) this.upkeep.resourcesRecord += n;
   }
 
   /** The pod list of `s` being rebuilt in this sync. */
@@ -280,6 +329,7 @@ export class PlanMemo {
   private finishTouched(): void {
     for (const [s, list] of this.touched) {
       this.stats.nodesEvaluated++;
+      this.changes.add(s, this.states.length);
       if (list.length > 1) list.sort((a, b) => compareByCreationTimestampAndPhase(a.pod, b.pod));
       if (list.length === 0) {
         setNodePods(s, undefined, list);
@@ -352,6 +402,7 @@ export class PlanMemo {
       s.node = undefined;
       s.eligibility = NOT_RUN;
       refreshNodeState(s);
+      this.changes.add(s, this.states.length);
       this.stats.nodesEvaluated++;
       if (s.pods === undefined && !this.touched.has(s)) {
         this.byName.delete(s.name);
@@ -366,6 +417,7 @@ export class PlanMemo {
 
   private setNode(s: NodeState, node: Node, ds: DaemonSet, tolerations: readonly Toleration[]): void {
     this.stats.nodesEvaluated++;
+    this.changes.add(s, this.states.length);
     if (s.node !== undefined) this.resourceAnnotated.delete(s.node);
     if (hasNodeResourcesAnnotation(node)) this.resourceAnnotated.add(node);
     s.node = node;
@@ -382,6 +434,44 @@ export class PlanMemo {
   /** The state of `name` (node or ghost). */
   stateOf(name: string): NodeState | undefined {
     return this.byName.get(name);
+  }
+}
+
+/**
+ * The StateChanges of one memo. The log is dropped once it holds more entries than a quarter of the nodes (at least
+ * 256): a value checked against that many changes costs about as much as computing it again.
+ */
+class ChangeLog implements StateChanges {
+  private log: NodeState[] = [];
+  private base = 0;
+  readonly kept = new Map<string, unknown>();
+  readonly reuses = new Map<string, number>();
+
+  get seq(): number {
+    return this.base + this.log.length;
+  }
+
+  since(seq: number): readonly NodeState[] | undefined {
+    return seq < this.base || seq > this.seq ? undefined : this.log.slice(seq - this.base);
+  }
+
+  add(s: NodeState, nodes: number): void {
+    this.log.push(s);
+    if (this.log.length > Math.max(256, nodes / 4)) {
+      this.base += this.log.length;
+      this.log = [];
+    }
+  }
+
+  reused(name: string): void {
+    this.reuses.set(name, (this.reuses.get(name) ?? 0) + 1);
+  }
+
+  /** Forgets every position and kept value. */
+  reset(): void {
+    this.base += this.log.length + 1;
+    this.log = [];
+    this.kept.clear();
   }
 }
 

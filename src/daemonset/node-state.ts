@@ -120,6 +120,10 @@ export interface NodeState {
   /** findUpdatedPodsOnNode for `updHash`, computed on first use. */
   updHash?: string;
   upd?: UpdatedPodFacts;
+  /** The node's part in the nodesToUpdate a memo keeps (update.ts, keptNodesToUpdate), when it was computed. */
+  updatePart: number;
+  /** The node's part in the counters a memo keeps (status.ts, keptCounters), when they were counted. */
+  countsPart: number;
 }
 
 const NO_FACTS: readonly PodFacts[] = Object.freeze([]);
@@ -146,7 +150,6 @@ export function newNodeState(
   facts: readonly PodFacts[] = pods ? pods.map(podFacts) : NO_FACTS,
 ): NodeState {
   // Every field set here, so that all states share one shape.
-  // Every field set here, so that all states share one shape.
   const s: NodeState = {
     name,
     node,
@@ -158,6 +161,8 @@ export function newNodeState(
     first: undefined,
     updHash: undefined,
     upd: undefined,
+    updatePart: -1,
+    countsPart: 0,
   };
   refreshNodeState(s);
   return s;

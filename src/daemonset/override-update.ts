@@ -13,6 +13,7 @@ import { INVALID_RESOURCES_OVERRIDE_REASON, RESIZE_INFEASIBLE_REASON, RESIZE_NOT
 import { inPlaceSpec, inPlaceStep, resizeRecreateReasons, templateOfRevision } from './inplace.ts';
 import { factsAvailable, type NodeState } from './node-state.ts';
 import {
+  hasResourcesOverrideRecord,
   overridesAnnotationValue,
   overridesCurrent,
   podResourceOverrides,
@@ -54,7 +55,9 @@ export function overrideUpdates(
   plannedDeletes: number,
 ): OverrideUpdates {
   const { ds } = ctx;
-  if (!isRollingUpdate(ds) || (ctx.resources.none && !ctx.pods.some(hasRecord))) return NONE;
+  // With a memo, whether any pod holds a record is counted as pods change, not looked up in every pod.
+  const anyRecord = ctx.upkeep ? ctx.upkeep.resourcesRecord > 0 : ctx.pods.some(hasResourcesOverrideRecord);
+  if (!isRollingUpdate(ds) || (ctx.resources.none && !anyRecord)) return NONE;
   const templates = new Map(revisions.map((r) => [revisionHashLabel(r), r]));
   const out: OverrideUpdates = { inPlaceUpdates: [], deletes: [], podPatches: [], events: [], pending: 0 };
   const budgeted: Budgeted[] = [];
@@ -110,10 +113,6 @@ interface Budgeted {
 
 /** How soon a sync with pods still waiting for their resources looks again, when no event wakes it first. */
 const PENDING_RECHECK_MS = 10_000;
-
-function hasRecord(pod: Pod): boolean {
-  return pod.metadata.annotations?.[RESOURCES_OVERRIDE_ANNOTATION] !== undefined;
-}
 
 /** The node's one pod, when it has exactly one that is not terminating nor PreparingDelete (else the rollout acts). */
 function onlyPod(s: NodeState): Pod | undefined {

@@ -191,6 +191,11 @@ function overridesHash(containers: Readonly<Record<string, ContainerOverride>>):
   return computeHash(resources);
 }
 
+/** Whether the pod records resources it was given (RESOURCES_OVERRIDE_ANNOTATION), valid or not. */
+export function hasResourcesOverrideRecord(pod: Pod): boolean {
+  return pod.metadata.annotations?.[RESOURCES_OVERRIDE_ANNOTATION] !== undefined;
+}
+
 /**
  * What a pod records it was given (RESOURCES_OVERRIDE_ANNOTATION): undefined when it has no record (the template's
  * resources), 'invalid' when the record does not parse (treated as different from anything a node asks for).

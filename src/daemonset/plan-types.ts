@@ -300,8 +300,11 @@ export interface SelectorPartitionHold {
 export type SetAsideReason = 'NotReady' | 'Unknown' | 'Unreachable' | 'Unschedulable';
 
 export interface NodesToUpdate {
-  /** filterDaemonPodsNodeToUpdate: the nodes the rolling update may touch, in processing order. */
-  nodes: string[];
+  /**
+   * filterDaemonPodsNodeToUpdate: the nodes the rolling update may touch, in processing order; read-only, as a memo
+   * may hand the same list to later syncs (update.ts, keptNodesToUpdate).
+   */
+  readonly nodes: readonly string[];
   /** Set when a rollingUpdate.selector is given and the partition, at least the selected count, holds them all. */
   hold?: SelectorPartitionHold;
   /** rollingUpdate.waves: the current wave, while one is not done (waves.ts, gateWaves). */
@@ -326,7 +329,7 @@ export interface WaveProgress {
 
 /** NodesToUpdate with the states of `nodes` (same order), for the passes that read their pods. */
 export interface NodesToUpdateStates extends NodesToUpdate {
-  states: NodeState[];
+  readonly states: readonly NodeState[];
 }
 
 export interface CanaryPlan {

@@ -7,7 +7,7 @@ import { formatTime, getPodCondition, hasReadinessGate, isPodAvailable, parseTim
 import { canonicalJson } from '../k8s/hash.ts';
 import { IN_PLACE_UPDATE_READY } from './constants.ts';
 import { derivedOnce, minDelay, type SyncContext } from './context.ts';
-import { factsDaemonAvailable, factsWaitingTimeMs } from './node-state.ts';
+import { factsDaemonAvailable, factsWaitingTimeMs, type NodeState } from './node-state.ts';
 import { nodesWaitingFor, readinessTaintOf } from './node-readiness.ts';
 import { nodesToUpdateResult, setAside } from './update.ts';
 import { waveMessage } from './waves.ts';
@@ -118,7 +118,84 @@ export function zeroCounters(): StatusCounters {
  * new untolerated NoSchedule taint whose pod keeps running). numberUnavailable = desired - available.
  */
 export function calculateCounters(ctx: SyncContext): CountersResult {
-  return derivedOnce(ctx, 'counters', () => countersOf(ctx));
+  return derivedOnce(ctx, 'counters', () => keptCounters(ctx));
+}
+
+/** What keptCounters keeps between syncs. */
+interface KeptCounters {
+  /** The hash it was counted for. */
+  hash: string;
+  /** ctx.states it was counted on: the memo makes another array when nodes come or go. */
+  states: readonly NodeState[];
+  /** The memo's position (StateChanges.seq) it is known to hold at. */
+  seq: number;
+  counters: StatusCounters;
+}
+
+const KEPT_COUNTERS = 'counters';
+
+/** A node's part in the counters, as bits (countsPart). */
+const DESIRED = 1;
+const CURRENT = 2;
+const READY = 4;
+const AVAILABLE = 8;
+const UPDATED = 16;
+const MISSCHEDULED = 32;
+
+/** What the node adds to the counters (countersOf's rules), without minReadySeconds. */
+function countsPart(s: NodeState, hash: string, now: number): number {
+  const first = s.first;
+  if (!s.shouldRun) return first ? MISSCHEDULED : 0;
+  if (!first) return DESIRED;
+  let part = DESIRED | CURRENT;
+  if (first.ready) part |= READY | (factsDaemonAvailable(first, 0, now) ? AVAILABLE : 0);
+  if (first.hash === hash) part |= UPDATED;
+  return part;
+}
+
+function addPart(c: StatusCounters, part: number, n: 1 | -1): void {
+  if (part & DESIRED) c.desiredNumberScheduled += n;
+  if (part & CURRENT) c.currentNumberScheduled += n;
+  if (part & READY) c.numberReady += n;
+  if (part & AVAILABLE) c.numberAvailable += n;
+  if (part & UPDATED) c.updatedNumberScheduled += n;
+  if (part & MISSCHEDULED) c.numberMisscheduled += n;
+}
+
+/**
+ * The counters without minReadySeconds (then nothing in them depends on the clock), kept between syncs of the same
+ * memo (StateChanges) and brought up to date from the nodes changed since: a node's part in them is kept on its
+ * state (countsPart), so a change adds the difference. Otherwise, and without a memo, they are counted over every
+ * node (countersOf).
+ */
+function keptCounters(ctx: SyncContext): CountersResult {
+  const { hash, states, changes, now } = ctx;
+  if (!changes || (ctx.ds.spec.minReadySeconds ?? 0) > 0) return countersOf(ctx);
+  let kept = changes.kept.get(KEPT_COUNTERS) as KeptCounters | undefined;
+  const changed = kept?.hash === hash && kept.states === states ? changes.since(kept.seq) : undefined;
+  if (kept && changed) {
+    changes.reused(KEPT_COUNTERS);
+    for (const s of changed) {
+      if (s.node === undefined) continue; // a ghost is never in ctx.states
+      const part = countsPart(s, hash, now);
+      if (part === s.countsPart) continue;
+      addPart(kept.counters, s.countsPart, -1);
+      addPart(kept.counters, part, 1);
+      s.countsPart = part;
+    }
+  } else {
+    const counters = zeroCounters();
+    for (const s of states) {
+      s.countsPart = countsPart(s, hash, now);
+      addPart(counters, s.countsPart, 1);
+    }
+    kept = { hash, states, seq: 0, counters };
+    changes.kept.set(KEPT_COUNTERS, kept);
+  }
+  kept.seq = changes.seq;
+  const c = { ...kept.counters };
+  c.numberUnavailable = c.desiredNumberScheduled - c.numberAvailable;
+  return { counters: c, requeueAfterMs: undefined };
 }
 
 function countersOf(ctx: SyncContext): CountersResult {

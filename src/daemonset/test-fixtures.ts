@@ -249,10 +249,22 @@ export class FakeCluster {
     this.options = options;
   }
 
+  /**
+   * The nodes as the informer hands them out (Indexer.listSorted): the same array while no node changed, a new one
+   * after a change, so tests may change `nodes` in place.
+   */
+  private handedNodes: Node[] = [];
+
+  private nodesForSync(): Node[] {
+    const same = this.handedNodes.length === this.nodes.length && this.nodes.every((n, i) => n === this.handedNodes[i]);
+    if (!same) this.handedNodes = [...this.nodes];
+    return this.handedNodes;
+  }
+
   plan(expectationsSatisfied = true): Plan {
     const snap: DaemonSetSnapshot = {
       ds: this.ds,
-      nodes: this.nodes,
+      nodes: this.nodesForSync(),
       pods: this.pods,
       revisions: this.revisions,
       now: this.now,

@@ -135,6 +135,11 @@ export function waveOrder(ds: DaemonSet, states: readonly NodeState[]): WaveOrde
   };
 }
 
+/** Whether the rolling update orders the nodes still to update by their labels (priorityStrategy, waves). */
+export function ordersByLabels(ds: DaemonSet): boolean {
+  return priorityOf(ds) !== undefined || wavesOf(ds) !== undefined;
+}
+
 /**
  * How the nodes still to update are sorted (in place, stably): by wave, then by priority; ties keep the order
  * they come in (update.ts: descending node name). Undefined when neither priorityStrategy nor waves is set, so a
