@@ -109,6 +109,12 @@ describe('Indexer.listSorted', () => {
         handedOut.push({ list, copy: [...list] });
       }
     }
+    // A relist's worth of new keys between two lists: the list is sorted again rather than kept.
+    for (let i = 0; i < 200; i++) store.set(`ns/relisted-${i}`, pod(`relisted-${i}`));
+    assert.deepEqual(
+      store.listSorted().map((p) => `ns/${p.metadata.name}`),
+      store.listKeys().sort(),
+    );
     for (const { list, copy } of handedOut) assert.deepEqual(list, copy);
   });
 });

@@ -93,7 +93,7 @@ export class Indexer<T extends KubeObject> {
    * copies it first (copy on write), and a sync still holding the previous list never sees it change; with no change
    * between two lists the second is the same array.
    */
-  private sorted?: { items: T[]; keys: string[]; shared: boolean };
+  private sorted?: { items: T[]; keys: string[]; shared: boolean; moves: number };
 
   constructor(indexers: Record<string, IndexFunc<T>> = {}) {
     for (const [name, fn] of Object.entries(indexers)) this.addIndexer(name, fn);
@@ -136,15 +136,24 @@ export class Indexer<T extends KubeObject> {
   listSorted(): readonly T[] {
     if (!this.sorted) {
       const keys = [...this.items.keys()].sort();
-      this.sorted = { items: keys.map((key) => this.items.get(key) as T), keys, shared: false };
+      this.sorted = { items: keys.map((key) => this.items.get(key) as T), keys, shared: false, moves: 0 };
     }
     this.sorted.shared = true;
+    this.sorted.moves = 0;
     return this.sorted.items;
   }
 
-  /** The sorted list, ready to be changed: copied first if it was handed out. */
-  private ownSorted(): { items: T[]; keys: string[]; shared: boolean } | undefined {
+  /**
+   * The sorted list, ready to be changed: copied first if it was handed out. When `move` (a key added or removed) and
+   * many keys came or went since the last list (a relist), the list is dropped instead: each move shifts the rest of
+   * the list, and one sort at the next list costs less than thousands of them.
+   */
+  private ownSorted(move: boolean): { items: T[]; keys: string[]; shared: boolean; moves: number } | undefined {
     const sorted = this.sorted;
+    if (sorted && move && ++sorted.moves > MAX_SORTED_MOVES) {
+      this.sorted = undefined;
+      return undefined;
+    }
     if (sorted?.shared) {
       sorted.items = sorted.items.slice();
       sorted.shared = false;
@@ -187,7 +196,7 @@ export class Indexer<T extends KubeObject> {
   /** Stores the object under `key`; returns the previous one. */
   set(key: string, obj: T): T | undefined {
     const old = this.items.get(key);
-    const sorted = this.ownSorted();
+    const sorted = this.ownSorted(!old);
     if (sorted) {
       const i = sortedIndex(sorted.keys, key);
       if (old) {
@@ -211,7 +220,7 @@ export class Indexer<T extends KubeObject> {
     const old = this.items.get(key);
     if (!old) return undefined;
     this.items.delete(key);
-    const sorted = this.ownSorted();
+    const sorted = this.ownSorted(true);
     if (sorted) {
       const i = sortedIndex(sorted.keys, key);
       sorted.keys.splice(i, 1);
@@ -222,6 +231,9 @@ export class Indexer<T extends KubeObject> {
     return old;
   }
 }
+
+/** Keys added or removed between two lists beyond which the sorted list is dropped rather than kept (Indexer.sorted). */
+const MAX_SORTED_MOVES = 64;
 
 /** The place of `key` in `keys` (sorted as Array.prototype.sort sorts strings): where it is, or would be put. */
 function sortedIndex(keys: readonly string[], key: string): number {
