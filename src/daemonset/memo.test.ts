@@ -433,7 +433,7 @@ describe('PlanMemo: what a sync re-evaluates', () => {
     );
   });
 
-  test('the counters are brought up to date from the changed nodes, and counted again when nodes come or go', () => {
+  test('the counters and the unsettled nodes are brought up to date from the changed nodes, and found again when nodes come or go', () => {
     const memo = new PlanMemo();
     const snap = { ds, revisions, now: T0 + 60_000 };
     const notReady = (p: Pod) =>
@@ -448,6 +448,12 @@ describe('PlanMemo: what a sync re-evaluates', () => {
       { name: 'and back', nodes, pods, kept: true },
       { name: 'a pod gone', nodes, pods: pods.slice(1), kept: true },
       {
+        name: 'a pod failed: manage replaces it',
+        nodes,
+        pods: pods.map((p, i) => (i === 5 ? { ...p, status: { ...p.status, phase: 'Failed' as const } } : p)),
+        kept: true,
+      },
+      {
         name: 'a node tainted: misscheduled',
         nodes: nodes.map((n, i) => (i === 9 ? tainted(n) : n)),
         pods,
@@ -456,10 +462,14 @@ describe('PlanMemo: what a sync re-evaluates', () => {
       { name: 'a node gone', nodes: nodes.slice(1), pods, kept: false },
     ];
     for (const s of sequence) {
-      const before = memo.keptReused('counters');
+      const before = ['counters', 'unsettled'].map((k) => memo.keptReused(k));
       const withMemo = planDaemonSet({ ...snap, nodes: s.nodes, pods: s.pods }, memo);
       assert.deepEqual(withMemo, planDaemonSet({ ...snap, nodes: s.nodes, pods: s.pods }), s.name);
-      assert.equal(memo.keptReused('counters') - before, s.kept ? 1 : 0, `${s.name}: kept`);
+      assert.deepEqual(
+        ['counters', 'unsettled'].map((k, i) => memo.keptReused(k) - (before[i] as number)),
+        s.kept ? [1, 1] : [0, 0],
+        `${s.name}: kept`,
+      );
     }
   });
 
