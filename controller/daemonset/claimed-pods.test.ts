@@ -52,11 +52,36 @@ class World {
     this.claimed.podChanged(this.ofNamespace(old), old);
   }
 
-  /** Claims every DaemonSet both ways and compares. */
+  /** The owned list each DaemonSet's last claim handed out. */
+  private readonly lastOwned = new Map<string, readonly Pod[]>();
+
+  /** Claims every DaemonSet both ways and compares; the changes told are those from the last list. */
   check(msg: string): void {
     for (const ds of this.daemonSets) {
       const key = `${ds.metadata.namespace}/${ds.metadata.name}`;
+      const fullBefore = this.claimed.stats.full;
       const kept = this.claimed.claim(key, ds);
+      const last = this.lastOwned.get(key);
+      if (kept.changes) {
+        assert.equal(kept.changes.since, last, `${msg}: changes of ${key} are from the last list`);
+        const applied = new Map((last ?? []).map((p) => [p.metadata.name, p]));
+        for (const [name, pod] of kept.changes.pods) {
+          if (pod) applied.set(name, pod);
+          else applied.delete(name);
+        }
+        assert.deepEqual(
+          new Set(applied.values()),
+          new Set(kept.owned),
+          `${msg}: the last list with the changes of ${key}`,
+        );
+      } else if (last && kept.owned !== last) {
+        assert.equal(
+          this.claimed.stats.full,
+          fullBefore + 1,
+          `${msg}: a new list without changes is a claim from scratch`,
+        );
+      }
+      this.lastOwned.set(key, kept.owned);
       const full = claimObjects(
         ds,
         [...this.pods.values()].filter((p) => isPodToClaim(ds, p)),

@@ -15,6 +15,7 @@ import { claimObjects } from '../../src/daemonset/claim.ts';
 import { isImagePullPod } from '../../src/daemonset/predownload.ts';
 import { indexByController, orphanIndexValue } from '../../src/k8s/informer.ts';
 import { objectKey, type Pod } from '../../src/k8s/types.ts';
+import type { PodChanges } from '../../src/daemonset/plan-types.ts';
 
 /** What a DaemonSet's claim is computed from (a full walk) and how a pod is looked up (by namespace/name). */
 export interface ClaimSource {
@@ -29,14 +30,16 @@ export interface PodClaim {
   owned: readonly Pod[];
   adopt: Pod[];
   release: Pod[];
+  /** How `owned` differs from the list the previous claim handed out, when it does (the planner's memo reads it). */
+  changes?: PodChanges;
 }
 
 interface Claim {
   /** What the claim of one pod reads of the DaemonSet; another value, and the claim is made from scratch. */
   key: string;
   owned: Map<string, Pod>;
-  /** `owned`'s values, kept until it changes; handed out read-only. */
-  list: Pod[] | undefined;
+  /** `owned`'s values, made again when it changes; handed out read-only. */
+  list: Pod[];
   /** Pods whose events arrived since the last sync, by name. */
   changed: Set<string>;
   /** Orphans to adopt and pods to release found by the last sync: looked at again by the next. */
@@ -73,26 +76,30 @@ export class ClaimedPods {
     const namespace = ds.metadata.namespace ?? '';
     const adopt: Pod[] = [];
     const release: Pod[] = [];
+    const changed = new Map<string, Pod | undefined>();
     for (const name of claim.pending) claim.changed.add(name);
     claim.pending.clear();
     for (const name of claim.changed) {
       this.stats.podsRechecked++;
       const pod = this.source.get(namespace, name);
       const one = pod !== undefined && isPodToClaim(ds, pod) ? claimObjects(ds, [pod]) : undefined;
-      if (one?.owned[0] !== undefined) {
-        if (claim.owned.get(name) !== pod) claim.list = undefined;
+      const owned = one?.owned[0];
+      if (owned !== undefined) {
         // Set in place: the pod keeps its position, so the planner's memo finds it where it was.
-        claim.owned.set(name, one.owned[0]);
+        if (claim.owned.get(name) !== owned) changed.set(name, owned);
+        claim.owned.set(name, owned);
         continue;
       }
-      if (claim.owned.delete(name)) claim.list = undefined;
+      if (claim.owned.delete(name)) changed.set(name, undefined);
       for (const p of one?.adopt ?? []) adopt.push(p);
       for (const p of one?.release ?? []) release.push(p);
     }
     claim.changed.clear();
     for (const p of [...adopt, ...release]) claim.pending.add(p.metadata.name ?? '');
-    claim.list ??= [...claim.owned.values()];
-    return { owned: claim.list, adopt, release };
+    if (changed.size === 0) return { owned: claim.list, adopt, release };
+    const since = claim.list;
+    claim.list = [...claim.owned.values()];
+    return { owned: claim.list, adopt, release, changes: { since, pods: changed } };
   }
 
   /** Drops what is kept for a DaemonSet that is gone. */

@@ -526,7 +526,8 @@ export class DaemonSetController {
 
     const inNamespace = (p: Pod) => p.metadata.namespace === namespace;
     const imagePullPods = this.pods.store.byIndex(IMAGE_PULL_INDEX, ds.metadata.uid ?? '').filter(inNamespace);
-    const pods = await this.claim(ds, this.claimedPods.claim(key, ds), resources.pods, log);
+    const podClaim = this.claimedPods.claim(key, ds);
+    const pods = await this.claim(ds, podClaim, resources.pods, log);
     const allRevisions = this.revisions.store.byIndex('namespace', namespace);
     const revisions = await this.claim(ds, claimObjects(ds, allRevisions), resources.controllerRevisions, log);
     const ownedNames = new Set(revisions.map((r) => r.metadata.name));
@@ -546,6 +547,8 @@ export class DaemonSetController {
       ds,
       nodes: this.nodes.store.listSorted(),
       pods,
+      // Unless adoption added pods to the claimed list.
+      ...(pods === podClaim.owned && podClaim.changes ? { podChanges: podClaim.changes } : {}),
       revisions,
       foreignRevisions: allRevisions.filter((r) => !ownedNames.has(r.metadata.name)),
       now: Date.now(),

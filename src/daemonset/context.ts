@@ -9,7 +9,14 @@ import type { PlanMemo, PodLookup, PodUpkeepCounts, StateChanges } from './memo.
 import { newNodeState, type NodeState } from './node-state.ts';
 import { nodeResources, type NodeResources } from './overrides.ts';
 import { getNodesToDaemonPods } from './pods.ts';
-import type { CountersResult, NodesToUpdateStates, NodeTargets, PlanOptions, SetAsideReason } from './plan-types.ts';
+import type {
+  CountersResult,
+  NodesToUpdateStates,
+  NodeTargets,
+  PlanOptions,
+  PodChanges,
+  SetAsideReason,
+} from './plan-types.ts';
 
 /** The node index of one sync: what the stages read about nodes and pods, built before the canary is decided. */
 export interface NodeIndex {
@@ -108,10 +115,11 @@ export function newSyncContext(
   opts: PlanOptions = {},
   memo?: PlanMemo,
   settings: readonly DaemonSetSetting[] = [],
+  podChanges?: PodChanges,
 ): SyncContext {
   const tolerations = templateTolerations(ds);
   if (memo) {
-    const v = memo.update(ds, nodes, pods, tolerations, sortedByName, byName);
+    const v = memo.update(ds, nodes, pods, tolerations, sortedByName, byName, podChanges);
     return {
       resources: nodeResources(ds, v.nodeByName, settings, v.resourceAnnotated),
       ds,

@@ -473,6 +473,56 @@ describe('PlanMemo: what a sync re-evaluates', () => {
     }
   });
 
+  test('pods told as changes from the last snapshot plan as the whole list does; changes from another are ignored', () => {
+    const rand = seededRandom(11);
+    const memo = new PlanMemo();
+    const snap = { ds, revisions, nodes, now: T0 + 60_000 };
+    let current = pods;
+    planDaemonSet({ ...snap, pods: current }, memo);
+    const stale = current;
+    for (let step = 0; step < 60; step++) {
+      const byName = new Map(current.map((p) => [p.metadata.name ?? '', p]));
+      const changed = new Map<string, Pod | undefined>();
+      for (let k = 0; k < 1 + Math.floor(rand() * 3); k++) {
+        // A pod of the list (most nodes' only pod), or one of two more per node.
+        const names = [...byName.keys()];
+        const existing = rand() < 0.6 ? byName.get(names[Math.floor(rand() * names.length)] as string) : undefined;
+        const node = existing
+          ? (nodes.find((n) => n.metadata.name === existing.spec.nodeName) as Node)
+          : (nodes[Math.floor(rand() * nodes.length)] as Node);
+        const name = existing?.metadata.name ?? `p-${node.metadata.name}-${Math.floor(rand() * 2)}`;
+        const r = rand();
+        const pod =
+          r < 0.3
+            ? undefined
+            : newPod(ds, node.metadata.name ?? '', { name, hash: r < 0.6 ? first.hash : 'old', ready: r < 0.8 });
+        if (pod === undefined && !byName.has(name)) continue;
+        changed.set(name, pod);
+        if (pod) byName.set(name, pod);
+        else byName.delete(name);
+      }
+      const next = [...byName.values()];
+      // Now and then the changes are told from an older list than the memo last saw: they must not be used.
+      const since = step % 10 === 9 ? stale : current;
+      const withMemo = planDaemonSet({ ...snap, pods: next, podChanges: { since, pods: changed } }, memo);
+      assert.deepEqual(withMemo, planDaemonSet({ ...snap, pods: next }), `step ${step}`);
+      current = next;
+    }
+    // A pod told gone, then the list before that again, as a whole: the very pod object comes back.
+    const gone = current[0] as Pod;
+    const without = current.slice(1);
+    const told = { since: current, pods: new Map([[gone.metadata.name ?? '', undefined]]) };
+    assert.deepEqual(
+      planDaemonSet({ ...snap, pods: without, podChanges: told }, memo),
+      planDaemonSet({ ...snap, pods: without }),
+    );
+    assert.deepEqual(
+      planDaemonSet({ ...snap, pods: current }, memo),
+      planDaemonSet({ ...snap, pods: current }),
+      'back',
+    );
+  });
+
   test('any snapshot, in any order: back to earlier ones, pods and nodes gone and back', () => {
     const memo = new PlanMemo();
     const snap = { ds, revisions, now: T0 + 60_000 };

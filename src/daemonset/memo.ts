@@ -14,6 +14,7 @@
 // at every sync, from these per-node records.
 import type { DaemonSet } from '../api/types.ts';
 import type { Node, Pod, Toleration } from '../k8s/types.ts';
+import type { PodChanges } from './plan-types.ts';
 import { compareByCreationTimestampAndPhase } from '../k8s/pod.ts';
 import { canonicalJson } from '../k8s/hash.ts';
 import { getTargetNodeName } from '../k8s/scheduling.ts';
@@ -101,8 +102,9 @@ export class PlanMemo {
   /** The nodes of the last sync as handed over (a copy), whether they were in name order, and in name order. */
   private input: Node[] = [];
   private inputSorted = false;
-  /** The array handed over by the last sync (not a copy), and how many of its nodes should run the daemon. */
+  /** The arrays handed over by the last sync (not copies), and how many of its nodes should run the daemon. */
   private lastNodes: readonly Node[] | undefined;
+  private lastPods: readonly Pod[] | undefined;
   private desired = 0;
   private nodes: Node[] = [];
   /** Aligned with `nodes`. */
@@ -151,12 +153,20 @@ export class PlanMemo {
     tolerations: readonly Toleration[],
     isSorted: (nodes: readonly Node[]) => boolean,
     byName: (a: Node, b: Node) => number,
+    podChanges?: PodChanges,
   ): MemoView {
     const key = memoKey(ds);
     if (key !== this.key) this.reset(key);
     this.stats.syncs++;
     const sync = ++this.sync;
-    this.updatePods(pods, sync);
+    // As with the nodes below: the same pod array as the last sync's holds the same pods; an array told as changes
+    // from that one is brought in by its changes alone.
+    if (podChanges !== undefined && podChanges.since === this.lastPods && pods !== this.lastPods) {
+      this.applyPodChanges(podChanges.pods, sync);
+    } else if (pods !== this.lastPods) {
+      this.updatePods(pods, sync);
+    }
+    this.lastPods = pods;
     // The very array of the last sync: the informer hands out the same one while no node changed, and never changes
     // one it handed out (Indexer.listSorted), so there is nothing to compare, node by node, nor to count again.
     if (nodes !== this.lastNodes) {
@@ -193,6 +203,7 @@ export class PlanMemo {
     this.input = [];
     this.inputSorted = false;
     this.lastNodes = undefined;
+    this.lastPods = undefined;
     this.desired = 0;
     this.nodes = [];
     this.states = [];
@@ -253,6 +264,28 @@ export class PlanMemo {
         this.unlink(slot);
         this.count(slot, -1);
         this.slots.delete(name);
+      }
+    }
+  }
+
+  /** Brings in pods added, replaced or gone (PodChanges) since the last sync's snapshot. */
+  private applyPodChanges(changes: ReadonlyMap<string, Pod | undefined>, sync: number): void {
+    for (const [name, pod] of changes) {
+      const slot = this.slots.get(name);
+      if (pod === undefined) {
+        if (slot === undefined) continue;
+        this.stats.podsChanged++;
+        this.unlink(slot);
+        this.count(slot, -1);
+        this.slots.delete(name);
+        // updatePods' order must hold no slot that is gone: the next pass finds every pod by name instead.
+        this.order.length = 0;
+      } else if (slot === undefined) {
+        const added = this.newSlot(pod);
+        added.seen = sync;
+        this.slots.set(name, added);
+      } else if (slot.facts.pod !== pod) {
+        this.changeSlot(slot, pod);
       }
     }
   }

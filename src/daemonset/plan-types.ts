@@ -223,6 +223,13 @@ export interface PlanOptions {
   nodeTaintsForbidden?: boolean;
 }
 
+/** `pods` of a snapshot as `since` with some pods added, replaced or gone. */
+export interface PodChanges {
+  since: readonly Pod[];
+  /** By name: the pod's new object, or undefined when it is gone. */
+  pods: ReadonlyMap<string, Pod | undefined>;
+}
+
 /** Everything one sync reads, already in memory. */
 export interface DaemonSetSnapshot {
   ds: DaemonSet;
@@ -230,6 +237,11 @@ export interface DaemonSetSnapshot {
   nodes: readonly Node[];
   /** Pods this DaemonSet controls (after adoption/release), every state including terminating. */
   pods: readonly Pod[];
+  /**
+   * Optional: how `pods` differs from an earlier snapshot's pods, so a memo that planned that snapshot last takes in
+   * the changed pods alone rather than comparing every pod (memo.ts). Both arrays are not changed once handed over.
+   */
+  podChanges?: PodChanges;
   /** ControllerRevisions this DaemonSet controls (after adoption/release). */
   revisions: readonly ControllerRevision[];
   /** Optional: the namespace's other ControllerRevisions, to detect name collisions before creating. */

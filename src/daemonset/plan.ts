@@ -94,7 +94,19 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot, memo?: PlanMemo): Pla
   // 3. History; then the node index, the canary, and each node's target revision, which the later stages read.
   const { history, pods, revisions, part: historyPart } = historyStage(snapshot);
   const settings = settingsOf(ds, snapshot.settings ?? []);
-  const index = newSyncContext(ds, snapshot.nodes, pods, history.hash, now, snapshot.options, memo, settings);
+  // The changes are of the snapshot's pods, not of relabelled copies.
+  const podChanges = pods === snapshot.pods ? snapshot.podChanges : undefined;
+  const index = newSyncContext(
+    ds,
+    snapshot.nodes,
+    pods,
+    history.hash,
+    now,
+    snapshot.options,
+    memo,
+    settings,
+    podChanges,
+  );
   const settingStatus = settingStatuses(index);
   const expectationsSatisfied = snapshot.expectationsSatisfied !== false;
   const readiness = readinessPatches(index, pods, now, expectationsSatisfied, snapshot.podsAwaitingWrites);

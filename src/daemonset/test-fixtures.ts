@@ -222,6 +222,11 @@ function deepMerge(target: Record<string, unknown>, patch: Record<string, unknow
   return out;
 }
 
+/** `last` when `now` holds the same objects in the same places, else a copy of `now`. */
+function sameOrCopy<T>(last: T[], now: T[]): T[] {
+  return last.length === now.length && now.every((o, i) => o === last[i]) ? last : [...now];
+}
+
 /**
  * An in-memory cluster: sync() plans and applies the plan at once (creates get a name, creationTimestamp = now,
  * are bound to their node and are not Ready; deletes vanish, or become terminating with `terminateOnDelete`).
@@ -250,22 +255,17 @@ export class FakeCluster {
   }
 
   /**
-   * The nodes as the informer hands them out (Indexer.listSorted): the same array while no node changed, a new one
-   * after a change, so tests may change `nodes` in place.
+   * Nodes and pods as the controller hands them over (Indexer.listSorted, ClaimedPods): the same array while none
+   * changed, a new one after a change, so tests may change `nodes` and `pods` in place.
    */
   private handedNodes: Node[] = [];
-
-  private nodesForSync(): Node[] {
-    const same = this.handedNodes.length === this.nodes.length && this.nodes.every((n, i) => n === this.handedNodes[i]);
-    if (!same) this.handedNodes = [...this.nodes];
-    return this.handedNodes;
-  }
+  private handedPods: Pod[] = [];
 
   plan(expectationsSatisfied = true): Plan {
     const snap: DaemonSetSnapshot = {
       ds: this.ds,
-      nodes: this.nodesForSync(),
-      pods: this.pods,
+      nodes: (this.handedNodes = sameOrCopy(this.handedNodes, this.nodes)),
+      pods: (this.handedPods = sameOrCopy(this.handedPods, this.pods)),
       revisions: this.revisions,
       now: this.now,
       failedPodsBackoff: this.backoff,
