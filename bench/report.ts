@@ -456,7 +456,13 @@ function simulateTable(s: SimulateResult): string[] {
       row(['second replica: RSS warm (VmRSS / VmHWM), MiB', `${fmt(r.rssMiB)} / ${fmt(r.peakRssMiB)}`, '']),
       row(['failover (leader SIGKILLed): standby holds the Lease after, s', fmt(r.leaseAcquiredSeconds), '']),
       row(['failover: every DaemonSet synced by the standby after, s', fmt(r.allSyncedSeconds), '']),
+      row([
+        'longest gap between Lease renewals: leader while the standby listed; standby after taking over, s',
+        `${fmt(r.leaderMaxRenewGapSeconds)}; ${fmt(r.standbyMaxRenewGapSeconds)}`,
+        '< 10 (renew deadline)',
+      ]),
     );
+  if (r?.standbyExitedAfterTakeover) lines.push('', '**The standby lost its Lease after taking over (it exited).**');
   if (r?.leaderExitedBeforeKill)
     lines.push('', '**The leader had exited on its own before it was killed (it lost its Lease): no failover timed.**');
   return lines;

@@ -38,6 +38,8 @@ const BASE_RV = 1000;
 /** Creation times of the generated objects spread over the 30 days before this, as in a long-lived cluster. */
 const T_BASE = Date.parse('2026-01-01T00:00:00Z');
 const LEASE_DURATION_S = 15;
+/** How long the standby is watched after its first syncs of every DaemonSet (the renewals it keeps up meanwhile). */
+const FOLLOW_TAKEOVER_MS = 20_000;
 
 export interface SimulateOptions {
   dir: string;
@@ -92,6 +94,15 @@ export interface SimulateResult {
     allSyncedSeconds: number;
     /** The leader had exited on its own (lost its Lease) before the SIGKILL: the failover times mean nothing. */
     leaderExitedBeforeKill: boolean;
+    /**
+     * The longest time between two Lease writes of the leader (as this apiserver received them) while the standby
+     * listed beside it, and of the standby once it led, from its taking the Lease to FOLLOW_TAKEOVER_MS after it had
+     * synced every DaemonSet: against the renew deadline (10 s), how near each came to losing its Lease.
+     */
+    leaderMaxRenewGapSeconds: number;
+    standbyMaxRenewGapSeconds: number;
+    /** The standby had exited (lost its Lease) by the end of that time. */
+    standbyExitedAfterTakeover: boolean;
   };
 }
 
@@ -535,6 +546,14 @@ export async function runSimulateBench(opts: SimulateOptions): Promise<SimulateR
   // Pod creates by node, and the Lease's holder changes, on this process's clock.
   const createsByNode = new Map<string, number[]>();
   let leaseHolder: { identity: string; at: number } | undefined;
+  const leaseWrites: { identity: string; at: number }[] = [];
+  /** The longest gap between two Lease writes naming `identity`, among those from `from` on (performance.now()). */
+  const maxRenewGapSeconds = (identity: string | undefined, from: number, to = Infinity) => {
+    const at = leaseWrites.filter((w) => w.identity === identity && w.at >= from && w.at <= to).map((w) => w.at);
+    let gap = NaN;
+    for (let i = 1; i < at.length; i++) gap = Math.max(Number.isNaN(gap) ? 0 : gap, at[i]! - at[i - 1]!);
+    return gap / 1000;
+  };
   server.onWrite = (w) => {
     if (w.collection === PODS && w.method === 'POST') {
       const node = (w.object as { spec?: { affinity?: unknown } }).spec?.affinity;
@@ -546,6 +565,7 @@ export async function runSimulateBench(opts: SimulateOptions): Promise<SimulateR
     if (w.collection === LEASES) {
       const identity = (w.object as { spec?: { holderIdentity?: string } }).spec?.holderIdentity ?? '';
       if (identity !== leaseHolder?.identity) leaseHolder = { identity, at: w.at };
+      leaseWrites.push({ identity, at: w.at });
     }
   };
   const managers: Manager[] = [];
@@ -654,6 +674,7 @@ export async function runSimulateBench(opts: SimulateOptions): Promise<SimulateR
 
     // 4. A second replica, then the leader's death.
     if (opts.failover) {
+      const standbyStartedAt = performance.now();
       const b = await startManager(opts, kubeconfig, 'standby');
       managers.push(b);
       const bSynced = await cachesSynced(b, 'standby', timeoutMs);
@@ -674,15 +695,20 @@ export async function runSimulateBench(opts: SimulateOptions): Promise<SimulateR
       const leaseAcquiredSeconds =
         leaseHolder && leaseHolder.identity !== holderBefore ? (leaseHolder.at - killedAt) / 1000 : NaN;
       const allSynced = await reconcilesReach(b, opts.daemonSets, timeoutMs).catch(() => NaN);
+      const takenAt = leaseHolder?.at ?? killedAt;
+      await sleep(FOLLOW_TAKEOVER_MS);
       result.replica = {
         cacheSyncSeconds: (bSynced - b.startedAt) / 1000,
         ...replicaRss,
         leaseAcquiredSeconds,
         allSyncedSeconds: (allSynced - killedWall) / 1000,
         leaderExitedBeforeKill,
+        leaderMaxRenewGapSeconds: maxRenewGapSeconds(holderBefore, standbyStartedAt, killedAt),
+        standbyMaxRenewGapSeconds: maxRenewGapSeconds(leaseHolder?.identity, takenAt),
+        standbyExitedAfterTakeover: b.child.exitCode !== null || b.child.signalCode !== null,
       };
       say(
-        `simulate: failover: Lease after ${leaseAcquiredSeconds.toFixed(1)} s, every DaemonSet synced after ${result.replica.allSyncedSeconds.toFixed(1)} s`,
+        `simulate: failover: Lease after ${leaseAcquiredSeconds.toFixed(1)} s, every DaemonSet synced after ${result.replica.allSyncedSeconds.toFixed(1)} s; longest gap between renewals: leader ${result.replica.leaderMaxRenewGapSeconds.toFixed(1)} s, standby ${result.replica.standbyMaxRenewGapSeconds.toFixed(1)} s${result.replica.standbyExitedAfterTakeover ? ' (the standby lost its Lease)' : ''}`,
       );
     }
     return result;

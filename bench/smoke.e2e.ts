@@ -107,6 +107,7 @@ describe('benchmarks smoke run', () => {
       for (const [k, x] of Object.entries({ ...sim?.coldStart, ...sim?.replica }))
         if (typeof x !== 'boolean') finite(`simulate ${k}`, x);
       assert.equal(sim?.replica?.leaderExitedBeforeKill, false);
+      assert.equal(sim?.replica?.standbyExitedAfterTakeover, false);
       assert.ok(sim && sim.steady.syncs > 0 && sim.nodeAdded.samples === 3, JSON.stringify(sim));
       finite('simulate steady sync', sim?.steady.meanMs);
       finite('simulate node added p95', sim?.nodeAdded.p95Ms);
