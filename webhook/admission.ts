@@ -12,7 +12,7 @@ import {
   validateDaemonSetSetting,
   validateDaemonSetSettingUpdate,
 } from '../src/api/setting-validation.ts';
-import { formatBytes, jsonSizeWithin, MAX_PATCH_BYTES } from './limits.ts';
+import { formatBytes, jsonTextWithin, MAX_PATCH_BYTES } from './limits.ts';
 import {
   allowed,
   complete,
@@ -216,9 +216,11 @@ export const mutateDaemonSet: AdmissionHandler = (req) => {
   if (templatePatchLowerBound(req.object as JsonObject, old, MAX_PATCH_BYTES) > MAX_PATCH_BYTES)
     return patchTooLarge('counted from the defaults its containers lack');
   const patch = defaultingPatch(req.object as JsonObject, old, version);
-  // Measured op by op before the one big JSON.stringify, which a hostile object could make tens of MiB.
-  if (jsonSizeWithin(patch, MAX_PATCH_BYTES) === undefined) return patchTooLarge(`${patch.length} operations`);
-  return patched(patch);
+  // Serialised a chunk at a time against the limit, not in one JSON.stringify, which a hostile object could make
+  // tens of MiB; the text is the one sent.
+  const text = jsonTextWithin(patch, MAX_PATCH_BYTES);
+  if (text === undefined) return patchTooLarge(`${patch.length} operations`);
+  return patched(patch, text);
 };
 
 /** The validating webhook, by the request's version: a rejection is 422 Invalid with one cause per field error. */
@@ -250,9 +252,9 @@ export const mutateDaemonSetSetting: AdmissionHandler = (req) => {
   if (malformed) return malformed;
   const patch = settingDefaultingPatch(req.object as JsonObject);
   // At most two short strings today; measured all the same, so the limit holds whatever the defaults become.
-  if (jsonSizeWithin(patch, MAX_PATCH_BYTES) === undefined)
-    return patchTooLarge(`${patch.length} operations`, 'DaemonSetSetting');
-  return patched(patch);
+  const text = jsonTextWithin(patch, MAX_PATCH_BYTES);
+  if (text === undefined) return patchTooLarge(`${patch.length} operations`, 'DaemonSetSetting');
+  return patched(patch, text);
 };
 
 /** The DaemonSetSetting's validating webhook (setting-validation.ts): a rejection is 422 Invalid with field paths. */

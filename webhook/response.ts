@@ -24,6 +24,8 @@ export interface Response {
   readonly status?: Status | ErrorStatus;
   /** Patched only: the JSON patch, encoded by complete(). */
   readonly patches?: readonly Operation[];
+  /** Patched only: `JSON.stringify(patches)` when the handler has it already (measuring it against the limit). */
+  readonly patchText?: string;
 }
 
 /** The `response` of an AdmissionReview as sent. */
@@ -39,9 +41,14 @@ export interface AdmissionResponse {
 /** admission.Allowed: let the request through unchanged. */
 export const allowed = (): Response => ({ verdict: 'allowed', allowed: true });
 
-/** admission.Patched: let the request through with the object changed by `patches` (none: allowed). */
-export const patched = (patches: readonly Operation[]): Response =>
-  patches.length === 0 ? allowed() : { verdict: 'patched', allowed: true, patches };
+/**
+ * admission.Patched: let the request through with the object changed by `patches` (none: allowed). `text` is their
+ * JSON when the caller has made it already, so it is not made twice.
+ */
+export const patched = (patches: readonly Operation[], text?: string): Response =>
+  patches.length === 0
+    ? allowed()
+    : { verdict: 'patched', allowed: true, patches, ...(text === undefined ? {} : { patchText: text }) };
 
 /** admission.Denied: refuse the object, with a status that says why (e.g. 422 Invalid and its causes). */
 export const denied = (status: Status): Response => ({ verdict: 'denied', allowed: false, status });
@@ -69,7 +76,10 @@ export function complete(res: Response, uid: string): AdmissionResponse {
     allowed: res.allowed,
     ...(res.status ? { status: res.status } : {}),
     ...(res.patches
-      ? { patchType: 'JSONPatch' as const, patch: Buffer.from(JSON.stringify(res.patches)).toString('base64') }
+      ? {
+          patchType: 'JSONPatch' as const,
+          patch: Buffer.from(res.patchText ?? JSON.stringify(res.patches)).toString('base64'),
+        }
       : {}),
   };
 }
