@@ -523,6 +523,36 @@ describe('PlanMemo: what a sync re-evaluates', () => {
     );
   });
 
+  test('nodes joining and leaving, some where pods already point (ghosts): the same plans as without the memo', () => {
+    const rand = seededRandom(5);
+    const memo = new PlanMemo();
+    const all = Array.from({ length: 80 }, (_, i) => newNode(`node-${String(i).padStart(2, '0')}`));
+    // Pods on every node of `all`, also on those not in the list yet.
+    // Some pinned by affinity only, not bound: on a node that is gone they are deleted (NodeGone).
+    const everywhere = all.map((n, i) =>
+      newPod(ds, n.metadata.name ?? '', { hash: first.hash, ready: true, bound: i % 4 !== 0 }),
+    );
+    let present = all.filter(() => rand() < 0.5);
+    for (let step = 0; step < 80; step++) {
+      const r = rand();
+      if (r < 0.7) {
+        // One to three nodes join (the usual case), in name order as the informer lists them.
+        const joining = all.filter((n) => !present.includes(n) && rand() < 0.05).slice(0, 3);
+        present = all.filter((n) => present.includes(n) || joining.includes(n));
+      } else if (r < 0.85) {
+        present = present.filter(() => rand() < 0.95);
+      } else {
+        present = present.map((n) =>
+          rand() < 0.1 ? { ...n, metadata: { ...n.metadata, labels: { step: `${step}` } } } : n,
+        );
+      }
+      const podsNow = everywhere.filter(() => rand() < 0.97);
+      const snap = { ds, revisions, nodes: present, pods: podsNow, now: T0 + 60_000 };
+      assert.deepEqual(planDaemonSet(snap, memo), planDaemonSet(snap), `step ${step}`);
+    }
+    assert.ok(memo.stats.nodesInserted > 10, `nodes put in at their places: ${memo.stats.nodesInserted}`);
+  });
+
   test('any snapshot, in any order: back to earlier ones, pods and nodes gone and back', () => {
     const memo = new PlanMemo();
     const snap = { ds, revisions, now: T0 + 60_000 };

@@ -21,7 +21,15 @@ import { getTargetNodeName } from '../k8s/scheduling.ts';
 import { CANARY_POD_LABEL } from './constants.ts';
 import { nodeShouldRunDaemonPod, type NodeEligibility } from './eligibility.ts';
 import { inPlaceRefreshPatch } from './inplace.ts';
-import { newNodeState, podFacts, refreshNodeState, setNodePods, type NodeState, type PodFacts } from './node-state.ts';
+import {
+  forgetKeptParts,
+  newNodeState,
+  podFacts,
+  refreshNodeState,
+  setNodePods,
+  type NodeState,
+  type PodFacts,
+} from './node-state.ts';
 import { hasNodeResourcesAnnotation, hasResourcesOverrideRecord } from './overrides.ts';
 import { kruisePodReadyPatch } from './pods.ts';
 
@@ -138,7 +146,7 @@ export class PlanMemo {
   private ghostsChanged = false;
   private readonly changes = new ChangeLog();
   /** Syncs planned with this memo, and how many node states they recomputed (for tests and benchmarks). */
-  readonly stats = { syncs: 0, resets: 0, nodesEvaluated: 0, podsChanged: 0 };
+  readonly stats = { syncs: 0, resets: 0, nodesEvaluated: 0, podsChanged: 0, nodesInserted: 0 };
 
   /** How many times the value kept between syncs as `name` was used again (StateChanges; tests and benchmarks). */
   keptReused(name: string): number {
@@ -409,7 +417,8 @@ export class PlanMemo {
       }
       if (samePlaces) return;
     }
-    // Nodes added, removed or reordered: rebuild the list, keeping the states of nodes that stayed.
+    if (this.inputSorted && nodes.length > prev.length && this.insertNodes(ds, nodes, tolerations)) return;
+    // Nodes removed or reordered: rebuild the list, keeping the states of nodes that stayed.
     this.inputSorted = isSorted(nodes);
     this.input = [...nodes];
     const sorted = this.inputSorted ? [...nodes] : [...nodes].sort(byName);
@@ -435,6 +444,7 @@ export class PlanMemo {
       s.node = undefined;
       s.eligibility = NOT_RUN;
       refreshNodeState(s);
+      forgetKeptParts(s);
       this.changes.add(s, this.states.length);
       this.stats.nodesEvaluated++;
       if (s.pods === undefined && !this.touched.has(s)) {
@@ -446,6 +456,60 @@ export class PlanMemo {
     }
     this.nodes = sorted;
     this.states = states;
+  }
+
+  /**
+   * Nodes added, none gone, still in name order (nodes joining): their states are put in at their places, in the same
+   * arrays, where a rebuild passed over every node with a lookup each (at 20,000 nodes 44% of a sync's time after a
+   * node was added). Values kept between syncs hear of the new states as changes (StateChanges), so no other state
+   * is looked at again. Returns false, having changed nothing, when `nodes` is not such a list.
+   */
+  private insertNodes(ds: DaemonSet, nodes: readonly Node[], tolerations: readonly Toleration[]): boolean {
+    const prev = this.input;
+    const added: number[] = [];
+    const replaced: [number, Node][] = [];
+    let j = 0;
+    for (let i = 0; i < nodes.length; i++) {
+      const node = nodes[i] as Node;
+      const before = prev[j];
+      if (node === before) {
+        j++;
+        continue;
+      }
+      const name = node.metadata.name ?? '';
+      if (before !== undefined && name === before.metadata.name) {
+        replaced.push([j++, node]);
+        continue;
+      }
+      // A new node: before the next old one, after the node before it; else a node is gone or out of order.
+      if (before !== undefined && !(name < (before.metadata.name ?? ''))) return false;
+      if (i > 0 && !(((nodes[i - 1] as Node).metadata.name ?? '') < name)) return false;
+      added.push(i);
+    }
+    if (j !== prev.length) return false;
+    for (const [at, node] of replaced) {
+      this.setNode(this.states[at] as NodeState, node, ds, tolerations);
+      prev[at] = node;
+      this.nodes[at] = node;
+    }
+    // In ascending order, so each lands at its place in the final list.
+    for (const at of added) {
+      const node = nodes[at] as Node;
+      const name = node.metadata.name ?? '';
+      // A ghost of that name (pods pointed to it before it joined) becomes its state.
+      let s = this.byName.get(name);
+      if (s === undefined) {
+        s = newNodeState(name, undefined, NOT_RUN, undefined);
+        this.byName.set(name, s);
+      }
+      if (this.ghostSet.delete(s)) this.ghostsChanged = true;
+      this.setNode(s, node, ds, tolerations);
+      this.stats.nodesInserted++;
+      prev.splice(at, 0, node);
+      this.nodes.splice(at, 0, node);
+      this.states.splice(at, 0, s);
+    }
+    return true;
   }
 
   private setNode(s: NodeState, node: Node, ds: DaemonSet, tolerations: readonly Toleration[]): void {

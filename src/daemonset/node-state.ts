@@ -168,6 +168,15 @@ export function newNodeState(
   return s;
 }
 
+/**
+ * A node that is gone: its parts in the values kept between syncs are forgotten, as those values no longer count it;
+ * should a node of that name come back into the same list, it is then told apart as a change (update.ts, status.ts).
+ */
+export function forgetKeptParts(s: NodeState): void {
+  s.updatePart = -1;
+  s.countsPart = 0;
+}
+
 /** Sets the node's pods (and their facts): the per-hash cache goes. */
 export function setNodePods(s: NodeState, pods: Pod[] | undefined, facts: readonly PodFacts[]): void {
   s.pods = pods;
