@@ -68,6 +68,41 @@ describe('runWorkers', () => {
     assert.equal(reconciled, 300, 'every key still reconciled');
   });
 
+  test('one reconcile per turn of the event loop, whatever the number of workers: a timer waits for one at most', async () => {
+    const q = new WorkQueue({ rateLimiter: immediate });
+    const ac = new AbortController();
+    let reconciled = 0;
+    const busy = (ms: number) => {
+      const until = performance.now() + ms;
+      while (performance.now() < until);
+    };
+    const done = runWorkers(
+      q,
+      3,
+      // A sync holding the event loop for 20 ms and sending no request.
+      async () => {
+        busy(20);
+        reconciled++;
+      },
+      { controller: 'test-turns', signal: ac.signal, logger: silent },
+    );
+    for (let i = 0; i < 30; i++) q.add(`k${i}`);
+    // As the Lease renewal's timer: each time it fires, how many reconciles ran since it was set.
+    const between: number[] = [];
+    await new Promise<void>((resolve) => {
+      const tick = (since: number) => {
+        between.push(reconciled - since);
+        if (reconciled >= 30) return resolve();
+        const now = reconciled;
+        setTimeout(() => tick(now), 0);
+      };
+      setTimeout(() => tick(0), 0);
+    });
+    ac.abort();
+    await done;
+    assert.ok(Math.max(...between) <= 1, `reconciles between two turns of a timer: ${between.join(' ')}`);
+  });
+
   test('abort lets the in-flight reconcile finish, then resolves', async () => {
     const q = new WorkQueue({ rateLimiter: immediate });
     const ac = new AbortController();

@@ -47,6 +47,14 @@ export async function runWorkers(
   if (signal.aborted) onAbort();
   else signal.addEventListener('abort', onAbort, { once: true });
 
+  // The workers take their turns one at a time: each waits for the setImmediate of the worker before it to fire and
+  // then schedules its own, which runs in the loop's next turn (immediates queued while immediates run wait for the
+  // next one). Each worker awaiting a setImmediate of its own ran all of them in one turn, so a turn lasted a sync
+  // per worker: with 3 workers and syncs of 1 s a Lease renewal (a timer, then its answer: two turns or three) waited
+  // 6-9 s, and at 65,000 nodes the leader lost its Lease in its first syncs (bench/README.md section 8).
+  let turns: Promise<void> = Promise.resolve();
+  const nextTurn = (): Promise<void> => (turns = turns.then(() => setImmediate()));
+
   const worker = async () => {
     for (;;) {
       // One reconcile per turn of the event loop. A key whose reconcile needs no request (nothing to create, delete
@@ -56,7 +64,7 @@ export async function runWorkers(
       // event queued the DaemonSets again, the main thread stayed in reconciles for minutes: the apiserver's calls
       // to the conversion webhook timed out (deleting a DaemonSet got 500), and /metrics did not answer for 70 s
       // (bench/README.md, section 7). Goroutines are preempted; here a worker steps aside for I/O between keys.
-      await setImmediate();
+      await nextTurn();
       const item = await queue.get();
       if (item.shutdown) return;
       const { key } = item;
