@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import type http from 'node:http';
 import { FakeApiServer, type RequestRecord } from './testing/fake-apiserver.ts';
-import { TransportError } from './errors.ts';
+import { TransportError, WriteRefusedError } from './errors.ts';
 import { KubeClient, type WatchEvent } from './client.ts';
 import { resources } from './resources.ts';
 import type { Pod } from './types.ts';
@@ -173,16 +173,133 @@ describe('KubeClient over HTTP/2', () => {
     server.hook = undefined;
   });
 
-  test("a scope's fenced writes go over HTTP/1.1 (their fence checked in the tick they are sent); its reads over HTTP/2", async () => {
+  test("a scope's fenced writes go over an HTTP/2 session of their own; its reads over the shared one", async () => {
     const scoped = client.withScope({ beforeWrite: () => undefined });
     server.requests.length = 0;
+    const sessions: unknown[] = [];
+    server.hook = (_r, res) => {
+      sessions.push(streamOf(res).session);
+      return false;
+    };
     await scoped.create(resources.pods, pod('fenced'));
     await scoped.get(resources.pods, { namespace: 'ns', name: 'fenced' });
     await scoped.delete(resources.pods, { namespace: 'ns', name: 'fenced' });
+    server.hook = undefined;
     assert.deepEqual(
       server.requests.map((r) => `${r.method} ${r.httpVersion}`),
-      ['POST 1.1', 'GET 2.0', 'DELETE 1.1'],
+      ['POST 2.0', 'GET 2.0', 'DELETE 2.0'],
     );
+    assert.equal(sessions[0], sessions[2], 'the fenced writes share a session');
+    assert.notEqual(sessions[0], sessions[1], 'not the one of reads');
+  });
+
+  describe('the write fence holds until the frames are written', () => {
+    /** A fenced scope whose fence closes after `open` more checks (the first is the one before the request sets out). */
+    function fencedScope() {
+      const fence = { open: Infinity, checks: 0 };
+      const scoped = client.withScope({
+        beforeWrite: () => {
+          fence.checks++;
+          return fence.open-- > 0 ? undefined : 'lease lost meanwhile';
+        },
+      });
+      return { fence, scoped };
+    }
+
+    /**
+     * Makes a first fenced write (`warm`), then records every stream the server's side of its session opens, from its
+     * HEADERS on: the body bytes that arrived, and whether it was cut off (its session closed before END_STREAM).
+     */
+    async function watchStreams(scoped: KubeClient, warm: string) {
+      let session: http2.Http2Session | undefined;
+      server.hook = (_r, res) => {
+        session = streamOf(res).session;
+        return false;
+      };
+      await scoped.create(resources.pods, pod(warm));
+      server.hook = undefined;
+      const streams: { path: string; bytes: number; aborted: boolean }[] = [];
+      session!.on('stream', (stream, headers) => {
+        const s = { path: String(headers[':path']), bytes: 0, aborted: false };
+        streams.push(s);
+        stream.on('data', (chunk: Buffer) => (s.bytes += chunk.length));
+        stream.once('aborted', () => (s.aborted = true));
+      });
+      return { session: session!, streams };
+    }
+
+    test('a fence that closes after the check before the request set out: no frame of it is written', async () => {
+      const { fence, scoped } = fencedScope();
+      const { session, streams } = await watchStreams(scoped, 'warm-1');
+      server.requests.length = 0;
+      // Passes the check in KubeClient.request, then is checked again by the gate as the frames are written.
+      fence.open = 1;
+      fence.checks = 0;
+      await assert.rejects(scoped.create(resources.pods, pod('late')), (err) => {
+        assert.ok(err instanceof WriteRefusedError, String(err));
+        assert.match(err.message, /not sent: lease lost meanwhile/);
+        return true;
+      });
+      assert.ok(fence.checks >= 2, `checked again as it was written (${fence.checks} checks)`);
+      await until('the server to see the session closed', () => session.closed || session.destroyed);
+      assert.deepEqual(streams, [], 'no HEADERS of the refused request reached the server');
+      assert.deepEqual(server.requests, []);
+      assert.equal(server.get('core/v1/pods', 'ns', 'late'), undefined);
+
+      // Reads go on over their own session; a write passing its fence opens a new fenced session.
+      await client.get(resources.pods, { namespace: 'ns', name: 'warm-1' });
+      fence.open = Infinity;
+      await scoped.delete(resources.pods, { namespace: 'ns', name: 'warm-1' });
+    });
+
+    test('a fence that closes while a body is written: its END_STREAM never reaches the server', async () => {
+      const { fence, scoped } = fencedScope();
+      const { streams } = await watchStreams(scoped, 'warm-2');
+      server.requests.length = 0;
+      // 256 KiB: more than the stream's flow-control window (64 KiB), so the body goes out over several writes, the
+      // later ones once the server's WINDOW_UPDATE came back.
+      const big = pod('big');
+      big.metadata.annotations = { big: 'x'.repeat(256 * 1024) };
+      // The check before the request set out, and the gate's first write (HEADERS and the first DATA).
+      fence.open = 2;
+      const err = await scoped.create(resources.pods, big).then(
+        () => assert.fail('answered'),
+        (e: unknown) => e,
+      );
+      // Some of it was written: the client cannot tell whether the server has it all, so it says the session was lost.
+      assert.ok(err instanceof TransportError || err instanceof WriteRefusedError, String(err));
+      await until('the server stream to be cut off', () => streams[0]?.aborted === true);
+      assert.equal(streams.length, 1);
+      assert.equal(streams[0]!.path, '/api/v1/namespaces/ns/pods');
+      assert.ok(streams[0]!.bytes > 0, 'some of the body was written before the fence closed');
+      assert.ok(streams[0]!.bytes < 256 * 1024, `the body was cut off (${streams[0]!.bytes} bytes arrived)`);
+      assert.deepEqual(server.requests, [], 'no complete request reached the server');
+      assert.equal(server.get('core/v1/pods', 'ns', 'big'), undefined);
+      fence.open = Infinity;
+      await scoped.delete(resources.pods, { namespace: 'ns', name: 'warm-2' });
+    });
+
+    test("another scope's write on the session a fence closed is sent again when none of it went out", async () => {
+      const { fence, scoped } = fencedScope();
+      const other = client.withScope({ beforeWrite: () => undefined });
+      await scoped.create(resources.pods, pod('warm-3'));
+      server.requests.length = 0;
+      fence.open = 1;
+      const [lost, kept] = await Promise.allSettled([
+        scoped.create(resources.pods, pod('lost')),
+        other.create(resources.pods, pod('kept')),
+      ]);
+      assert.equal(lost.status, 'rejected');
+      assert.ok((lost as PromiseRejectedResult).reason instanceof WriteRefusedError);
+      assert.equal(kept.status, 'fulfilled', String((kept as PromiseRejectedResult).reason));
+      assert.deepEqual(
+        server.requests.map((r) => `${r.method} ${(r.body as Pod).metadata.name}`),
+        ['POST kept'],
+      );
+      fence.open = Infinity;
+      await scoped.delete(resources.pods, { namespace: 'ns', name: 'warm-3' });
+      await other.delete(resources.pods, { namespace: 'ns', name: 'kept' });
+    });
   });
 
   test('abort and timeout cancel the stream (RST_STREAM CANCEL), not the session', async () => {

@@ -16,7 +16,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import https from 'node:https';
 import tls from 'node:tls';
-import type { Readable } from 'node:stream';
+import { Duplex, type Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pkg from '../../package.json' with { type: 'json' };
 import { JsonLinesDecoder, ListItemDecoder } from './list-stream.ts';
@@ -55,7 +55,9 @@ export interface RequestScope {
   signal?: AbortSignal;
   /**
    * Runs right before a write (POST, PUT, PATCH, DELETE) is sent, after client-side throttling and in the same
-   * tick as the send, on every attempt; a returned string refuses the write with WriteRefusedError.
+   * tick as the send, on every attempt; a returned string refuses the write with WriteRefusedError. Over HTTP/2 it
+   * runs again at every write of the connection until the request's last frame is written (WriteGate); one that
+   * refuses then closes that connection, whose other writes fail or are sent again.
    */
   beforeWrite?: () => string | undefined;
 }
@@ -174,7 +176,8 @@ export interface KubeClientOptions {
   onRequest?: (o: RequestObservation) => void;
   /**
    * Send unary requests (get, create, update, patch, delete) to an https apiserver over one multiplexed HTTP/2
-   * connection, as client-go does; lists, watches and fenced writes (RequestScope.beforeWrite) stay on HTTP/1.1.
+   * connection, as client-go does; lists and watches stay on HTTP/1.1, and the writes of a scope with a write fence
+   * (RequestScope.beforeWrite) go over a second HTTP/2 connection whose every write passes their fence (WriteGate).
    * Default true; without effect for http:, and HTTP/1.1 is used when the server does not negotiate h2.
    */
   http2?: boolean;
@@ -232,6 +235,8 @@ interface Transport {
   headersAt: number;
   /** The HTTP/2 connection of unary requests; undefined for http: or with the http2 option off. */
   h2: H2Connection | undefined;
+  /** The HTTP/2 connection of fenced writes (RequestScope.beforeWrite): each write it makes is fenced (WriteGate). */
+  h2Fenced: H2Connection | undefined;
 }
 
 const AUTH_REFRESH_MS = 10_000;
@@ -299,6 +304,7 @@ export class KubeClient {
   close(): void {
     this.transport?.agent.destroy();
     this.transport?.h2?.close();
+    this.transport?.h2Fenced?.close();
   }
 
   /**
@@ -618,23 +624,23 @@ export class KubeClient {
           t = await this.getTransport();
           signal?.throwIfAborted();
           // Checked here, after any wait: a write that waited in the rate limiter or for a Retry-After must not go out
-          // on a belief that has since expired (nor open a connection for it); and again by roundTrip in the tick its
-          // bytes go out.
+          // on a belief that has since expired (nor open a connection for it); and again as its bytes go out: by
+          // roundTrip in that tick over HTTP/1.1, by the session's WriteGate at each of its writes over HTTP/2.
           const refused = fence?.();
           if (refused) throw refused;
           const url = buildUrl(t.base, path, query);
           started = performance.now();
           const deadline = followSignals(signal ? [signal] : [], this.requestTimeoutMs);
           try {
-            // Lists (large, streamed bodies) and watches stay on HTTP/1.1; see H2Connection. So do fenced writes: their
-            // fence must be checked in the tick their bytes go out (roundTrip), and Node's HTTP/2 session writes a new
-            // stream's frames only from an immediate it schedules (node_http2.cc, MaybeScheduleWrite), after the tick.
-            // A leader frozen (SIGSTOP) in between sent a status patch, on resuming, after another had taken over
-            // (e2e/controller/leader-fencing.e2e.ts).
-            const session =
-              t.h2 && verb !== 'list' && !decode && !fence ? await t.h2.session(deadline.signal) : undefined;
+            // Lists (large, streamed bodies) and watches stay on HTTP/1.1; see H2Connection. Fenced writes go over a
+            // session of their own, whose socket checks their fence again as it writes their frames (WriteGate): Node's
+            // HTTP/2 session writes a new stream's frames only from an immediate it schedules (node_http2.cc,
+            // MaybeScheduleWrite), after this tick, so a check here alone would let a leader frozen (SIGSTOP) in
+            // between send, on resuming, a write after another had taken over (e2e/controller/leader-fencing.e2e.ts).
+            const h2 = fence ? t.h2Fenced : t.h2;
+            const session = h2 && verb !== 'list' && !decode ? await h2.session(deadline.signal) : undefined;
             ({ code, text, decoded, retryAfter } = session
-              ? await this.roundTripH2(t.h2!, session, t, method, url, payload, contentType, deadline.signal)
+              ? await this.roundTripH2(h2!, session, t, method, url, payload, contentType, deadline.signal, fence)
               : await this.roundTrip(t, method, url, payload, contentType, deadline.signal, decode, fence));
           } catch (err) {
             this.observe(verb, method, t.base.host, '<error>', started);
@@ -728,7 +734,10 @@ export class KubeClient {
     });
   }
 
-  /** roundTrip over HTTP/2: one stream of `session`, the answer read whole (no `decode`: lists go over HTTP/1.1). */
+  /**
+   * roundTrip over HTTP/2: one stream of `session`, the answer read whole (no `decode`: lists go over HTTP/1.1). A
+   * `refused` fence is checked again by the session's WriteGate each time it writes before this request's last frame.
+   */
   private roundTripH2(
     h2: H2Connection,
     session: http2.ClientHttp2Session,
@@ -738,6 +747,7 @@ export class KubeClient {
     payload: string | undefined,
     contentType: string | undefined,
     signal: AbortSignal,
+    refused?: () => WriteRefusedError | undefined,
   ): Promise<{ code: number; text: string; decoded?: unknown; retryAfter: string | string[] | undefined }> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
@@ -753,7 +763,7 @@ export class KubeClient {
       }
       let stream: http2.ClientHttp2Stream;
       try {
-        stream = h2.request(session, headers, payload === undefined);
+        stream = h2.request(session, headers, payload === undefined, refused);
       } catch (err) {
         // The session closed (GOAWAY) or broke since it was handed out: nothing was sent.
         return reject(new UnprocessedError(err));
@@ -780,9 +790,16 @@ export class KubeClient {
         const code = Number(h[':status']);
         readBody(stream).then((text) => finish(undefined, { code, text, retryAfter: h['retry-after'] }), finish);
       });
-      stream.on('error', (err) => finish(streamError(stream, err)));
-      stream.on('close', () => finish(streamError(stream, undefined)));
-      if (payload !== undefined) stream.end(payload);
+      stream.on('error', (err) => finish(h2.streamError(stream, err)));
+      // 'close' may come in the same tick as 'end', before readBody's promise settles: a stream that ended is answered.
+      let ended = false;
+      stream.once('end', () => (ended = true));
+      stream.on('close', () => {
+        if (!ended) finish(h2.streamError(stream, undefined));
+      });
+      // Its last frame (END_STREAM) was handed to the socket once the write's callback runs (node_http2.cc calls it
+      // after the session's socket write completed): from then on the gate need not fence this stream.
+      if (payload !== undefined) stream.end(payload, () => h2.sent(stream));
     });
   }
 
@@ -893,6 +910,104 @@ function streamError(stream: http2.ClientHttp2Stream, err: Error | undefined): E
   return Object.assign(reset, { code: 'ECONNRESET' });
 }
 
+/** A fenced stream the WriteGate checks before each write, until its last frame was handed to the socket. */
+interface GatedStream {
+  refused: () => WriteRefusedError | undefined;
+  /** The gate's writes when the stream was opened: none of its frames went out while the count stays there. */
+  since: number;
+}
+
+/**
+ * The socket of the HTTP/2 session that carries fenced writes (RequestScope.beforeWrite). Every byte the session
+ * writes passes through here, and while any of its streams has not yet handed its last frame (END_STREAM) to the
+ * socket, each write first checks their fences, in the call that hands the bytes to the TLS socket, which encrypts
+ * them and writes them to the kernel before returning (as req.end does for HTTP/1.1 in KubeClient.roundTrip). A fence
+ * that refuses closes the session without writing: the frames of one stream cannot be dropped alone, since other
+ * streams' frames share the write and HPACK's header table is the connection's. A stream cut off before its
+ * END_STREAM is not acted on: the apiserver decodes a request only from its whole body, which ends with END_STREAM
+ * (https://www.rfc-editor.org/rfc/rfc9113#section-8.1).
+ * Node's HTTP/2 session writes to a socket that is not a native stream through JavaScript (JSStreamSocket,
+ * https://github.com/nodejs/node/blob/main/lib/internal/js_stream_socket.js), in the immediate that flushes the
+ * session's frames (node_http2.cc, SendPendingData): that is the moment the frames actually leave, and where the
+ * fence must be checked.
+ */
+class WriteGate extends Duplex {
+  private readonly streams = new Map<http2.ClientHttp2Stream, GatedStream>();
+  /** Writes handed to the socket so far. */
+  private writes = 0;
+  /** Set when a fence closed the session: the streams nothing of which was written, each with its own refusal. */
+  private unsent: Map<http2.ClientHttp2Stream, WriteRefusedError | undefined> | undefined;
+
+  constructor(private readonly socket: tls.TLSSocket) {
+    super();
+    socket.on('data', (chunk: Buffer) => {
+      if (!this.push(chunk)) socket.pause();
+    });
+    socket.on('end', () => this.push(null));
+    socket.on('error', (err) => this.destroy(err));
+    socket.on('close', () => this.destroy());
+  }
+
+  track(stream: http2.ClientHttp2Stream, refused: () => WriteRefusedError | undefined): void {
+    this.streams.set(stream, { refused, since: this.writes });
+    stream.once('close', () => this.streams.delete(stream));
+  }
+
+  /** `stream`'s last frame was handed to the socket: its fence no longer holds the session's writes. */
+  sent(stream: http2.ClientHttp2Stream): void {
+    this.streams.delete(stream);
+  }
+
+  /**
+   * For a stream of a session a fence closed, when none of its frames was written: the refusal of its own fence, or
+   * undefined when another stream's fence closed the session (it is safe to send again). Otherwise (some of it may
+   * have gone out) not known.
+   */
+  unsentOutcome(stream: http2.ClientHttp2Stream): { refused: WriteRefusedError | undefined } | undefined {
+    return this.unsent?.has(stream) ? { refused: this.unsent.get(stream) } : undefined;
+  }
+
+  ref(): this {
+    this.socket.ref();
+    return this;
+  }
+
+  unref(): this {
+    this.socket.unref();
+    return this;
+  }
+
+  override _read(): void {
+    this.socket.resume();
+  }
+
+  override _writev(chunks: { chunk: Buffer }[], callback: (err?: Error | null) => void): void {
+    let refusal: WriteRefusedError | undefined;
+    for (const { refused } of this.streams.values()) if ((refusal = refused())) break;
+    if (refusal) {
+      this.unsent = new Map();
+      for (const [stream, { refused, since }] of this.streams)
+        if (since === this.writes) this.unsent.set(stream, refused());
+      // Fails the gate, which destroys it with the socket and the session: nothing of this write is sent.
+      callback(refusal);
+      return;
+    }
+    this.writes++;
+    // The callback runs once the socket took the bytes: the session hands over its next write only then (one write
+    // at a time, JSStreamSocket), so each one is checked as it is written, never buffered here after a check.
+    this.socket.write(chunks.length === 1 ? chunks[0]!.chunk : Buffer.concat(chunks.map((c) => c.chunk)), callback);
+  }
+
+  override _final(callback: (err?: Error | null) => void): void {
+    this.socket.end(callback);
+  }
+
+  override _destroy(err: Error | null, callback: (err: Error | null) => void): void {
+    this.socket.destroy();
+    callback(err);
+  }
+}
+
 /**
  * The HTTP/2 connection that carries the client's unary requests, as client-go multiplexes all of its requests over
  * one (https://github.com/kubernetes/apimachinery/blob/master/pkg/util/net/http.go, SetTransportDefaults, configures
@@ -902,8 +1017,8 @@ function streamError(stream: http2.ClientHttp2Stream, err: Error | undefined): E
  * concurrent request opening a new TLS connection (a handshake on both sides, about 50 KiB in the manager), where
  * kube-controller-manager's, over HTTP/2, arrived within 1 ms.
  * Lists stay on HTTP/1.1 (their large bodies are decoded as they stream, and HTTP/2 flow control would pace them by
- * its 64 KiB window), and so do watches (each holds its stream for minutes) and the writes of a scope with a write
- * fence (RequestScope.beforeWrite; see KubeClient.request).
+ * its 64 KiB window), and so do watches (each holds its stream for minutes). The writes of a scope with a write fence
+ * (RequestScope.beforeWrite) go over a connection of their own (`fenced`), whose socket is a WriteGate.
  * One session, connected when first needed, replaced once it closes, receives a GOAWAY or fails. It is unref'd while
  * idle, so an idle client never keeps the process alive. A server that does not negotiate h2 by ALPN is spoken to over
  * HTTP/1.1 from then on.
@@ -913,10 +1028,13 @@ class H2Connection {
   private connecting: Promise<http2.ClientHttp2Session | undefined> | undefined;
   private off = false;
   private readonly active = new WeakMap<http2.ClientHttp2Session, { streams: number }>();
+  private readonly gates = new WeakMap<http2.ClientHttp2Session | http2.ClientHttp2Stream, WriteGate>();
 
   constructor(
     private readonly base: URL,
     private readonly tlsOptions: tls.ConnectionOptions,
+    /** Its sessions write through a WriteGate, which checks the fence of each stream until the stream is sent. */
+    private readonly fenced = false,
   ) {}
 
   /** The connected session, or undefined when the server does not speak HTTP/2 (use HTTP/1.1). */
@@ -939,14 +1057,43 @@ class H2Connection {
     session: http2.ClientHttp2Session,
     headers: http2.OutgoingHttpHeaders,
     endStream: boolean,
+    refused?: () => WriteRefusedError | undefined,
   ): http2.ClientHttp2Stream {
+    const gate = this.gates.get(session);
+    if (this.fenced && !(gate && refused)) throw new Error('a fenced HTTP/2 session carries fenced writes only');
     const stream = session.request(headers, { endStream });
+    // Tracked in the tick it was opened: its frames are written from a later immediate, through the gate.
+    if (gate && refused) {
+      gate.track(stream, refused);
+      this.gates.set(stream, gate);
+    }
     const live = this.active.get(session)!;
-    if (live.streams++ === 0) session.ref();
+    // The session's unref does not reach the socket under a gate (JSStreamSocket's handle is no libuv handle).
+    if (live.streams++ === 0) {
+      session.ref();
+      gate?.ref();
+    }
     stream.once('close', () => {
-      if (--live.streams === 0 && !session.destroyed) session.unref();
+      if (--live.streams === 0 && !session.destroyed) {
+        session.unref();
+        gate?.unref();
+      }
     });
     return stream;
+  }
+
+  /** `stream`'s last frame was handed to the socket. */
+  sent(stream: http2.ClientHttp2Stream): void {
+    this.gates.get(stream)?.sent(stream);
+  }
+
+  /** Why a stream ended without its whole answer, classified as roundTrip's errors are. */
+  streamError(stream: http2.ClientHttp2Stream, err: Error | undefined): Error {
+    // Its session closed by a fence before any of its frames was written: refused, or (another stream's fence) safe to
+    // send again.
+    const unsent = this.gates.get(stream)?.unsentOutcome(stream);
+    if (unsent) return unsent.refused ?? new UnprocessedError(err ?? 'the session was closed by a write fence');
+    return streamError(stream, err);
   }
 
   /** Destroys `session` unless it answers a PING within 15 s (client-go's http2 PingTimeout). */
@@ -969,19 +1116,44 @@ class H2Connection {
     this.current = undefined;
   }
 
-  private connect(): Promise<http2.ClientHttp2Session | undefined> {
-    return new Promise((resolve, reject) => {
-      const host = this.base.hostname.replace(/^\[(.*)\]$/, '$1');
-      const port = Number(this.base.port || 443);
-      const session = http2.connect(this.base.origin, {
-        createConnection: () => {
-          // h2 and HTTP/1.1 both offered by ALPN: a Go server without h2 refuses a handshake with no protocol in common.
-          const socket = tls.connect({ ...this.tlsOptions, host, port, ALPNProtocols: ['h2', 'http/1.1'] });
-          // TCP keep-alive probes, as the HTTP/1.1 agent's (30 s, as client-go's dialer).
-          socket.setKeepAlive(true, 30_000);
-          return socket;
-        },
+  private dial(): tls.TLSSocket {
+    const host = this.base.hostname.replace(/^\[(.*)\]$/, '$1');
+    const port = Number(this.base.port || 443);
+    // h2 and HTTP/1.1 both offered by ALPN: a Go server without h2 refuses a handshake with no protocol in common.
+    const socket = tls.connect({ ...this.tlsOptions, host, port, ALPNProtocols: ['h2', 'http/1.1'] });
+    // TCP keep-alive probes, as the HTTP/1.1 agent's (30 s, as client-go's dialer).
+    socket.setKeepAlive(true, 30_000);
+    return socket;
+  }
+
+  private async connect(): Promise<http2.ClientHttp2Session | undefined> {
+    if (!this.fenced) return this.open(this.dial());
+    // The gate's socket is handed over connected: it then writes what the gate passes in that call, never from a
+    // buffer it holds until the handshake is done.
+    const socket = this.dial();
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: Error) => reject(err);
+      const onClose = () =>
+        reject(Object.assign(new Error('TLS connection closed while connecting'), { code: 'ECONNRESET' }));
+      socket.once('error', onError).once('close', onClose);
+      socket.once('secureConnect', () => {
+        socket.off('error', onError).off('close', onClose);
+        resolve();
       });
+    });
+    if (socket.alpnProtocol !== 'h2') {
+      this.off = true;
+      socket.destroy();
+      return undefined;
+    }
+    return this.open(new WriteGate(socket));
+  }
+
+  private open(socket: tls.TLSSocket | WriteGate): Promise<http2.ClientHttp2Session | undefined> {
+    return new Promise((resolve, reject) => {
+      const gate = socket instanceof WriteGate ? socket : undefined;
+      // Given a socket that is not a native stream (the gate), the session wraps it in a JSStreamSocket.
+      const session = http2.connect(this.base.origin, { createConnection: () => socket as unknown as tls.TLSSocket });
       let connected = false;
       const drop = () => {
         if (this.current === session) this.current = undefined;
@@ -998,14 +1170,17 @@ class H2Connection {
       });
       session.once('connect', () => {
         connected = true;
-        if (session.alpnProtocol !== 'h2') {
+        // Under a gate, ALPN was checked on its TLS socket (the session sees a plain stream).
+        if (!gate && session.alpnProtocol !== 'h2') {
           this.off = true;
           session.destroy();
           resolve(undefined);
           return;
         }
         this.active.set(session, { streams: 0 });
+        if (gate) this.gates.set(session, gate);
         session.unref();
+        gate?.unref();
         this.current = session;
         resolve(session);
       });
@@ -1044,6 +1219,7 @@ function buildTransport(config: RestConfig, maxIdle: number, useHttp2: boolean):
     headers: { ...config.headers },
     headersAt: config.refreshHeaders ? -Infinity : 0,
     h2: secure && useHttp2 ? new H2Connection(base, tlsOptions) : undefined,
+    h2Fenced: secure && useHttp2 ? new H2Connection(base, tlsOptions, true) : undefined,
   };
 }
 
