@@ -13,8 +13,10 @@
 // This module does not import client-node (it costs about a second and 80 MiB to load), so
 // processes and tests that only talk HTTP to an apiserver start fast.
 import http from 'node:http';
+import http2 from 'node:http2';
 import https from 'node:https';
 import tls from 'node:tls';
+import { Duplex, type Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pkg from '../../package.json' with { type: 'json' };
 import { JsonLinesDecoder, ListItemDecoder } from './list-stream.ts';
@@ -53,7 +55,9 @@ export interface RequestScope {
   signal?: AbortSignal;
   /**
    * Runs right before a write (POST, PUT, PATCH, DELETE) is sent, after client-side throttling and in the same
-   * tick as the send, on every attempt; a returned string refuses the write with WriteRefusedError.
+   * tick as the send, on every attempt; a returned string refuses the write with WriteRefusedError. Over HTTP/2 it
+   * runs again at every write of the connection until the request's last frame is written (WriteGate); one that
+   * refuses then closes that connection, whose other writes fail or are sent again.
    */
   beforeWrite?: () => string | undefined;
 }
@@ -170,6 +174,13 @@ export interface KubeClientOptions {
    */
   maxInFlight?: number;
   onRequest?: (o: RequestObservation) => void;
+  /**
+   * Send unary requests (get, create, update, patch, delete) to an https apiserver over one multiplexed HTTP/2
+   * connection, as client-go does; lists and watches stay on HTTP/1.1, and the writes of a scope with a write fence
+   * (RequestScope.beforeWrite) go over a second HTTP/2 connection whose every write passes their fence (WriteGate).
+   * Default true; without effect for http:, and HTTP/1.1 is used when the server does not negotiate h2.
+   */
+  http2?: boolean;
 }
 
 export const defaultUserAgent = `advanced-daemonset/${pkg.version}`;
@@ -222,6 +233,10 @@ interface Transport {
   base: URL;
   headers: Record<string, string>;
   headersAt: number;
+  /** The HTTP/2 connection of unary requests; undefined for http: or with the http2 option off. */
+  h2: H2Connection | undefined;
+  /** The HTTP/2 connection of fenced writes (RequestScope.beforeWrite): each write it makes is fenced (WriteGate). */
+  h2Fenced: H2Connection | undefined;
 }
 
 const AUTH_REFRESH_MS = 10_000;
@@ -262,7 +277,7 @@ export class KubeClient {
     this.serverUrl = server ?? (config instanceof Promise ? '' : config.server);
     this.pending = Promise.resolve(config).then((c) => {
       this.config = c;
-      this.transport = buildTransport(c, idleConnections(maxInFlight));
+      this.transport = buildTransport(c, idleConnections(maxInFlight), opts.http2 ?? true);
       return this.transport;
     });
     // A failure surfaces on the first request; do not let it become an unhandled rejection.
@@ -288,6 +303,8 @@ export class KubeClient {
   /** Closes pooled connections. In-flight requests and watches fail with a TransportError. */
   close(): void {
     this.transport?.agent.destroy();
+    this.transport?.h2?.close();
+    this.transport?.h2Fenced?.close();
   }
 
   /**
@@ -586,6 +603,7 @@ export class KubeClient {
     try {
       let authRetried = false;
       let resetRetried = false;
+      let refusedRetried = false;
       const beforeWrite = method === 'GET' ? undefined : this.scope.beforeWrite;
       /** The scope's write fence as the error that refuses the write, or undefined while it may go out. */
       const fence =
@@ -606,30 +624,37 @@ export class KubeClient {
           t = await this.getTransport();
           signal?.throwIfAborted();
           // Checked here, after any wait: a write that waited in the rate limiter or for a Retry-After must not go out
-          // on a belief that has since expired (nor open a connection for it); and again by roundTrip in the tick its
-          // bytes go out.
+          // on a belief that has since expired (nor open a connection for it); and again as its bytes go out: by
+          // roundTrip in that tick over HTTP/1.1, by the session's WriteGate at each of its writes over HTTP/2.
           const refused = fence?.();
           if (refused) throw refused;
           const url = buildUrl(t.base, path, query);
           started = performance.now();
           const deadline = followSignals(signal ? [signal] : [], this.requestTimeoutMs);
           try {
-            ({ code, text, decoded, retryAfter } = await this.roundTrip(
-              t,
-              method,
-              url,
-              payload,
-              contentType,
-              deadline.signal,
-              decode,
-              fence,
-            ));
+            // Lists (large, streamed bodies) and watches stay on HTTP/1.1; see H2Connection. Fenced writes go over a
+            // session of their own, whose socket checks their fence again as it writes their frames (WriteGate): Node's
+            // HTTP/2 session writes a new stream's frames only from an immediate it schedules (node_http2.cc,
+            // MaybeScheduleWrite), after this tick, so a check here alone would let a leader frozen (SIGSTOP) in
+            // between send, on resuming, a write after another had taken over (e2e/controller/leader-fencing.e2e.ts).
+            const h2 = fence ? t.h2Fenced : t.h2;
+            const session = h2 && verb !== 'list' && !decode ? await h2.session(deadline.signal) : undefined;
+            ({ code, text, decoded, retryAfter } = session
+              ? await this.roundTripH2(h2!, session, t, method, url, payload, contentType, deadline.signal, fence)
+              : await this.roundTrip(t, method, url, payload, contentType, deadline.signal, decode, fence));
           } catch (err) {
             this.observe(verb, method, t.base.host, '<error>', started);
             if (signal?.aborted) throw signal.reason;
             if (err instanceof WriteRefusedError) throw err;
-            // A pooled keep-alive socket the server already closed surfaces as ECONNRESET on reuse.
-            // Reads are safe to repeat once; writes are not (the server may have applied them).
+            // A stream the server refused unprocessed (REFUSED_STREAM, past a GOAWAY's last stream) or one that could
+            // not be opened on a closing session never reached the apiserver: any method is safe to send again
+            // (https://www.rfc-editor.org/rfc/rfc9113#section-8.7).
+            if (err instanceof UnprocessedError && !refusedRetried) {
+              refusedRetried = true;
+              continue;
+            }
+            // A pooled keep-alive socket the server already closed surfaces as ECONNRESET on reuse (an HTTP/2 session
+            // lost mid-request as well). Reads are safe to repeat once; writes are not (the server may have applied them).
             const errno = (err as { code?: string }).code;
             if (method === 'GET' && !resetRetried && (errno === 'ECONNRESET' || errno === 'EPIPE')) {
               resetRetried = true;
@@ -706,6 +731,75 @@ export class KubeClient {
         if (req.reusedSocket) write();
         else socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', write);
       });
+    });
+  }
+
+  /**
+   * roundTrip over HTTP/2: one stream of `session`, the answer read whole (no `decode`: lists go over HTTP/1.1). A
+   * `refused` fence is checked again by the session's WriteGate each time it writes before this request's last frame.
+   */
+  private roundTripH2(
+    h2: H2Connection,
+    session: http2.ClientHttp2Session,
+    t: Transport,
+    method: string,
+    url: URL,
+    payload: string | undefined,
+    contentType: string | undefined,
+    signal: AbortSignal,
+    refused?: () => WriteRefusedError | undefined,
+  ): Promise<{ code: number; text: string; decoded?: unknown; retryAfter: string | string[] | undefined }> {
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
+      const headers: http2.OutgoingHttpHeaders = {};
+      for (const [k, v] of Object.entries(t.headers)) headers[k.toLowerCase()] = v;
+      headers[':method'] = method;
+      headers[':path'] = url.pathname + url.search;
+      headers.accept = 'application/json';
+      headers['user-agent'] = this.userAgent;
+      if (payload !== undefined) {
+        headers['content-type'] = contentType ?? 'application/json';
+        headers['content-length'] = Buffer.byteLength(payload);
+      }
+      let stream: http2.ClientHttp2Stream;
+      try {
+        stream = h2.request(session, headers, payload === undefined, refused);
+      } catch (err) {
+        // The session closed (GOAWAY) or broke since it was handed out: nothing was sent.
+        return reject(new UnprocessedError(err));
+      }
+      let settled = false;
+      const finish = (
+        err: unknown,
+        answer?: { code: number; text: string; retryAfter: string | string[] | undefined },
+      ) => {
+        if (settled) return;
+        settled = true;
+        signal.removeEventListener('abort', onAbort);
+        if (answer) resolve(answer);
+        else reject(err);
+      };
+      const onAbort = () => {
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+        // A request that timed out may sit on a connection that died silently: check that the session still answers.
+        if ((signal.reason as Error | undefined)?.name === 'TimeoutError') h2.probe(session);
+        finish(signal.reason);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      stream.on('response', (h) => {
+        const code = Number(h[':status']);
+        readBody(stream).then((text) => finish(undefined, { code, text, retryAfter: h['retry-after'] }), finish);
+      });
+      stream.on('error', (err) => finish(h2.streamError(stream, err)));
+      // 'close' may come in the same tick as 'end', before readBody's promise settles: a stream that ended is answered.
+      let ended = false;
+      stream.once('end', () => (ended = true));
+      stream.on('close', () => {
+        if (!ended) finish(h2.streamError(stream, undefined));
+      });
+      // Its last frame (END_STREAM) was handed to the socket once the write's callback runs (node_http2.cc calls it
+      // after the session's socket write completed): from then on the gate need not fence this stream.
+      if (payload !== undefined) stream.end(payload, () => h2.sent(stream));
     });
   }
 
@@ -800,7 +894,301 @@ export function followSignals(
   return { signal: controller.signal, release };
 }
 
-function buildTransport(config: RestConfig, maxIdle: number): Transport {
+/** An HTTP/2 stream that the server did not process (or that was never opened): safe to send again. */
+class UnprocessedError extends Error {
+  constructor(cause: unknown) {
+    super(`not processed by the server: ${(cause as Error | undefined)?.message ?? String(cause)}`, { cause });
+    this.name = 'UnprocessedError';
+  }
+}
+
+/** Why a stream ended without its whole answer, classified as roundTrip's errors are. */
+function streamError(stream: http2.ClientHttp2Stream, err: Error | undefined): Error {
+  if (stream.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) return new UnprocessedError(err ?? 'REFUSED_STREAM');
+  // The session was lost under it: what a reset HTTP/1.1 connection is.
+  const reset = new Error(`HTTP/2 stream closed before its answer${err ? `: ${err.message}` : ''}`, { cause: err });
+  return Object.assign(reset, { code: 'ECONNRESET' });
+}
+
+/** A fenced stream the WriteGate checks before each write, until its last frame was handed to the socket. */
+interface GatedStream {
+  refused: () => WriteRefusedError | undefined;
+  /** The gate's writes when the stream was opened: none of its frames went out while the count stays there. */
+  since: number;
+}
+
+/**
+ * The socket of the HTTP/2 session that carries fenced writes (RequestScope.beforeWrite). Every byte the session
+ * writes passes through here, and while any of its streams has not yet handed its last frame (END_STREAM) to the
+ * socket, each write first checks their fences, in the call that hands the bytes to the TLS socket, which encrypts
+ * them and writes them to the kernel before returning (as req.end does for HTTP/1.1 in KubeClient.roundTrip). A fence
+ * that refuses closes the session without writing: the frames of one stream cannot be dropped alone, since other
+ * streams' frames share the write and HPACK's header table is the connection's. A stream cut off before its
+ * END_STREAM is not acted on: the apiserver decodes a request only from its whole body, which ends with END_STREAM
+ * (https://www.rfc-editor.org/rfc/rfc9113#section-8.1).
+ * Node's HTTP/2 session writes to a socket that is not a native stream through JavaScript (JSStreamSocket,
+ * https://github.com/nodejs/node/blob/main/lib/internal/js_stream_socket.js), in the immediate that flushes the
+ * session's frames (node_http2.cc, SendPendingData): that is the moment the frames actually leave, and where the
+ * fence must be checked.
+ */
+class WriteGate extends Duplex {
+  private readonly streams = new Map<http2.ClientHttp2Stream, GatedStream>();
+  /** Writes handed to the socket so far. */
+  private writes = 0;
+  /** Set when a fence closed the session: the streams nothing of which was written, each with its own refusal. */
+  private unsent: Map<http2.ClientHttp2Stream, WriteRefusedError | undefined> | undefined;
+
+  constructor(private readonly socket: tls.TLSSocket) {
+    super();
+    socket.on('data', (chunk: Buffer) => {
+      if (!this.push(chunk)) socket.pause();
+    });
+    socket.on('end', () => this.push(null));
+    socket.on('error', (err) => this.destroy(err));
+    socket.on('close', () => this.destroy());
+  }
+
+  track(stream: http2.ClientHttp2Stream, refused: () => WriteRefusedError | undefined): void {
+    this.streams.set(stream, { refused, since: this.writes });
+    stream.once('close', () => this.streams.delete(stream));
+  }
+
+  /** `stream`'s last frame was handed to the socket: its fence no longer holds the session's writes. */
+  sent(stream: http2.ClientHttp2Stream): void {
+    this.streams.delete(stream);
+  }
+
+  /**
+   * For a stream of a session a fence closed, when none of its frames was written: the refusal of its own fence, or
+   * undefined when another stream's fence closed the session (it is safe to send again). Otherwise (some of it may
+   * have gone out) not known.
+   */
+  unsentOutcome(stream: http2.ClientHttp2Stream): { refused: WriteRefusedError | undefined } | undefined {
+    return this.unsent?.has(stream) ? { refused: this.unsent.get(stream) } : undefined;
+  }
+
+  ref(): this {
+    this.socket.ref();
+    return this;
+  }
+
+  unref(): this {
+    this.socket.unref();
+    return this;
+  }
+
+  override _read(): void {
+    this.socket.resume();
+  }
+
+  override _writev(chunks: { chunk: Buffer }[], callback: (err?: Error | null) => void): void {
+    let refusal: WriteRefusedError | undefined;
+    for (const { refused } of this.streams.values()) if ((refusal = refused())) break;
+    if (refusal) {
+      this.unsent = new Map();
+      for (const [stream, { refused, since }] of this.streams)
+        if (since === this.writes) this.unsent.set(stream, refused());
+      // Fails the gate, which destroys it with the socket and the session: nothing of this write is sent.
+      callback(refusal);
+      return;
+    }
+    this.writes++;
+    // The callback runs once the socket took the bytes: the session hands over its next write only then (one write
+    // at a time, JSStreamSocket), so each one is checked as it is written, never buffered here after a check.
+    this.socket.write(chunks.length === 1 ? chunks[0]!.chunk : Buffer.concat(chunks.map((c) => c.chunk)), callback);
+  }
+
+  override _final(callback: (err?: Error | null) => void): void {
+    this.socket.end(callback);
+  }
+
+  override _destroy(err: Error | null, callback: (err: Error | null) => void): void {
+    this.socket.destroy();
+    callback(err);
+  }
+}
+
+/**
+ * The HTTP/2 connection that carries the client's unary requests, as client-go multiplexes all of its requests over
+ * one (https://github.com/kubernetes/apimachinery/blob/master/pkg/util/net/http.go, SetTransportDefaults, configures
+ * http2 on the transport; https://github.com/kubernetes/client-go/blob/master/transport/cache.go). Over HTTP/1.1 each
+ * request in flight needs a connection of its own: at client QPS 2000 against a loaded apiserver the creates of one
+ * slow-start batch from the manager reached the apiserver spread over 100-200 ms (30-60 ms apart), each extra
+ * concurrent request opening a new TLS connection (a handshake on both sides, about 50 KiB in the manager), where
+ * kube-controller-manager's, over HTTP/2, arrived within 1 ms.
+ * Lists stay on HTTP/1.1 (their large bodies are decoded as they stream, and HTTP/2 flow control would pace them by
+ * its 64 KiB window), and so do watches (each holds its stream for minutes). The writes of a scope with a write fence
+ * (RequestScope.beforeWrite) go over a connection of their own (`fenced`), whose socket is a WriteGate.
+ * One session, connected when first needed, replaced once it closes, receives a GOAWAY or fails. It is unref'd while
+ * idle, so an idle client never keeps the process alive. A server that does not negotiate h2 by ALPN is spoken to over
+ * HTTP/1.1 from then on.
+ */
+class H2Connection {
+  private current: http2.ClientHttp2Session | undefined;
+  private connecting: Promise<http2.ClientHttp2Session | undefined> | undefined;
+  private off = false;
+  private readonly active = new WeakMap<http2.ClientHttp2Session, { streams: number }>();
+  private readonly gates = new WeakMap<http2.ClientHttp2Session | http2.ClientHttp2Stream, WriteGate>();
+
+  constructor(
+    private readonly base: URL,
+    private readonly tlsOptions: tls.ConnectionOptions,
+    /** Its sessions write through a WriteGate, which checks the fence of each stream until the stream is sent. */
+    private readonly fenced = false,
+  ) {}
+
+  /** The connected session, or undefined when the server does not speak HTTP/2 (use HTTP/1.1). */
+  async session(signal: AbortSignal): Promise<http2.ClientHttp2Session | undefined> {
+    if (this.off) return undefined;
+    const s = this.current;
+    if (s && !s.closed && !s.destroyed) return s;
+    this.connecting ??= this.connect().finally(() => (this.connecting = undefined));
+    signal.throwIfAborted();
+    const connecting = this.connecting;
+    return new Promise((resolve, reject) => {
+      const onAbort = () => reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      connecting.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    });
+  }
+
+  /** Opens a stream of `session`, which holds the process alive while any stream of it is open. */
+  request(
+    session: http2.ClientHttp2Session,
+    headers: http2.OutgoingHttpHeaders,
+    endStream: boolean,
+    refused?: () => WriteRefusedError | undefined,
+  ): http2.ClientHttp2Stream {
+    const gate = this.gates.get(session);
+    if (this.fenced && !(gate && refused)) throw new Error('a fenced HTTP/2 session carries fenced writes only');
+    const stream = session.request(headers, { endStream });
+    // Tracked in the tick it was opened: its frames are written from a later immediate, through the gate.
+    if (gate && refused) {
+      gate.track(stream, refused);
+      this.gates.set(stream, gate);
+    }
+    const live = this.active.get(session)!;
+    // The session's unref does not reach the socket under a gate (JSStreamSocket's handle is no libuv handle).
+    if (live.streams++ === 0) {
+      session.ref();
+      gate?.ref();
+    }
+    stream.once('close', () => {
+      if (--live.streams === 0 && !session.destroyed) {
+        session.unref();
+        gate?.unref();
+      }
+    });
+    return stream;
+  }
+
+  /** `stream`'s last frame was handed to the socket. */
+  sent(stream: http2.ClientHttp2Stream): void {
+    this.gates.get(stream)?.sent(stream);
+  }
+
+  /** Why a stream ended without its whole answer, classified as roundTrip's errors are. */
+  streamError(stream: http2.ClientHttp2Stream, err: Error | undefined): Error {
+    // Its session closed by a fence before any of its frames was written: refused, or (another stream's fence) safe to
+    // send again.
+    const unsent = this.gates.get(stream)?.unsentOutcome(stream);
+    if (unsent) return unsent.refused ?? new UnprocessedError(err ?? 'the session was closed by a write fence');
+    return streamError(stream, err);
+  }
+
+  /** Destroys `session` unless it answers a PING within 15 s (client-go's http2 PingTimeout). */
+  probe(session: http2.ClientHttp2Session): void {
+    if (session.destroyed) return;
+    const timer = setTimeout(() => session.destroy(new Error('HTTP/2 PING unanswered')), 15_000).unref();
+    try {
+      const sent = session.ping((err) => {
+        clearTimeout(timer);
+        if (err && !session.destroyed) session.destroy(err);
+      });
+      if (!sent) clearTimeout(timer);
+    } catch {
+      clearTimeout(timer); // too many PINGs outstanding already: one of them decides
+    }
+  }
+
+  close(): void {
+    this.current?.destroy();
+    this.current = undefined;
+  }
+
+  private dial(): tls.TLSSocket {
+    const host = this.base.hostname.replace(/^\[(.*)\]$/, '$1');
+    const port = Number(this.base.port || 443);
+    // h2 and HTTP/1.1 both offered by ALPN: a Go server without h2 refuses a handshake with no protocol in common.
+    const socket = tls.connect({ ...this.tlsOptions, host, port, ALPNProtocols: ['h2', 'http/1.1'] });
+    // TCP keep-alive probes, as the HTTP/1.1 agent's (30 s, as client-go's dialer).
+    socket.setKeepAlive(true, 30_000);
+    return socket;
+  }
+
+  private async connect(): Promise<http2.ClientHttp2Session | undefined> {
+    if (!this.fenced) return this.open(this.dial());
+    // The gate's socket is handed over connected: it then writes what the gate passes in that call, never from a
+    // buffer it holds until the handshake is done.
+    const socket = this.dial();
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: Error) => reject(err);
+      const onClose = () =>
+        reject(Object.assign(new Error('TLS connection closed while connecting'), { code: 'ECONNRESET' }));
+      socket.once('error', onError).once('close', onClose);
+      socket.once('secureConnect', () => {
+        socket.off('error', onError).off('close', onClose);
+        resolve();
+      });
+    });
+    if (socket.alpnProtocol !== 'h2') {
+      this.off = true;
+      socket.destroy();
+      return undefined;
+    }
+    return this.open(new WriteGate(socket));
+  }
+
+  private open(socket: tls.TLSSocket | WriteGate): Promise<http2.ClientHttp2Session | undefined> {
+    return new Promise((resolve, reject) => {
+      const gate = socket instanceof WriteGate ? socket : undefined;
+      // Given a socket that is not a native stream (the gate), the session wraps it in a JSStreamSocket.
+      const session = http2.connect(this.base.origin, { createConnection: () => socket as unknown as tls.TLSSocket });
+      let connected = false;
+      const drop = () => {
+        if (this.current === session) this.current = undefined;
+      };
+      session.on('error', (err) => {
+        drop();
+        if (!connected) reject(err);
+      });
+      session.on('goaway', drop);
+      session.on('close', () => {
+        drop();
+        if (!connected)
+          reject(Object.assign(new Error('HTTP/2 session closed while connecting'), { code: 'ECONNRESET' }));
+      });
+      session.once('connect', () => {
+        connected = true;
+        // Under a gate, ALPN was checked on its TLS socket (the session sees a plain stream).
+        if (!gate && session.alpnProtocol !== 'h2') {
+          this.off = true;
+          session.destroy();
+          resolve(undefined);
+          return;
+        }
+        this.active.set(session, { streams: 0 });
+        if (gate) this.gates.set(session, gate);
+        session.unref();
+        gate?.unref();
+        this.current = session;
+        resolve(session);
+      });
+    });
+  }
+}
+
+function buildTransport(config: RestConfig, maxIdle: number, useHttp2: boolean): Transport {
   const base = new URL(config.server);
   // keepAlive also turns on TCP keep-alive probes (30 s, as client-go), which is what notices
   // a dead peer under an idle watch; 'lifo' keeps the pool small under bursty load. No maxSockets: the requests
@@ -812,20 +1200,27 @@ function buildTransport(config: RestConfig, maxIdle: number): Transport {
     scheduling: 'lifo' as const,
     maxFreeSockets: maxIdle,
   };
-  const agent =
-    base.protocol === 'https:'
-      ? new https.Agent({
-          ...common,
-          // One TLS context for every connection: given ca, cert and key, tls.connect parses them and builds a
-          // context of its own for each new connection (https://nodejs.org/api/tls.html#tlsconnectoptions-callback:
-          // "secureContext: ... If not given, one is created by passing the entire options object to
-          // tls.createSecureContext()").
-          secureContext: tls.createSecureContext({ ca: config.ca, cert: config.cert, key: config.key }),
-          servername: config.tlsServerName,
-          rejectUnauthorized: !config.insecureSkipTLSVerify,
-        })
-      : new http.Agent(common);
-  return { agent, base, headers: { ...config.headers }, headersAt: config.refreshHeaders ? -Infinity : 0 };
+  const secure = base.protocol === 'https:';
+  const tlsOptions: tls.ConnectionOptions = {
+    // One TLS context for every connection: given ca, cert and key, tls.connect parses them and builds a
+    // context of its own for each new connection (https://nodejs.org/api/tls.html#tlsconnectoptions-callback:
+    // "secureContext: ... If not given, one is created by passing the entire options object to
+    // tls.createSecureContext()").
+    secureContext: secure ? tls.createSecureContext({ ca: config.ca, cert: config.cert, key: config.key }) : undefined,
+    rejectUnauthorized: !config.insecureSkipTLSVerify,
+  };
+  if (config.tlsServerName) tlsOptions.servername = config.tlsServerName;
+  const agent = secure
+    ? new https.Agent({ ...common, ...tlsOptions, servername: config.tlsServerName })
+    : new http.Agent(common);
+  return {
+    agent,
+    base,
+    headers: { ...config.headers },
+    headersAt: config.refreshHeaders ? -Infinity : 0,
+    h2: secure && useHttp2 ? new H2Connection(base, tlsOptions) : undefined,
+    h2Fenced: secure && useHttp2 ? new H2Connection(base, tlsOptions, true) : undefined,
+  };
 }
 
 function requireName(type: ResourceType, target: ObjectTarget | ObjectMeta): ObjectTarget {
@@ -844,7 +1239,7 @@ function buildUrl(base: URL, path: string, query: Record<string, string | number
   return url;
 }
 
-function readBody(res: http.IncomingMessage): Promise<string> {
+function readBody(res: Readable): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     res.on('data', (c: Buffer) => chunks.push(c));

@@ -7,7 +7,9 @@
 // get/list (with limit/continue)/create/update/merge-patch/delete and watch from a
 // resourceVersion, and exposes knobs to misbehave.
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import http2 from 'node:http2';
+import https from 'node:https';
+import type { AddressInfo, Server, Socket } from 'node:net';
 import { after, before } from 'node:test';
 import { KubeClient, type RestConfig } from '../client.ts';
 import type { KubeObject } from '../types.ts';
@@ -34,6 +36,8 @@ export interface RequestRecord {
   userAgent: string | undefined;
   authorization: string | undefined;
   contentType: string | undefined;
+  /** '1.1' or '2.0'. */
+  httpVersion: string;
   body?: unknown;
   /** performance.now() when the request's body had arrived: gaps between requests measured where they happen. */
   receivedAt: number;
@@ -53,16 +57,32 @@ export class FakeApiServer {
   /** New watches get their 200 and headers, then nothing ever (a silent connection). */
   silentWatches = false;
   hook: RequestHook | undefined;
+  /**
+   * Serve https with this key pair (restConfig trusts `caPem`); with `http2`, HTTP/2 is offered by ALPN besides
+   * HTTP/1.1 (http2.createSecureServer with allowHTTP1), as kube-apiserver does. Set before start.
+   */
+  tls: { certPem: string; keyPem: string; caPem: string; http2: boolean } | undefined;
+  /** Every HTTP/2 session clients opened, in order. */
+  readonly h2Sessions: http2.ServerHttp2Session[] = [];
 
   private rv = 1;
   private readonly collections = new Map<string, Map<string, KubeObject>>();
   private readonly log: LoggedEvent[] = [];
   private readonly watchers = new Set<Watcher>();
   private readonly sockets = new Set<Socket>();
-  private server: http.Server | undefined;
+  private server: Server | undefined;
 
   async start(port = this.port): Promise<void> {
-    const server = http.createServer((req, res) => this.handle(req, res));
+    // The HTTP/2 compatibility API's request and response stand in for HTTP/1.1's (what the routes use of them).
+    const handle = (req: unknown, res: unknown) => this.handle(req as http.IncomingMessage, res as http.ServerResponse);
+    const tls = this.tls;
+    let server: Server;
+    if (tls?.http2) {
+      const h2 = http2.createSecureServer({ allowHTTP1: true, cert: tls.certPem, key: tls.keyPem }, handle);
+      h2.on('session', (s) => this.h2Sessions.push(s));
+      server = h2;
+    } else if (tls) server = https.createServer({ cert: tls.certPem, key: tls.keyPem }, handle);
+    else server = http.createServer(handle);
     server.on('connection', (s) => {
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
@@ -85,12 +105,12 @@ export class FakeApiServer {
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.tls ? 'https' : 'http'}://127.0.0.1:${this.port}`;
   }
 
   /** Client configuration pointing at this server with a bearer token. */
   restConfig(): RestConfig {
-    return { server: this.url, headers: { Authorization: 'Bearer fake-token' } };
+    return { server: this.url, ca: this.tls?.caPem, headers: { Authorization: 'Bearer fake-token' } };
   }
 
   get resourceVersion(): number {
@@ -222,6 +242,7 @@ export class FakeApiServer {
         userAgent: req.headers['user-agent'],
         authorization: req.headers.authorization,
         contentType: req.headers['content-type'],
+        httpVersion: req.httpVersion,
         body: text ? JSON.parse(text) : undefined,
         receivedAt: performance.now(),
       };

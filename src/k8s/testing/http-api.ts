@@ -6,7 +6,12 @@ import type http from 'node:http';
 export function onRequestBody(req: http.IncomingMessage, done: (url: URL, text: string) => void): void {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => done(new URL(req.url ?? '/', 'http://x'), Buffer.concat(chunks).toString('utf8')));
+  req.on('end', () => {
+    // Cut off before its end (an HTTP/2 stream whose session closed before END_STREAM ends its body too): a server
+    // cannot decode it, and never acts on it.
+    if (req.aborted) return;
+    done(new URL(req.url ?? '/', 'http://x'), Buffer.concat(chunks).toString('utf8'));
+  });
 }
 
 /** The store key of an object: namespace/name, or the name of a cluster-scoped one. */
