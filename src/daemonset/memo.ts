@@ -426,13 +426,7 @@ export class PlanMemo {
     const present = new Set<NodeState>();
     for (let i = 0; i < sorted.length; i++) {
       const node = sorted[i] as Node;
-      const name = node.metadata.name ?? '';
-      let s = this.byName.get(name);
-      if (s === undefined) {
-        s = newNodeState(name, undefined, NOT_RUN, undefined);
-        this.byName.set(name, s);
-      }
-      if (s.node === undefined && this.ghostSet.delete(s)) this.ghostsChanged = true;
+      const s = this.joiningState(node.metadata.name ?? '');
       if (s.node !== node) this.setNode(s, node, ds, tolerations);
       present.add(s);
       states[i] = s;
@@ -495,14 +489,7 @@ export class PlanMemo {
     // In ascending order, so each lands at its place in the final list.
     for (const at of added) {
       const node = nodes[at] as Node;
-      const name = node.metadata.name ?? '';
-      // A ghost of that name (pods pointed to it before it joined) becomes its state.
-      let s = this.byName.get(name);
-      if (s === undefined) {
-        s = newNodeState(name, undefined, NOT_RUN, undefined);
-        this.byName.set(name, s);
-      }
-      if (this.ghostSet.delete(s)) this.ghostsChanged = true;
+      const s = this.joiningState(node.metadata.name ?? '');
       this.setNode(s, node, ds, tolerations);
       this.stats.nodesInserted++;
       prev.splice(at, 0, node);
@@ -510,6 +497,17 @@ export class PlanMemo {
       this.states.splice(at, 0, s);
     }
     return true;
+  }
+
+  /** The state of a node in the list: its own, a ghost of that name (pods pointed to it before it joined), or new. */
+  private joiningState(name: string): NodeState {
+    let s = this.byName.get(name);
+    if (s === undefined) {
+      s = newNodeState(name, undefined, NOT_RUN, undefined);
+      this.byName.set(name, s);
+    }
+    if (s.node === undefined && this.ghostSet.delete(s)) this.ghostsChanged = true;
+    return s;
   }
 
   private setNode(s: NodeState, node: Node, ds: DaemonSet, tolerations: readonly Toleration[]): void {
