@@ -113,7 +113,10 @@ function keptNodesToUpdate(ctx: SyncContext, partition: number): NodesToUpdateSt
   return result;
 }
 
-/** A node's part in nodesToUpdateInOrder, as a number: 0 not taking part, else its bucket (below) + NOT_SELECTED. */
+/**
+ * A node's part in nodesToUpdateInOrder, as a number: NOT_TAKING_PART, or its bucket, plus NOT_SELECTED when
+ * rollingUpdate.selector leaves the node out.
+ */
 const NOT_TAKING_PART = 0;
 const UPDATED = 1;
 const UPDATING = 2;
