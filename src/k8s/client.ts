@@ -751,16 +751,9 @@ export class KubeClient {
   ): Promise<{ code: number; text: string; decoded?: unknown; retryAfter: string | string[] | undefined }> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
-      const headers: http2.OutgoingHttpHeaders = {};
-      for (const [k, v] of Object.entries(t.headers)) headers[k.toLowerCase()] = v;
-      headers[':method'] = method;
-      headers[':path'] = url.pathname + url.search;
-      headers.accept = 'application/json';
-      headers['user-agent'] = this.userAgent;
-      if (payload !== undefined) {
-        headers['content-type'] = contentType ?? 'application/json';
-        headers['content-length'] = Buffer.byteLength(payload);
-      }
+      // HTTP/2 header names are lower case (RFC 9113 section 8.2.1).
+      const headers: http2.OutgoingHttpHeaders = { ':method': method, ':path': url.pathname + url.search };
+      for (const [k, v] of Object.entries(this.requestHeaders(t, payload, contentType))) headers[k.toLowerCase()] = v;
       let stream: http2.ClientHttp2Stream;
       try {
         stream = h2.request(session, headers, payload === undefined, refused);
@@ -811,6 +804,19 @@ export class KubeClient {
     contentType: string | undefined,
     signal?: AbortSignal,
   ): http.ClientRequest {
+    const mod = url.protocol === 'https:' ? https : http;
+    return mod.request(url, { method, headers: this.requestHeaders(t, payload, contentType), agent: t.agent, signal });
+  }
+
+  /**
+   * A request's headers, over HTTP/1.1 and HTTP/2 alike: the transport's (authorization), what we accept, who we are,
+   * and the body's type and length.
+   */
+  private requestHeaders(
+    t: Transport,
+    payload: string | undefined,
+    contentType: string | undefined,
+  ): Record<string, string | number> {
     const headers: Record<string, string | number> = {
       ...t.headers,
       Accept: 'application/json',
@@ -820,8 +826,7 @@ export class KubeClient {
       headers['Content-Type'] = contentType ?? 'application/json';
       headers['Content-Length'] = Buffer.byteLength(payload);
     }
-    const mod = url.protocol === 'https:' ? https : http;
-    return mod.request(url, { method, headers, agent: t.agent, signal });
+    return headers;
   }
 
   private observe(verb: string, method: string, host: string, code: string, started: number): void {
