@@ -11,7 +11,7 @@ import type { ServedVersion } from '../../src/api/constants.ts';
 import { adoptPatch, claimObjects, releasePatch } from '../../src/daemonset/claim.ts';
 import { cachedNode, cachedPod, withoutManagedFields } from '../../src/daemonset/cache-shapes.ts';
 import { getControllerOf } from '../../src/daemonset/pods.ts';
-import { imagePullPodDaemonSetUID, isImagePullPod } from '../../src/daemonset/predownload.ts';
+import { imagePullPodDaemonSetUID } from '../../src/daemonset/predownload.ts';
 import { nodeAddAffects, nodeUpdateAffects } from '../../src/daemonset/eligibility.ts';
 import { planDaemonSet } from '../../src/daemonset/plan.ts';
 import { PlanMemo } from '../../src/daemonset/memo.ts';
@@ -40,7 +40,7 @@ import {
 import type { Logger } from '../../src/k8s/log.ts';
 import { WorkQueue } from '../../src/k8s/workqueue.ts';
 import { runWorkers, type ReconcileResult } from '../runtime/workers.ts';
-import { ClaimedPods } from './claimed-pods.ts';
+import { ClaimedPods, isPodToClaim } from './claimed-pods.ts';
 import { pullPodsKey, SyncExecutor } from './executor.ts';
 import { indexByNode, NODE_INDEX, NodeReadinessController } from './node-readiness.ts';
 import { DaemonSetMetrics } from './metrics.ts';
@@ -605,8 +605,9 @@ export class DaemonSetController {
   private podsToClaim(ds: DaemonSet): Pod[] {
     const namespace = ds.metadata.namespace ?? '';
     const pods: Pod[] = [];
+    // The index gives the candidates by controller; isPodToClaim is the rule, the one ClaimedPods applies to a pod.
     const add = (p: Pod) => {
-      if (p.metadata.namespace === namespace && !isImagePullPod(p)) pods.push(p);
+      if (isPodToClaim(ds, p)) pods.push(p);
     };
     this.pods.store.forEachInIndex(CONTROLLER_INDEX, ds.metadata.uid ?? '', add);
     if (!ds.metadata.deletionTimestamp)
