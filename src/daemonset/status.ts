@@ -142,13 +142,13 @@ const AVAILABLE = 8;
 const UPDATED = 16;
 const MISSCHEDULED = 32;
 
-/** What the node adds to the counters (countersOf's rules), without minReadySeconds. */
-function countsPart(s: NodeState, hash: string, now: number): number {
+/** What the node adds to the counters (calculateCounters' rules). */
+function countsPart(s: NodeState, hash: string, minReady: number, now: number): number {
   const first = s.first;
   if (!s.shouldRun) return first ? MISSCHEDULED : 0;
   if (!first) return DESIRED;
   let part = DESIRED | CURRENT;
-  if (first.ready) part |= READY | (factsDaemonAvailable(first, 0, now) ? AVAILABLE : 0);
+  if (first.ready) part |= READY | (factsDaemonAvailable(first, minReady, now) ? AVAILABLE : 0);
   if (first.hash === hash) part |= UPDATED;
   return part;
 }
@@ -177,7 +177,7 @@ function keptCounters(ctx: SyncContext): CountersResult {
     changes.reused(KEPT_COUNTERS);
     for (const s of changed) {
       if (s.node === undefined) continue; // a ghost is never in ctx.states
-      const part = countsPart(s, hash, now);
+      const part = countsPart(s, hash, 0, now);
       if (part === s.countsPart) continue;
       addPart(kept.counters, s.countsPart, -1);
       addPart(kept.counters, part, 1);
@@ -186,7 +186,7 @@ function keptCounters(ctx: SyncContext): CountersResult {
   } else {
     const counters = zeroCounters();
     for (const s of states) {
-      s.countsPart = countsPart(s, hash, now);
+      s.countsPart = countsPart(s, hash, 0, now);
       addPart(counters, s.countsPart, 1);
     }
     kept = { hash, states, seq: 0, counters };
@@ -204,24 +204,11 @@ function countersOf(ctx: SyncContext): CountersResult {
   const c = zeroCounters();
   let requeueAfterMs: number | undefined;
   for (const s of ctx.states) {
-    const first = s.first;
-    if (s.shouldRun) {
-      c.desiredNumberScheduled++;
-      // Without minReadySeconds no pod waits to become available (podAvailableWaitingTimeMs is 0).
-      if (minReady > 0) {
-        for (const f of s.facts) {
-          if (!f.terminating) requeueAfterMs = minDelay(requeueAfterMs, factsWaitingTimeMs(f, minReady, now));
-        }
-      }
-      if (!first) continue;
-      c.currentNumberScheduled++;
-      if (first.ready) {
-        c.numberReady++;
-        if (factsDaemonAvailable(first, minReady, now)) c.numberAvailable++;
-      }
-      if (first.hash === hash) c.updatedNumberScheduled++;
-    } else if (first) {
-      c.numberMisscheduled++;
+    addPart(c, countsPart(s, hash, minReady, now), 1);
+    // Without minReadySeconds no pod waits to become available (podAvailableWaitingTimeMs is 0).
+    if (!s.shouldRun || minReady <= 0) continue;
+    for (const f of s.facts) {
+      if (!f.terminating) requeueAfterMs = minDelay(requeueAfterMs, factsWaitingTimeMs(f, minReady, now));
     }
   }
   c.numberUnavailable = c.desiredNumberScheduled - c.numberAvailable;
