@@ -599,8 +599,10 @@ function convertBetween(x: JsonObject, from: Version, to: Version, warnings: Sta
   let plain = x;
   if (annotations && (inText !== undefined || leftover !== undefined)) {
     const d = new Draft(x);
-    d.remove([...ANNOTATIONS, inKey]);
-    d.remove([...ANNOTATIONS, outKey]);
+    // Only the annotations read above (strings) come off: a stash key holding anything else is an ordinary
+    // annotation, left where it is, or the round trip would lose it.
+    if (inText !== undefined) d.remove([...ANNOTATIONS, inKey]);
+    if (leftover !== undefined) d.remove([...ANNOTATIONS, outKey]);
     const a = get(d.root, ANNOTATIONS);
     if (isObject(a) && Object.keys(a).length === 0) {
       const were = incoming?.annotationsWere;
