@@ -124,9 +124,9 @@ describeOnPrivateCluster('leader election between two controllers', { timeout: 3
       async () => (await holder()) === followerId && acquiredAs(follower) === followerId,
       { timeoutMs: 60_000 },
     );
-    assert.ok(
+    // The workers start after the Lease is logged as acquired (the in-place resize check comes first), so wait.
+    await eventually('the new leader to start its workers', async () =>
       readLogLines(follower.logFile).some((l) => l.msg === 'starting workers'),
-      'the new leader started its workers',
     );
 
     // Work that only a live leader can do: a rolling update to a new image.
