@@ -39,13 +39,30 @@ interface PodSlot {
   facts: PodFacts;
   /** The node the pod is grouped under (getNodesToDaemonPods), undefined when it is left out. */
   target: string | undefined;
-  /** The readiness-gate upkeep (plan.ts readinessPatches) has something to do for this pod. */
-  kruiseReady: boolean;
-  inPlaceRefresh: boolean;
-  canaryLabel: boolean;
-  resourcesRecord: boolean;
+  /**
+   * What the sync-wide per-pod upkeep has to do for this pod, as bits (UPKEEP_*): one number rather than four
+   * booleans, 24 B less in each of the 1.3 million slots of a 65,000-node cluster with 20 DaemonSets.
+   */
+  upkeep: number;
   /** The sync that last saw the pod. */
   seen: number;
+}
+
+/** The readiness-gate upkeep (plan.ts readinessPatches) has something to do for this pod. */
+const UPKEEP_KRUISE_READY = 1;
+const UPKEEP_IN_PLACE_REFRESH = 2;
+/** The pod carries the canary label. */
+const UPKEEP_CANARY_LABEL = 4;
+/** The pod records the per-node resources it was made with (overrides.ts). */
+const UPKEEP_RESOURCES_RECORD = 8;
+
+function upkeepOf(pod: Pod): number {
+  return (
+    (kruisePodReadyPatch(pod, 0) !== undefined ? UPKEEP_KRUISE_READY : 0) |
+    (inPlaceRefreshPatch(pod, 0) !== undefined ? UPKEEP_IN_PLACE_REFRESH : 0) |
+    (pod.metadata.labels?.[CANARY_POD_LABEL] !== undefined ? UPKEEP_CANARY_LABEL : 0) |
+    (hasResourcesOverrideRecord(pod) ? UPKEEP_RESOURCES_RECORD : 0)
+  );
 }
 
 /** Pods for which the sync-wide per-pod upkeep has something to do; the planner skips it while these are 0. */
@@ -302,10 +319,7 @@ export class PlanMemo {
     const slot: PodSlot = {
       facts: podFacts(pod),
       target: groupTarget(pod),
-      kruiseReady: kruisePodReadyPatch(pod, 0) !== undefined,
-      inPlaceRefresh: inPlaceRefreshPatch(pod, 0) !== undefined,
-      canaryLabel: pod.metadata.labels?.[CANARY_POD_LABEL] !== undefined,
-      resourcesRecord: hasResourcesOverrideRecord(pod),
+      upkeep: upkeepOf(pod),
       seen: 0,
     };
     this.count(slot, 1);
@@ -318,20 +332,18 @@ export class PlanMemo {
     this.count(slot, -1);
     slot.facts = podFacts(pod);
     slot.target = groupTarget(pod);
-    slot.kruiseReady = kruisePodReadyPatch(pod, 0) !== undefined;
-    slot.inPlaceRefresh = inPlaceRefreshPatch(pod, 0) !== undefined;
-    slot.canaryLabel = pod.metadata.labels?.[CANARY_POD_LABEL] !== undefined;
-    slot.resourcesRecord = hasResourcesOverrideRecord(pod);
+    slot.upkeep = upkeepOf(pod);
     this.count(slot, 1);
     this.link(slot);
   }
 
   private count(slot: PodSlot, n: number): void {
     if (n > 0) this.stats.podsChanged++;
-    if (slot.kruiseReady) this.upkeep.kruiseReady += n;
-    if (slot.inPlaceRefresh) this.upkeep.inPlaceRefresh += n;
-    if (slot.canaryLabel) this.upkeep.canaryLabel += n;
-    if (slot.resourcesRecord) this.upkeep.resourcesRecord += n;
+    const bits = slot.upkeep;
+    if (bits & UPKEEP_KRUISE_READY) this.upkeep.kruiseReady += n;
+    if (bits & UPKEEP_IN_PLACE_REFRESH) this.upkeep.inPlaceRefresh += n;
+    if (bits & UPKEEP_CANARY_LABEL) this.upkeep.canaryLabel += n;
+    if (bits & UPKEEP_RESOURCES_RECORD) this.upkeep.resourcesRecord += n;
   }
 
   /** The pod list of `s` being rebuilt in this sync. */
@@ -380,10 +392,13 @@ export class PlanMemo {
           this.ghostsChanged = true;
         }
       } else {
+        // A copy: `list` grew by push, and V8 gives a pushed-to array room for 17 elements (152 B, where one pod
+        // needs 24 B); kept on every node state of every DaemonSet, that slack was 145 B per cached daemon pod
+        // (heap snapshot at 10,000 nodes and 20 DaemonSets, bench/README.md section 8).
         setNodePods(
           s,
           list.map((f) => f.pod),
-          list,
+          list.slice(),
         );
       }
     }
