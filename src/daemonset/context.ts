@@ -10,6 +10,7 @@ import { newNodeState, type NodeState } from './node-state.ts';
 import { nodeResources, type NodeResources } from './overrides.ts';
 import { getNodesToDaemonPods } from './pods.ts';
 import type {
+  BusyNodesToUpdate,
   CountersResult,
   NodesToUpdateStates,
   NodeTargets,
@@ -71,6 +72,8 @@ export interface SyncContext extends NodeIndex {
 export interface SyncDerived {
   /** nodesToUpdateResult (update.ts). */
   nodesToUpdate?: NodesToUpdateStates;
+  /** busyNodesToUpdate (update.ts). */
+  busyNodesToUpdate?: BusyNodesToUpdate;
   /** calculateCounters (status.ts). */
   counters?: CountersResult;
   /** pendingNodes (status.ts). */
@@ -90,6 +93,61 @@ export function derivedOnce<K extends keyof SyncDerived>(
   compute: () => NonNullable<SyncDerived[K]>,
 ): NonNullable<SyncDerived[K]> {
   return (ctx.derived[key] ??= compute());
+}
+
+/** How keptSubset picks and orders its states. */
+export interface SubsetRule {
+  /** Whether a state of `all` is in the subset; reads the state and nothing `key` does not stand for. */
+  member(s: NodeState): boolean;
+  /** Whether a changed state is one of `all` (ghosts never are). */
+  inAll(s: NodeState): boolean;
+  /** `all`'s order. */
+  compare(a: NodeState, b: NodeState): number;
+}
+
+interface KeptSubset {
+  all: readonly NodeState[];
+  key: string;
+  /** The memo's position (StateChanges.seq) it is known to hold at. */
+  seq: number;
+  members: Set<NodeState>;
+  /** `members` in `all`'s order, until they change. */
+  inOrder: NodeState[] | undefined;
+}
+
+/**
+ * The states of `all` that `rule.member` picks, in `all`'s order, kept between syncs of the same memo (StateChanges)
+ * under `name` while `all` is the same array and `key` the same, and brought up to date from the nodes changed since.
+ * The passes over every node that have work on a few only (manage's unsettled nodes, the rolling update's busy ones)
+ * go over those few: in a settled DaemonSet, none. Without a memo, `all` filtered.
+ */
+export function keptSubset(
+  changes: StateChanges | undefined,
+  name: string,
+  all: readonly NodeState[],
+  key: string,
+  rule: SubsetRule,
+): readonly NodeState[] {
+  if (!changes) return all.filter(rule.member);
+  let kept = changes.kept.get(name) as KeptSubset | undefined;
+  const changed = kept?.all === all && kept.key === key ? changes.since(kept.seq) : undefined;
+  if (kept && changed) {
+    changes.reused(name);
+    for (const s of changed) {
+      if (!rule.inAll(s)) continue;
+      const member = rule.member(s);
+      if (member === kept.members.has(s)) continue;
+      if (member) kept.members.add(s);
+      else kept.members.delete(s);
+      kept.inOrder = undefined;
+    }
+  } else {
+    const inOrder = all.filter(rule.member);
+    kept = { all, key, seq: 0, members: new Set(inOrder), inOrder };
+    changes.kept.set(name, kept);
+  }
+  kept.seq = changes.seq;
+  return (kept.inOrder ??= [...kept.members].sort(rule.compare));
 }
 
 /** True when the nodes are in name order already (the controller's node cache hands them over that way). */

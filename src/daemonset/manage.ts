@@ -10,7 +10,7 @@ import {
   isInBackOffSinceUpdate,
   type BackoffState,
 } from './backoff.ts';
-import { cmp, minDelay, type SyncContext } from './context.ts';
+import { cmp, keptSubset, minDelay, type SubsetRule, type SyncContext } from './context.ts';
 import { isSettledPod, updatedPodsOf, type NodeState } from './node-state.ts';
 import {
   addNotReadyKeyPatch,
@@ -220,8 +220,8 @@ export function getNodesNeedingPods(
 function newPodCount(ctx: SyncContext): number {
   let n = 0;
   for (const s of ctx.states) {
-    const { newPod: np, ok } = updatedPodsOf(s, ctx.hash);
-    if (ok && np) n++;
+    const { newFacts, ok } = updatedPodsOf(s, ctx.hash);
+    if (ok && newFacts) n++;
   }
   return n;
 }
@@ -264,43 +264,19 @@ export function manage(ctx: SyncContext, backoff: BackoffState): ManageResult {
   return result;
 }
 
-/** What unsettledStates keeps between syncs. */
-interface KeptUnsettled {
-  /** ctx.states it was found in: the memo makes another array when nodes come or go. */
-  states: readonly NodeState[];
-  /** The memo's position (StateChanges.seq) it is known to hold at. */
-  seq: number;
-  unsettled: Set<NodeState>;
-  /** `unsettled` in name order, until it changes. */
-  inOrder: NodeState[] | undefined;
-}
-
-const KEPT_UNSETTLED = 'unsettled';
+/** Manage looks at the nodes not settled (settled reads nothing but the state), in name order. */
+const UNSETTLED: SubsetRule = {
+  member: (s) => !s.settled,
+  inAll: (s) => s.node !== undefined,
+  compare: (a, b) => cmp(a.name, b.name),
+};
 
 /**
- * The states manage looks at, in name order: all of them, or, with a memo (StateChanges), those not settled, kept
- * between syncs and brought up to date from the nodes changed since (settled reads nothing but the state). A settled
- * DaemonSet has none, where the pass over every node was a fifth of a steady sync's planning at 65,000 nodes.
+ * The states manage looks at, in name order: those not settled, kept between syncs with a memo (keptSubset). A
+ * settled DaemonSet has none, where the pass over every node was a fifth of a steady sync's planning at 65,000 nodes.
  */
 function unsettledStates(ctx: SyncContext): readonly NodeState[] {
-  const { states, changes } = ctx;
-  if (!changes) return states;
-  let kept = changes.kept.get(KEPT_UNSETTLED) as KeptUnsettled | undefined;
-  const changed = kept?.states === states ? changes.since(kept.seq) : undefined;
-  if (kept && changed) {
-    changes.reused(KEPT_UNSETTLED);
-    for (const s of changed) {
-      if (s.node === undefined || s.settled !== kept.unsettled.has(s)) continue; // a ghost, or no change
-      if (s.settled) kept.unsettled.delete(s);
-      else kept.unsettled.add(s);
-      kept.inOrder = undefined;
-    }
-  } else {
-    kept = { states, seq: 0, unsettled: new Set(states.filter((s) => !s.settled)), inOrder: undefined };
-    changes.kept.set(KEPT_UNSETTLED, kept);
-  }
-  kept.seq = changes.seq;
-  return (kept.inOrder ??= [...kept.unsettled].sort((a, b) => cmp(a.name, b.name)));
+  return keptSubset(ctx.changes, 'unsettled', ctx.states, '', UNSETTLED);
 }
 
 export interface SyncNodesResult {

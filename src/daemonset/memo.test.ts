@@ -473,6 +473,62 @@ describe('PlanMemo: what a sync re-evaluates', () => {
     }
   });
 
+  test('the rolling update and Progressing go over the busy nodes only, kept while nodesToUpdate is', () => {
+    // Surge within rollingUpdate.selector: the selected nodes (pool a) run the new revision, the others the old one,
+    // outside nodesToUpdate. Every plan is compared with the full computation.
+    const surging = newDaemonSet({
+      strategy: 'RollingUpdate',
+      rollingUpdate: { maxSurge: 2, maxUnavailable: 0, selector: { matchLabels: { pool: 'a' } } },
+    });
+    const pooled = nodes.map((n, i) => ({ ...n, metadata: { ...n.metadata, labels: { pool: i % 3 ? 'a' : 'b' } } }));
+    const firstPlan = planDaemonSet({ ds: surging, nodes: pooled, pods: [], revisions: [], now: T0 });
+    const snap = { ds: surging, nodes: pooled, revisions: firstPlan.revisions.create, now: T0 + 60_000 };
+    const settled = pooled.map((n, i) =>
+      newPod(surging, n.metadata.name ?? '', { hash: i % 3 ? firstPlan.hash : 'old', ready: true }),
+    );
+    const memo = new PlanMemo();
+    const rv = (p: Pod, v: string) => ({ ...p, metadata: { ...p.metadata, resourceVersion: v } });
+    // An old pod beside the new one on nodes 1, 2 and 4: each is deleted.
+    const beside = [1, 2, 4].map((i) => newPod(surging, `node-0${i}`, { name: `old-${i}`, hash: 'old', ready: true }));
+    const sequence: { name: string; pods: Pod[]; kept: boolean; deletes?: string[] }[] = [
+      { name: 'first', pods: settled, kept: false },
+      {
+        name: 'an old pod outside the selector changed',
+        pods: settled.map((p, i) => (i === 3 ? rv(p, '2') : p)),
+        kept: true,
+      },
+      {
+        name: 'old pods beside new ones',
+        pods: [...settled, ...beside],
+        kept: true,
+        deletes: ['old-1', 'old-2', 'old-4'],
+      },
+      {
+        name: 'a new pod not Ready',
+        pods: settled.map((p, i) =>
+          i === 7
+            ? newPod(surging, p.spec.nodeName ?? '', { name: p.metadata.name, hash: firstPlan.hash, ready: false })
+            : p,
+        ),
+        kept: true,
+      },
+      { name: 'back to settled', pods: settled, kept: true, deletes: [] },
+    ];
+    for (const s of sequence) {
+      const before = memo.keptReused('busyNodesToUpdate');
+      const withMemo = planDaemonSet({ ...snap, pods: s.pods }, memo);
+      assert.deepEqual(withMemo, planDaemonSet({ ...snap, pods: s.pods }), s.name);
+      assert.equal(memo.keptReused('busyNodesToUpdate') - before, s.kept ? 1 : 0, `${s.name}: kept`);
+      if (s.deletes) {
+        assert.deepEqual(
+          withMemo.deletes.map((d) => d.podName),
+          s.deletes,
+          `${s.name}: the old pods deleted`,
+        );
+      }
+    }
+  });
+
   test('pods told as changes from the last snapshot plan as the whole list does; changes from another are ignored', () => {
     const rand = seededRandom(11);
     const memo = new PlanMemo();

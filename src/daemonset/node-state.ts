@@ -6,7 +6,7 @@ import type { Node, Pod } from '../k8s/types.ts';
 import { getPodCondition, getPodReadyCondition, hasReadinessGate, parseTime } from '../k8s/pod.ts';
 import { IN_PLACE_UPDATE_READY } from './constants.ts';
 import type { NodeEligibility } from './eligibility.ts';
-import { isPodPreDeleting, podRevisionHash, type UpdatedPodsOnNode } from './pods.ts';
+import { isPodPreDeleting, podRevisionHash } from './pods.ts';
 
 /** The facts of one pod the sync-wide passes read (status counters, rolling update, Progressing). */
 export interface PodFacts {
@@ -77,10 +77,15 @@ export function factsNilOrPreDeleting(f: PodFacts | undefined): boolean {
   return f === undefined || f.preDeleting;
 }
 
-/** findUpdatedPodsOnNode with the facts of the pods it picks. */
-export interface UpdatedPodFacts extends UpdatedPodsOnNode {
+/**
+ * findUpdatedPodsOnNode (UpdatedPodsOnNode, pods.ts) as the facts of the pods it picks; the pods are their `pod`.
+ * Kept on every node state of every DaemonSet (NodeState.upd), so it holds no more than it must.
+ */
+export interface UpdatedPodFacts {
   newFacts?: PodFacts;
   oldFacts?: PodFacts;
+  /** False when there is more than one new or more than one old non-terminating pod (manage prunes those). */
+  ok: boolean;
 }
 
 const NOT_OK: UpdatedPodFacts = Object.freeze({ ok: false });
@@ -99,7 +104,7 @@ function findUpdatedFacts(facts: readonly PodFacts[], hash: string): UpdatedPodF
       oldFacts = f;
     }
   }
-  return { newPod: newFacts?.pod, oldPod: oldFacts?.pod, ok: true, newFacts, oldFacts };
+  return { newFacts, oldFacts, ok: true };
 }
 
 /** One node of the sync, or a node name daemon pods point to that no node has (`node` undefined). */

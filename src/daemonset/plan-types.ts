@@ -342,6 +342,19 @@ export interface WaveProgress {
 /** NodesToUpdate with the states of `nodes` (same order), for the passes that read their pods. */
 export interface NodesToUpdateStates extends NodesToUpdate {
   readonly states: readonly NodeState[];
+  /**
+   * Set when `states` are every node whose NodeState.updatePart is this (one bucket, nothing held back), in
+   * descending name order: what update.ts's busyNodesToUpdate keeps between syncs.
+   */
+  readonly bucket?: number;
+}
+
+/** nodesToUpdate less the nodes no pass over them has work for (update.ts, busyNodesToUpdate). */
+export interface BusyNodesToUpdate {
+  /** The other states, in nodesToUpdate's order. */
+  readonly states: readonly NodeState[];
+  /** How many were left out: each has one pod, of its target revision, available. */
+  readonly quiet: number;
 }
 
 export interface CanaryPlan {

@@ -9,7 +9,7 @@ import { IN_PLACE_UPDATE_READY } from './constants.ts';
 import { derivedOnce, minDelay, type SyncContext } from './context.ts';
 import { factsDaemonAvailable, factsWaitingTimeMs, type NodeState } from './node-state.ts';
 import { nodesWaitingFor, readinessTaintOf } from './node-readiness.ts';
-import { nodesToUpdateResult, setAside } from './update.ts';
+import { busyNodesToUpdate, nodesToUpdateResult, setAside } from './update.ts';
 import { waveMessage } from './waves.ts';
 import { ignoresUnhealthyNodes, setAsideConditionReason, setAsideMessage } from './unhealthy.ts';
 import { isDaemonSetPaused, isRolloutFrozen, isRollingUpdate } from './strategy.ts';
@@ -230,7 +230,8 @@ function countPendingNodes(ctx: SyncContext): number {
   const minReady = ctx.ds.spec.minReadySeconds ?? 0;
   const same = sameTarget(ctx.targets);
   const aside = setAside(ctx);
-  for (const s of nodesToUpdateResult(ctx).states) {
+  // A quiet node (busyNodesToUpdate) is available and updated: nothing to count.
+  for (const s of busyNodesToUpdate(ctx).states) {
     if (!s.shouldRun) continue;
     const first = s.first;
     const unavailable = !first || !factsDaemonAvailable(first, minReady, ctx.now);

@@ -225,8 +225,8 @@ export function gateWaves(ctx: SyncContext, r: NodesToUpdateStates): NodesToUpda
 
 /** update.ts's "still to update" bucket: an old pod that is not PreparingDelete, and no new one. */
 function stillToUpdate(s: NodeState, hash: string): boolean {
-  const { newPod, oldFacts, ok } = updatedPodsOf(s, hash);
-  return ok && !newPod && oldFacts !== undefined && !oldFacts.preDeleting;
+  const { newFacts, oldFacts, ok } = updatedPodsOf(s, hash);
+  return ok && !newFacts && oldFacts !== undefined && !oldFacts.preDeleting;
 }
 
 /** The wave, as the Progressing message says it: "wave 2 of 3 (topology.kubernetes.io/zone=b)". */
