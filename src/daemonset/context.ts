@@ -99,7 +99,7 @@ export function derivedOnce<K extends keyof SyncDerived>(
 export interface SubsetRule {
   /** Whether a state of `all` is in the subset; reads the state and nothing `key` does not stand for. */
   member(s: NodeState): boolean;
-  /** Whether a changed state is one of `all` (ghosts never are). */
+  /** Whether a changed state is one of `all` now (ghosts never are). */
   inAll(s: NodeState): boolean;
   /** `all`'s order. */
   compare(a: NodeState, b: NodeState): number;
@@ -134,9 +134,9 @@ export function keptSubset(
   if (kept && changed) {
     changes.reused(name);
     for (const s of changed) {
-      if (!rule.inAll(s)) continue;
-      const member = rule.member(s);
-      if (member === kept.members.has(s)) continue;
+      // A state may have left `all`, or moved in it, in place (update.ts moves nodes between buckets).
+      const member = rule.inAll(s) && rule.member(s);
+      if (!member && !kept.members.has(s)) continue;
       if (member) kept.members.add(s);
       else kept.members.delete(s);
       kept.inOrder = undefined;

@@ -18,6 +18,7 @@ import {
 } from './constants.ts';
 import { PlanMemo } from './memo.ts';
 import { seededRandom } from '../testing/random.ts';
+import { cmp } from './context.ts';
 import { planDaemonSet } from './plan.ts';
 import type { PlanOptions } from './plan-types.ts';
 import { FakeCluster, T0, newDaemonSet, newNode, newPod, type DaemonSetOptions } from './test-fixtures.ts';
@@ -527,6 +528,77 @@ describe('PlanMemo: what a sync re-evaluates', () => {
         );
       }
     }
+  });
+
+  test('a node that joins, and pods replaced, move between the buckets of the kept nodesToUpdate in place', () => {
+    const memo = new PlanMemo();
+    const snap = { ds, revisions, now: T0 + 60_000 };
+    const joined = [...nodes, newNode('node-25a')].sort((a, b) => cmp(a.metadata.name ?? '', b.metadata.name ?? ''));
+    const old = (p: Pod, ready: boolean) =>
+      newPod(ds, p.spec.nodeName ?? '', { name: p.metadata.name, hash: 'old', ready });
+    const itsPod = (ready: boolean) => newPod(ds, 'node-25a', { hash: first.hash, ready });
+    const sequence: { name: string; nodes: Node[]; pods: Pod[]; kept: boolean }[] = [
+      { name: 'first', nodes, pods, kept: false },
+      { name: 'a node joined', nodes: joined, pods, kept: true },
+      { name: 'its pod, not Ready', nodes: joined, pods: [...pods, itsPod(false)], kept: true },
+      { name: 'its pod Ready', nodes: joined, pods: [...pods, itsPod(true)], kept: true },
+      {
+        // maxUnavailable 2: the two unavailable ones, and the first two others in nodesToUpdate's order.
+        name: 'six pods of the old revision: to update',
+        nodes: joined,
+        pods: [
+          ...pods.map((p, i) => ([4, 12, 30, 41].includes(i) ? old(p, true) : [7, 20].includes(i) ? old(p, false) : p)),
+          itsPod(true),
+        ],
+        kept: true,
+      },
+      { name: 'and back', nodes: joined, pods: [...pods, itsPod(true)], kept: true },
+      { name: 'the node gone', nodes, pods, kept: false },
+    ];
+    for (const s of sequence) {
+      const before = ['nodesToUpdate', 'busyNodesToUpdate'].map((k) => memo.keptReused(k));
+      const withMemo = planDaemonSet({ ...snap, nodes: s.nodes, pods: s.pods }, memo);
+      assert.deepEqual(withMemo, planDaemonSet({ ...snap, nodes: s.nodes, pods: s.pods }), s.name);
+      assert.deepEqual(
+        ['nodesToUpdate', 'busyNodesToUpdate'].map((k, i) => memo.keptReused(k) - (before[i] as number)),
+        s.kept ? [1, 1] : [0, 0],
+        `${s.name}: kept`,
+      );
+    }
+  });
+
+  test('nodes moved in place keep nodesToUpdate in its order: the nodes set aside are listed in it', () => {
+    // unhealthyNodes Ignore lists the nodes it sets aside in nodesToUpdate's order (descending names within a bucket).
+    const ignoring = newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { unhealthyNodes: 'Ignore' } });
+    const notReady = [10, 20, 30, 40];
+    const sick = nodes.map((n, i) =>
+      notReady.includes(i) ? { ...n, status: { conditions: [{ type: 'Ready', status: 'False' as const }] } } : n,
+    );
+    const plan0 = planDaemonSet({ ds: ignoring, nodes: sick, pods: [], revisions: [], now: T0 });
+    const snap = { ds: ignoring, nodes: sick, revisions: plan0.revisions.create, now: T0 + 60_000 };
+    const current = sick.map((n) => newPod(ignoring, n.metadata.name ?? '', { hash: plan0.hash, ready: true }));
+    const stale = current.map((p, i) =>
+      notReady.includes(i)
+        ? newPod(ignoring, p.spec.nodeName ?? '', { name: p.metadata.name, hash: 'old', ready: true })
+        : p,
+    );
+    const memo = new PlanMemo();
+    for (const [name, pods] of [
+      ['settled', current],
+      ['old pods on the NotReady nodes', stale],
+    ] as const) {
+      const before = memo.keptReused('nodesToUpdate');
+      const withMemo = planDaemonSet({ ...snap, pods }, memo);
+      assert.deepEqual(withMemo, planDaemonSet({ ...snap, pods }), name);
+      assert.equal(memo.keptReused('nodesToUpdate') - before, name === 'settled' ? 0 : 1, `${name}: kept`);
+    }
+    const progressing = planDaemonSet({ ...snap, pods: stale }, memo).status?.conditions?.find(
+      (c) => c.type === 'Progressing',
+    );
+    assert.match(
+      progressing?.message ?? '',
+      /node-40 \(NotReady\), node-30 \(NotReady\), node-20 \(NotReady\), node-10/,
+    );
   });
 
   test('pods told as changes from the last snapshot plan as the whole list does; changes from another are ignored', () => {

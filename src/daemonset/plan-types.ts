@@ -343,10 +343,10 @@ export interface WaveProgress {
 export interface NodesToUpdateStates extends NodesToUpdate {
   readonly states: readonly NodeState[];
   /**
-   * Set when `states` are every node whose NodeState.updatePart is this (one bucket, nothing held back), in
-   * descending name order: what update.ts's busyNodesToUpdate keeps between syncs.
+   * `states` are every node whose NodeState.updatePart is one of the buckets (updated, updating, to update), by
+   * bucket then descending name (nothing held back): what update.ts brings up to date between syncs.
    */
-  readonly bucket?: number;
+  readonly complete?: boolean;
 }
 
 /** nodesToUpdate less the nodes no pass over them has work for (update.ts, busyNodesToUpdate). */

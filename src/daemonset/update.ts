@@ -87,22 +87,29 @@ interface KeptNodesToUpdate {
 const KEPT_NODES_TO_UPDATE = 'nodesToUpdate';
 
 /**
- * nodesToUpdateInOrder over every node, kept between syncs of the same memo (StateChanges) while no node changed its
- * part in it: taking part or not, its bucket (updated, updating, to update) and whether rollingUpdate.selector selects
- * it; nothing else is read, and the order is by name. At 65,000 nodes computing it was 44% of a steady sync's
- * planning, mostly pushing every node into its bucket (V8 profile of a sync after one pod changed, one DaemonSet).
- * Not kept under priorityStrategy or waves, whose order reads the nodes' labels.
+ * nodesToUpdateInOrder over every node, kept between syncs of the same memo (StateChanges): a node's part in it is
+ * whether it takes part, its bucket (updated, updating, to update) and whether rollingUpdate.selector selects it;
+ * nothing else is read, and within a bucket the order is by name. While no changed node changed its part, the same
+ * result; when some did and the result holds every node of the buckets (NodesToUpdateStates.complete: no partition
+ * holds any back) and there is no selector, those nodes are moved from one bucket to the other in place (a node
+ * that joined, or whose pod was replaced). At 65,000 nodes computing it was 44% of a steady sync's planning, mostly
+ * pushing every node into its bucket (V8 profile of a sync after one pod changed, one DaemonSet), and most of a sync
+ * after a node joined. Not kept under priorityStrategy or waves, whose order reads the nodes' labels.
  */
 function keptNodesToUpdate(ctx: SyncContext, partition: number): NodesToUpdateStates {
   const { ds, hash, states, changes } = ctx;
   if (!changes || ordersByLabels(ds)) return nodesToUpdateInOrder(ds, hash, partition, states, true);
   const key = `${hash}\n${partition}\n${JSON.stringify(ds.spec.updateStrategy ?? null)}`;
   const kept = changes.kept.get(KEPT_NODES_TO_UPDATE) as KeptNodesToUpdate | undefined;
-  if (kept?.key === key && kept.states === states) {
+  const changed = kept?.key === key && kept.states === states ? changes.since(kept.seq) : undefined;
+  if (kept && changed) {
     const hasSelector = hasUpdateSelector(ds);
     // A ghost (no node) is never in ctx.states.
-    const same = (s: NodeState) => s.node === undefined || s.updatePart === updatePart(ds, hash, s, true, hasSelector);
-    if (changes.since(kept.seq)?.every(same)) {
+    const moved = changed.filter(
+      (s) => s.node !== undefined && s.updatePart !== updatePart(ds, hash, s, true, hasSelector),
+    );
+    if (moved.length === 0 || (kept.result.complete && !hasSelector)) {
+      if (moved.length > 0) kept.result = moveBetweenBuckets(kept.result.states as NodeState[], moved, ds, hash);
       kept.seq = changes.seq;
       changes.reused(KEPT_NODES_TO_UPDATE);
       return kept.result;
@@ -111,6 +118,60 @@ function keptNodesToUpdate(ctx: SyncContext, partition: number): NodesToUpdateSt
   const result = nodesToUpdateInOrder(ds, hash, partition, states, true, true, true);
   changes.kept.set(KEPT_NODES_TO_UPDATE, { key, states, seq: changes.seq, result });
   return result;
+}
+
+/** The order of a complete nodesToUpdate (NodesToUpdateStates.complete): by bucket, then by descending name. */
+function inBucketOrder(a: NodeState, b: NodeState): number {
+  return a.updatePart - b.updatePart || cmp(b.name, a.name);
+}
+
+function inBuckets(part: number): boolean {
+  return part >= UPDATED && part <= TO_UPDATE;
+}
+
+/** Where `s` goes in `list` (inBucketOrder): the first place whose state does not come before it. */
+function placeOf(list: readonly NodeState[], s: NodeState): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (inBucketOrder(list[mid] as NodeState, s) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * A complete nodesToUpdate (without a selector) with `moved` in their new buckets: each taken out at its old place
+ * and put in at its new one, in the same array, so values kept on it (busyNodesToUpdate) hear of them as changes.
+ */
+function moveBetweenBuckets(
+  list: NodeState[],
+  moved: readonly NodeState[],
+  ds: DaemonSet,
+  hash: string,
+): NodesToUpdateStates {
+  for (const s of moved) {
+    if (inBuckets(s.updatePart)) {
+      const at = placeOf(list, s);
+      if (list[at] === s) list.splice(at, 1);
+    }
+    s.updatePart = updatePart(ds, hash, s, true, false);
+    if (inBuckets(s.updatePart)) list.splice(placeOf(list, s), 0, s);
+  }
+  return statesToUpdate(list, true);
+}
+
+/** A NodesToUpdateStates of `states`; the names are made when read (few syncs do: image pre-download). */
+function statesToUpdate(states: readonly NodeState[], complete: boolean): NodesToUpdateStates {
+  let names: readonly string[] | undefined;
+  return {
+    get nodes() {
+      return (names ??= states.map((s) => s.name));
+    },
+    states,
+    complete,
+  };
 }
 
 /**
@@ -190,21 +251,21 @@ function isQuiet(s: NodeState, hash: string): boolean {
 
 /**
  * nodesToUpdateResult's states less the quiet ones (isQuiet), in the same order, and how many it left out. Kept
- * between syncs (keptSubset) when the memo keeps nodesToUpdate as one bucket (NodesToUpdateStates.bucket), every
+ * between syncs (keptSubset) when the memo keeps nodesToUpdate whole (NodesToUpdateStates.complete), every
  * node targets the current revision (no canary) and minReadySeconds is 0; otherwise every state. A settled
  * DaemonSet has none: the rolling update's pass and the Progressing condition's over every node were 49% of the
  * syncs at 65,000 nodes (V8 profile, bench/README.md section 8).
  */
 export function busyNodesToUpdate(ctx: SyncContext): BusyNodesToUpdate {
   return derivedOnce(ctx, 'busyNodesToUpdate', () => {
-    const { bucket, states } = nodesToUpdateResult(ctx);
+    const { complete, states } = nodesToUpdateResult(ctx);
     const { hash, changes } = ctx;
-    const keep = bucket !== undefined && sameTarget(ctx.targets) === hash && (ctx.ds.spec.minReadySeconds ?? 0) <= 0;
+    const keep = complete && sameTarget(ctx.targets) === hash && (ctx.ds.spec.minReadySeconds ?? 0) <= 0;
     if (!keep || !changes) return { states, quiet: 0 };
     const busy = keptSubset(changes, 'busyNodesToUpdate', states, hash, {
       member: (s) => !isQuiet(s, hash),
-      inAll: (s) => s.node !== undefined && s.updatePart === bucket,
-      compare: (a, b) => cmp(b.name, a.name),
+      inAll: (s) => s.node !== undefined && inBuckets(s.updatePart),
+      compare: inBucketOrder,
     });
     return { states: busy, quiet: states.length - busy.length };
   });
@@ -254,11 +315,8 @@ function nodesToUpdateInOrder(
   // nodes in one bucket: that list is the result.
   const only = [updated, updating, toUpdate].filter((b) => b.length > 0);
   let states: NodeState[];
-  let bucket: number | undefined;
   if (outside.length === 0 && only.length === 1 && maxUpdate >= subsetLength) {
     states = only[0] as NodeState[];
-    // The stamped parts then tell which nodes `states` holds (busyNodesToUpdate).
-    if (stamp && states[0]) bucket = states[0].updatePart;
   } else {
     states = outside;
     let taken = 0;
@@ -266,7 +324,8 @@ function nodesToUpdateInOrder(
       for (let i = 0; i < bucket.length && taken < maxUpdate; i++, taken++) states.push(bucket[i] as NodeState);
     }
   }
-  const out: NodesToUpdateStates = { nodes: states.map((s) => s.name), states, bucket };
+  // Every node of the buckets, in their order: the stamped parts then tell which nodes `states` holds.
+  const out = statesToUpdate(states, stamp && outside.length === 0 && maxUpdate >= subsetLength);
   if (hasSelector && toUpdate.length > 0 && maxUpdate === 0) {
     out.hold = { partition, held: toUpdate.length, selected: subsetLength, all: taking };
   }
@@ -285,8 +344,6 @@ export interface RollingUpdateResult {
   nodesToCreate: string[];
   maxSurge: number;
   maxUnavailable: number;
-  /** Nodes the strategy may update (after partition and selector), in processing order. */
-  nodesToUpdate: readonly string[];
   error?: string;
 }
 
@@ -321,7 +378,6 @@ export function rollingUpdate(ctx: SyncContext, freeUpdate?: FreeUpdate): Rollin
     nodesToCreate: [],
     maxSurge: 0,
     maxUnavailable: 0,
-    nodesToUpdate: [],
   };
   try {
     Object.assign(result, rollingUpdateBudget(ds, ctx.desired));
@@ -334,7 +390,6 @@ export function rollingUpdate(ctx: SyncContext, freeUpdate?: FreeUpdate): Rollin
     result.error = `invalid rollingUpdate.selector: ${labelSelectorErrors(selector).join('; ')}`;
     return result;
   }
-  result.nodesToUpdate = nodesToUpdateResult(ctx).nodes;
   // The quiet nodes change nothing in either pass but surgeFirst's count of available ones.
   const busy = busyNodesToUpdate(ctx);
   if (result.maxSurge === 0) return { ...result, ...deleteFirst(ctx, busy.states, result.maxUnavailable, freeUpdate) };
