@@ -102,6 +102,11 @@ export class ClaimedPods {
     return { owned: claim.list, adopt, release, changes: { since, pods: changed } };
   }
 
+  /** The pod of that name the last claim of `key` handed out as owned. */
+  ownedPod(key: string, name: string): Pod | undefined {
+    return this.claims.get(key)?.owned.get(name);
+  }
+
   /** Drops what is kept for a DaemonSet that is gone. */
   forget(key: string): void {
     this.claims.delete(key);

@@ -140,6 +140,12 @@ export class SyncExecutor {
     return this.readinessInFlight.size > 0 || this.o.readinessWrites.size > 0;
   }
 
+  /** The keys (namespace/name) of the pods awaitingReadinessWrite may be true of; of any other it is false. */
+  *readinessAwaitedKeys(): IterableIterator<string> {
+    yield* this.readinessInFlight.keys();
+    yield* this.o.readinessWrites.objectKeys();
+  }
+
   /** Resolves when the KruisePodReady patches in flight now have been answered (tests; they never reject). */
   async readinessWritesSettled(): Promise<void> {
     await Promise.all(this.readinessInFlight.values());

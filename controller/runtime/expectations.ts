@@ -5,7 +5,7 @@
 // Ports of client-go's pkg/controller ControllerExpectations / UIDTrackingControllerExpectations
 // (controller_utils.go) and Kruise's ResourceVersionExpectation (pkg/util/expectations). No JS
 // library implements them; they are small, synchronous and pure apart from an injectable clock.
-import type { ObjectMeta } from '../../src/k8s/types.ts';
+import { objectKey, type ObjectMeta } from '../../src/k8s/types.ts';
 import { monotonic, type Clock } from '../../src/k8s/clock.ts';
 
 /** client-go's ExpectationsTimeout and Kruise's ExpectationTimeout: 5 minutes. */
@@ -144,13 +144,13 @@ export function isResourceVersionNewer(expected: string | undefined, observed: s
   return BigInt(observed) >= BigInt(expected);
 }
 
-type Versioned =
-  { metadata: Pick<ObjectMeta, 'uid' | 'resourceVersion'> } | Pick<ObjectMeta, 'uid' | 'resourceVersion'>;
+type VersionedMeta = Pick<ObjectMeta, 'uid' | 'resourceVersion' | 'namespace' | 'name'>;
+type Versioned = { metadata: VersionedMeta } | VersionedMeta;
 
-const metaOf = (obj: Versioned): Pick<ObjectMeta, 'uid' | 'resourceVersion'> =>
+const metaOf = (obj: Versioned): VersionedMeta =>
   'metadata' in obj && obj.metadata && typeof obj.metadata === 'object'
-    ? (obj.metadata as Pick<ObjectMeta, 'uid' | 'resourceVersion'>)
-    : (obj as Pick<ObjectMeta, 'uid' | 'resourceVersion'>);
+    ? (obj.metadata as VersionedMeta)
+    : (obj as VersionedMeta);
 
 /** The common answer, one object for all: a sync asks for every pod it plans. */
 const SATISFIED = Object.freeze({ satisfied: true, unsatisfiedForMs: 0, timedOut: false });
@@ -162,7 +162,7 @@ const SATISFIED = Object.freeze({ satisfied: true, unsatisfiedForMs: 0, timedOut
  * before reading it), and isSatisfied() before acting on the cached copy.
  */
 export class ResourceVersionExpectations {
-  private readonly versions = new Map<string, { resourceVersion: string; since: number }>();
+  private readonly versions = new Map<string, { resourceVersion: string; since: number; key: string }>();
 
   constructor(
     private readonly clock: Clock = monotonic,
@@ -171,12 +171,21 @@ export class ResourceVersionExpectations {
 
   /** We wrote this object and the apiserver answered with this resourceVersion. */
   expect(obj: Versioned): void {
-    const { uid, resourceVersion } = metaOf(obj);
+    const metadata = metaOf(obj);
+    const { uid, resourceVersion } = metadata;
     if (!uid || !resourceVersion) return;
     const existing = this.versions.get(uid);
     if (isResourceVersionNewer(existing?.resourceVersion, resourceVersion)) {
-      this.versions.set(uid, { resourceVersion, since: existing?.since ?? this.clock() });
+      this.versions.set(uid, { resourceVersion, since: existing?.since ?? this.clock(), key: objectKey({ metadata }) });
     }
+  }
+
+  /**
+   * The keys (namespace/name) of the objects with an expectation: a caller with many objects asks isSatisfied of
+   * these only (any other is satisfied).
+   */
+  *objectKeys(): IterableIterator<string> {
+    for (const v of this.versions.values()) yield v.key;
   }
 
   /** The cache holds this version: clears the expectation when it is at least the expected one. */
