@@ -52,8 +52,8 @@ class World {
     this.claimed.podChanged(this.ofNamespace(old), old);
   }
 
-  /** The owned list each DaemonSet's last claim handed out. */
-  private readonly lastOwned = new Map<string, readonly Pod[]>();
+  /** The owned list each DaemonSet's last claim handed out (a copy: the claim changes it in place), and its version. */
+  private readonly lastOwned = new Map<string, { pods: readonly Pod[]; version: object }>();
 
   /** Claims every DaemonSet both ways and compares; the changes told are those from the last list. */
   check(msg: string): void {
@@ -63,8 +63,9 @@ class World {
       const kept = this.claimed.claim(key, ds);
       const last = this.lastOwned.get(key);
       if (kept.changes) {
-        assert.equal(kept.changes.since, last, `${msg}: changes of ${key} are from the last list`);
-        const applied = new Map((last ?? []).map((p) => [p.metadata.name, p]));
+        assert.equal(kept.changes.since, last?.version, `${msg}: changes of ${key} are from the last list`);
+        assert.notEqual(kept.version, last?.version, `${msg}: a new version of ${key}'s list`);
+        const applied = new Map((last?.pods ?? []).map((p) => [p.metadata.name, p]));
         for (const [name, pod] of kept.changes.pods) {
           if (pod) applied.set(name, pod);
           else applied.delete(name);
@@ -74,14 +75,16 @@ class World {
           new Set(kept.owned),
           `${msg}: the last list with the changes of ${key}`,
         );
-      } else if (last && kept.owned !== last) {
+      } else if (last && kept.version !== last.version) {
         assert.equal(
           this.claimed.stats.full,
           fullBefore + 1,
-          `${msg}: a new list without changes is a claim from scratch`,
+          `${msg}: a new version without changes is a claim from scratch`,
         );
+      } else if (last) {
+        assert.deepEqual(kept.owned, last.pods, `${msg}: the same version of ${key}'s list holds the same pods`);
       }
-      this.lastOwned.set(key, kept.owned);
+      this.lastOwned.set(key, { pods: [...kept.owned], version: kept.version });
       const full = claimObjects(
         ds,
         [...this.pods.values()].filter((p) => isPodToClaim(ds, p)),
@@ -133,16 +136,23 @@ describe('ClaimedPods', () => {
     );
   });
 
-  test('a sync with no pod event hands out the same list; the walk is made once per DaemonSet', () => {
+  test('a sync with no pod event hands out the same version; the walk is made once per DaemonSet', () => {
     const w = new World([a]);
     for (let i = 0; i < 5; i++) w.put(newPod(a, `n${i}`, { name: `p${i}`, labels: { app: 'a' } }));
-    const first = w.claimed.claim('default/a', a).owned;
-    assert.equal(w.claimed.claim('default/a', a).owned, first);
+    const first = w.claimed.claim('default/a', a);
+    const again = w.claimed.claim('default/a', a);
+    assert.equal(again.owned, first.owned);
+    assert.equal(again.version, first.version);
     assert.equal(w.claimed.stats.full, 1);
     const p2 = w.pods.get('default/p2') as Pod;
-    w.put({ ...p2, status: { phase: 'Running' } });
-    const second = w.claimed.claim('default/a', a).owned;
-    assert.notEqual(second, first);
+    const updated = { ...p2, status: { phase: 'Running' as const } };
+    w.put(updated);
+    const next = w.claimed.claim('default/a', a);
+    const second = next.owned;
+    // The same array, changed in place, under a new version.
+    assert.equal(second, first.owned);
+    assert.notEqual(next.version, first.version);
+    assert.equal(second[2], updated);
     // An updated pod keeps its place.
     assert.deepEqual(
       second.map((p) => p.metadata.name),

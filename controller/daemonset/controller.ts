@@ -546,7 +546,7 @@ export class DaemonSetController {
       nodes: this.nodes.store.listSorted(),
       pods,
       // Unless adoption added pods to the claimed list.
-      ...(pods === podClaim.owned && podClaim.changes ? { podChanges: podClaim.changes } : {}),
+      ...(pods === podClaim.owned ? { podsVersion: podClaim.version, podChanges: podClaim.changes } : {}),
       revisions,
       foreignRevisions: allRevisions.filter((r) => !ownedNames.has(r.metadata.name)),
       now: Date.now(),

@@ -174,10 +174,11 @@ export function newSyncContext(
   memo?: PlanMemo,
   settings: readonly DaemonSetSetting[] = [],
   podChanges?: PodChanges,
+  podsVersion?: object,
 ): SyncContext {
   const tolerations = templateTolerations(ds);
   if (memo) {
-    const v = memo.update(ds, nodes, pods, tolerations, sortedByName, byName, podChanges);
+    const v = memo.update(ds, nodes, pods, tolerations, sortedByName, byName, podChanges, podsVersion);
     return {
       resources: nodeResources(ds, v.nodeByName, settings, v.resourceAnnotated),
       ds,

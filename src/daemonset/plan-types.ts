@@ -223,9 +223,10 @@ export interface PlanOptions {
   nodeTaintsForbidden?: boolean;
 }
 
-/** `pods` of a snapshot as `since` with some pods added, replaced or gone. */
+/** `pods` of a snapshot as the earlier list `since` with some pods added, replaced or gone. */
 export interface PodChanges {
-  since: readonly Pod[];
+  /** The earlier list's version (DaemonSetSnapshot.podsVersion), or, without one, its array. */
+  since: object;
   /** By name: the pod's new object, or undefined when it is gone. */
   pods: ReadonlyMap<string, Pod | undefined>;
 }
@@ -239,9 +240,15 @@ export interface DaemonSetSnapshot {
   pods: readonly Pod[];
   /**
    * Optional: how `pods` differs from an earlier snapshot's pods, so a memo that planned that snapshot last takes in
-   * the changed pods alone rather than comparing every pod (memo.ts). Both arrays are not changed once handed over.
+   * the changed pods alone rather than comparing every pod (memo.ts).
    */
   podChanges?: PodChanges;
+  /**
+   * Optional: what `pods` holds, when its source changes that array in place from one sync to the next (the
+   * controller's kept claim, which would otherwise copy every pod at each change): a new object whenever it does.
+   * Without it, the array is its own version and is not changed once handed over.
+   */
+  podsVersion?: object;
   /** ControllerRevisions this DaemonSet controls (after adoption/release). */
   revisions: readonly ControllerRevision[];
   /** Optional: the namespace's other ControllerRevisions, to detect name collisions before creating. */

@@ -94,8 +94,9 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot, memo?: PlanMemo): Pla
   // 3. History; then the node index, the canary, and each node's target revision, which the later stages read.
   const { history, pods, revisions, part: historyPart } = historyStage(snapshot);
   const settings = settingsOf(ds, snapshot.settings ?? []);
-  // The changes are of the snapshot's pods, not of relabelled copies.
+  // The changes and the version are of the snapshot's pods, not of relabelled copies.
   const podChanges = pods === snapshot.pods ? snapshot.podChanges : undefined;
+  const podsVersion = pods === snapshot.pods ? snapshot.podsVersion : undefined;
   const index = newSyncContext(
     ds,
     snapshot.nodes,
@@ -106,6 +107,7 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot, memo?: PlanMemo): Pla
     memo,
     settings,
     podChanges,
+    podsVersion,
   );
   const settingStatus = settingStatuses(index);
   const expectationsSatisfied = snapshot.expectationsSatisfied !== false;
