@@ -332,12 +332,41 @@ describe('PlanMemo: random sequences of changes, planned with the memo and in fu
   }
 });
 
+/** One sync of planSequence: its nodes and pods, and whether the kept values named reuse what they kept. */
+interface SequenceStep {
+  name: string;
+  nodes: Node[];
+  pods: Pod[];
+  kept: boolean;
+}
+
+/** Plans each step with `memo` and in full, the same, and checks that each value named in `kept` was kept or not. */
+function planSequence(
+  memo: PlanMemo,
+  snap: Omit<Parameters<typeof planDaemonSet>[0], 'nodes' | 'pods'>,
+  sequence: readonly SequenceStep[],
+  kept: readonly string[],
+): void {
+  for (const s of sequence) {
+    const before = kept.map((k) => memo.keptReused(k));
+    const withMemo = planDaemonSet({ ...snap, nodes: s.nodes, pods: s.pods }, memo);
+    assert.deepEqual(withMemo, planDaemonSet({ ...snap, nodes: s.nodes, pods: s.pods }), s.name);
+    assert.deepEqual(
+      kept.map((k, i) => memo.keptReused(k) - (before[i] as number)),
+      kept.map(() => (s.kept ? 1 : 0)),
+      `${s.name}: kept`,
+    );
+  }
+}
+
 describe('PlanMemo: what a sync re-evaluates', () => {
   const ds = newDaemonSet({ strategy: 'RollingUpdate', rollingUpdate: { maxUnavailable: 2 } });
   const nodes = Array.from({ length: 50 }, (_, i) => newNode(`node-${String(i).padStart(2, '0')}`));
   const first = planDaemonSet({ ds, nodes, pods: [], revisions: [], now: T0 });
   const revisions = first.revisions.create;
   const pods = nodes.map((n) => newPod(ds, n.metadata.name ?? '', { hash: first.hash, ready: true }));
+  // Nodes in two pools, for rollingUpdate.selector: pool a (two in three) and pool b.
+  const pooled = nodes.map((n, i) => ({ ...n, metadata: { ...n.metadata, labels: { pool: i % 3 ? 'a' : 'b' } } }));
 
   const rows: {
     name: string;
@@ -391,7 +420,7 @@ describe('PlanMemo: what a sync re-evaluates', () => {
       strategy: 'RollingUpdate',
       rollingUpdate: { maxUnavailable: 2, partition: 3, selector: { matchLabels: { pool: 'a' } } },
     });
-    const labelled = nodes.map((n, i) => ({ ...n, metadata: { ...n.metadata, labels: { pool: i % 3 ? 'a' : 'b' } } }));
+    const labelled = pooled;
     const first = planDaemonSet({ ds: rolling, nodes: labelled, pods: [], revisions: [], now: T0 });
     const revisions = first.revisions.create;
     const mixed = labelled.map((n, i) =>
@@ -443,7 +472,7 @@ describe('PlanMemo: what a sync re-evaluates', () => {
       ...n,
       spec: { taints: [{ key: 'k', effect: 'NoExecute' }] },
     });
-    const sequence: { name: string; nodes: Node[]; pods: Pod[]; kept: boolean }[] = [
+    const sequence: SequenceStep[] = [
       { name: 'first', nodes, pods, kept: false },
       { name: 'a pod old and not ready', nodes, pods: pods.map((p, i) => (i === 3 ? notReady(p) : p)), kept: true },
       { name: 'and back', nodes, pods, kept: true },
@@ -462,16 +491,7 @@ describe('PlanMemo: what a sync re-evaluates', () => {
       },
       { name: 'a node gone', nodes: nodes.slice(1), pods, kept: false },
     ];
-    for (const s of sequence) {
-      const before = ['counters', 'unsettled'].map((k) => memo.keptReused(k));
-      const withMemo = planDaemonSet({ ...snap, nodes: s.nodes, pods: s.pods }, memo);
-      assert.deepEqual(withMemo, planDaemonSet({ ...snap, nodes: s.nodes, pods: s.pods }), s.name);
-      assert.deepEqual(
-        ['counters', 'unsettled'].map((k, i) => memo.keptReused(k) - (before[i] as number)),
-        s.kept ? [1, 1] : [0, 0],
-        `${s.name}: kept`,
-      );
-    }
+    planSequence(memo, snap, sequence, ['counters', 'unsettled']);
   });
 
   test('the rolling update and Progressing go over the busy nodes only, kept while nodesToUpdate is', () => {
@@ -481,7 +501,6 @@ describe('PlanMemo: what a sync re-evaluates', () => {
       strategy: 'RollingUpdate',
       rollingUpdate: { maxSurge: 2, maxUnavailable: 0, selector: { matchLabels: { pool: 'a' } } },
     });
-    const pooled = nodes.map((n, i) => ({ ...n, metadata: { ...n.metadata, labels: { pool: i % 3 ? 'a' : 'b' } } }));
     const firstPlan = planDaemonSet({ ds: surging, nodes: pooled, pods: [], revisions: [], now: T0 });
     const snap = { ds: surging, nodes: pooled, revisions: firstPlan.revisions.create, now: T0 + 60_000 };
     const settled = pooled.map((n, i) =>
@@ -537,7 +556,7 @@ describe('PlanMemo: what a sync re-evaluates', () => {
     const old = (p: Pod, ready: boolean) =>
       newPod(ds, p.spec.nodeName ?? '', { name: p.metadata.name, hash: 'old', ready });
     const itsPod = (ready: boolean) => newPod(ds, 'node-25a', { hash: first.hash, ready });
-    const sequence: { name: string; nodes: Node[]; pods: Pod[]; kept: boolean }[] = [
+    const sequence: SequenceStep[] = [
       { name: 'first', nodes, pods, kept: false },
       { name: 'a node joined', nodes: joined, pods, kept: true },
       { name: 'its pod, not Ready', nodes: joined, pods: [...pods, itsPod(false)], kept: true },
@@ -555,16 +574,7 @@ describe('PlanMemo: what a sync re-evaluates', () => {
       { name: 'and back', nodes: joined, pods: [...pods, itsPod(true)], kept: true },
       { name: 'the node gone', nodes, pods, kept: false },
     ];
-    for (const s of sequence) {
-      const before = ['nodesToUpdate', 'busyNodesToUpdate'].map((k) => memo.keptReused(k));
-      const withMemo = planDaemonSet({ ...snap, nodes: s.nodes, pods: s.pods }, memo);
-      assert.deepEqual(withMemo, planDaemonSet({ ...snap, nodes: s.nodes, pods: s.pods }), s.name);
-      assert.deepEqual(
-        ['nodesToUpdate', 'busyNodesToUpdate'].map((k, i) => memo.keptReused(k) - (before[i] as number)),
-        s.kept ? [1, 1] : [0, 0],
-        `${s.name}: kept`,
-      );
-    }
+    planSequence(memo, snap, sequence, ['nodesToUpdate', 'busyNodesToUpdate']);
   });
 
   test('nodes moved in place keep nodesToUpdate in its order: the nodes set aside are listed in it', () => {
