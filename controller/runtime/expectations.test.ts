@@ -97,6 +97,15 @@ describe('ResourceVersionExpectations', () => {
     assert.equal(e.size, 0);
   });
 
+  test('the keys of the objects with an expectation, by namespace and name', () => {
+    const e = new ResourceVersionExpectations(fakeClock().fn);
+    e.expect({ metadata: { uid: 'a', resourceVersion: '1', namespace: 'ns', name: 'p-a' } });
+    e.expect({ metadata: { uid: 'b', resourceVersion: '2', name: 'node-b' } });
+    assert.deepEqual([...e.objectKeys()], ['ns/p-a', 'node-b']);
+    e.observe({ metadata: { uid: 'a', resourceVersion: '1' } });
+    assert.deepEqual([...e.objectKeys()], ['node-b']);
+  });
+
   test('isResourceVersionNewer', () => {
     assert.equal(isResourceVersionNewer('9', '10'), true, 'numeric, not lexicographic');
     assert.equal(isResourceVersionNewer('10', '9'), false);
