@@ -220,7 +220,8 @@ export function gateWaves(ctx: SyncContext, r: NodesToUpdateStates): NodesToUpda
     ...(waitingMs !== undefined && waitingMs > 0 && held > 0 ? { requeueAfterMs: waitingMs } : {}),
   };
   if (held === 0) return { ...r, wave };
-  return { ...r, nodes: states.map((s) => s.name), states, wave };
+  // The current wave's nodes only: no longer every node of the buckets (NodesToUpdateStates.complete).
+  return { ...r, nodes: states.map((s) => s.name), states, wave, complete: false };
 }
 
 /** update.ts's "still to update" bucket: an old pod that is not PreparingDelete, and no new one. */
