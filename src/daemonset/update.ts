@@ -4,6 +4,7 @@
 import type { DaemonSet } from '../api/types.ts';
 import type { Node, Pod } from '../k8s/types.ts';
 import { labelSelectorErrors } from '../k8s/labels.ts';
+import { lowerBound } from '../k8s/sorted.ts';
 import { cmp, derivedOnce, keptSubset, type SyncContext } from './context.ts';
 import {
   factsAvailable,
@@ -131,14 +132,7 @@ function inBuckets(part: number): boolean {
 
 /** Where `s` goes in `list` (inBucketOrder): the first place whose state does not come before it. */
 function placeOf(list: readonly NodeState[], s: NodeState): number {
-  let lo = 0;
-  let hi = list.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (inBucketOrder(list[mid] as NodeState, s) < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return lowerBound(list, (x) => inBucketOrder(x, s) < 0);
 }
 
 /**

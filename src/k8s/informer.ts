@@ -7,6 +7,7 @@
 // name/namespace), no bookmarks, no server-side timeout and no silent-watch detection.
 import { objectKey, type KubeObject, type Pod } from './types.ts';
 import { defaultLogger, type Logger } from './log.ts';
+import { lowerBound } from './sorted.ts';
 import {
   Reflector,
   type BackoffOptions,
@@ -237,14 +238,7 @@ const MAX_SORTED_MOVES = 64;
 
 /** The place of `key` in `keys` (sorted as Array.prototype.sort sorts strings): where it is, or would be put. */
 function sortedIndex(keys: readonly string[], key: string): number {
-  let lo = 0;
-  let hi = keys.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((keys[mid] as string) < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return lowerBound(keys, (k) => k < key);
 }
 
 function addToIndex<T>(index: Map<string, Set<T>>, values: string[], obj: T): void {
