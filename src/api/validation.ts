@@ -11,7 +11,6 @@
 // from the same schema as the CRD version, through ajv, so an object the apiserver would reject is rejected here
 // with the same kind of message.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { cloneJson } from '../k8s/json.ts';
 import { labelSelectorMatches } from '../k8s/labels.ts';
 import type { LabelSelector } from '../k8s/types.ts';
 import {
@@ -25,7 +24,7 @@ import {
 import { stashErrors } from './conversion.ts';
 import { parseDuration } from './duration.ts';
 import { openAPIV3Schema } from './crd.ts';
-import { isObject, setDefaultsPodTemplate, type JsonObject } from './defaults.ts';
+import { defaultedPodTemplate, isObject, type JsonObject } from './defaults.ts';
 import {
   duplicate,
   forbidden,
@@ -752,8 +751,7 @@ function validateSpec(spec: JsonObject | undefined, rules: VersionRules): FieldE
   }
 
   // As Kruise: the template is validated after pod defaults are applied to a copy.
-  const template = isObject(rawTemplate) ? cloneJson(rawTemplate) : rawTemplate;
-  if (isObject(template)) setDefaultsPodTemplate(template);
+  const template = isObject(rawTemplate) ? defaultedPodTemplate(rawTemplate) : rawTemplate;
   errs.push(...validatePodTemplate(template, p.child('template')));
   const podSpec = isObject(template) ? objectAt(template, 'spec') : undefined;
   if (podSpec) {
