@@ -142,7 +142,7 @@ async function fixedRate(o: LoadOptions, rate: number): Promise<LoadSummary> {
   // Start each request at its time, checking the clock once per turn of the event loop (setImmediate: responses
   // are read in between). Not a timer: Node's timers count whole milliseconds (libuv's loop time), so a 1 ms
   // interval fired every 1-2 ms and started the requests in pairs, the second queued behind the first at the
-  // single-threaded server (bench/README.md, section 4). This process has its core to itself, so keeping it busy
+  // single-threaded server (bench/history.md, section 4). This process has its core to itself, so keeping it busy
   // takes nothing from the server.
   await new Promise<void>((resolve) => {
     const turn = () => {

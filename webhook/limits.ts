@@ -127,10 +127,10 @@ export interface WebhookLimits {
  * Admission (and conversion) requests handled at once by default: as many as one apiserver replica may have
  * connections open (maxConnectionsPerClient; an HTTP/1.1 connection carries one request at a time), so an idle
  * core is never what refuses a burst of small reviews. Not by cores: a small review (a real DaemonSet's) is
- * handled on the event loop, one at a time whatever the cores, in 0.1-0.15 ms (the review of bench/README.md
- * section 4, in process), so 128 waiting cost about 20 ms of latency; the bytes they hold are bounded by
- * maxBytesInFlight, and the large ones, which cost CPU, wait for an admission thread under maxPoolQueue.
- * Measured (bench/README.md, section 4, the server on one core): the cap of 4 per core it replaces let a closed
+ * handled on the event loop, one at a time whatever the cores, in 0.05-0.15 ms (the review of bench/README.md
+ * section 4, in process and in the server), so 128 waiting cost about 20 ms of latency; the bytes they hold are
+ * bounded by maxBytesInFlight, and the large ones, which cost CPU, wait for an admission thread under maxPoolQueue.
+ * Measured (bench/history.md, section 4, the server on one core): the cap of 4 per core it replaces let a closed
  * loop of 4 connections use 64% of the core (3.1k reviews/s against the bare server's 15.8k), and refused 28k of
  * 32k requests from 50 connections.
  */
