@@ -4,6 +4,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   handleAdmissionReview,
+  handleAdmissionText,
   mutateDaemonSet,
   mutateDaemonSetSetting,
   validateDaemonSetAdmission,
@@ -609,5 +610,30 @@ describe('DaemonSetSetting reviews: the same envelope checks, its own defaults a
     );
     assert.equal(responseOf(out).status.code, 400);
     assert.match(responseOf(out).status.details.causes[0].field, /^oldObject\.spec\.x\[0\]\[0\]/);
+  });
+});
+
+describe('handleAdmissionText: the answer as sent', () => {
+  // The patch's base64 is put into the text rather than serialised with the review: the text must be the review's
+  // JSON all the same, whatever the strings before the patch hold.
+  for (const uid of ['705ab4f5-6393-11e8-b7cc-42010a800002', 'a","patch":"","b', 'quote " backslash \\ \u2028 é'])
+    test(`is JSON.stringify of the review, uid ${JSON.stringify(uid)}`, () => {
+      const out = handleAdmissionText(JSON.stringify(admissionReview(daemonSetManifest(), { uid })), mutateDaemonSet);
+      assert.equal(out.verdict, 'patched');
+      assert.equal(out.text, JSON.stringify(out.body));
+      const sent = JSON.parse(out.text);
+      assert.equal(sent.response.uid, uid);
+      assert.ok(
+        fastJsonPatch.validate(JSON.parse(Buffer.from(sent.response.patch, 'base64').toString('utf8'))) === undefined,
+      );
+    });
+
+  test('an answer without a patch is JSON.stringify of the review too', () => {
+    const out = handleAdmissionText(
+      JSON.stringify(admissionReview(defaultDaemonSet(daemonSetManifest()))),
+      validateDaemonSetAdmission,
+    );
+    assert.equal(out.text, JSON.stringify(out.body));
+    assert.equal(JSON.parse(out.text).response.allowed, true);
   });
 });

@@ -375,5 +375,19 @@ export function handleAdmissionText(
 }
 
 function serialized(out: AdmissionOutcome): SerializedOutcome {
-  return { ...out, text: JSON.stringify(out.body) };
+  return { ...out, text: bodyText(out.body) };
+}
+
+/**
+ * `JSON.stringify(body)`, with a patch's base64 put in as it is: base64 has no character JSON escapes, and
+ * JSON.stringify scanning its few KiB was 7% of a mutate review in process. The patch is the last field of the
+ * response and the response the last of the review (complete()), so the empty patch stood in for is the last
+ * `"patch":""` of the text; a `"` inside any string before it is escaped, so it matches nothing else.
+ */
+function bodyText(body: AdmissionOutcome['body']): string {
+  const response = 'response' in body ? body.response : undefined;
+  if (response?.patch === undefined) return JSON.stringify(body);
+  const text = JSON.stringify({ ...body, response: { ...response, patch: '' } });
+  const at = text.lastIndexOf('"patch":""') + '"patch":"'.length;
+  return text.slice(0, at) + response.patch + text.slice(at);
 }
