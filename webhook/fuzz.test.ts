@@ -45,7 +45,8 @@ import {
 import { SETTING_MUTATE_PATH, SETTING_VALIDATE_PATH } from '../src/api/setting.ts';
 import { defaultDaemonSetSetting, settingDefaultingPatch } from '../src/api/setting-defaults.ts';
 import { validateDaemonSetSetting, validateDaemonSetSettingUpdate } from '../src/api/setting-validation.ts';
-import { seededRandom } from '../src/testing/random.ts';
+import { pick, seededRandom, type Rand } from '../src/testing/random.ts';
+import { setOwn, slots } from '../src/testing/json-slots.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -136,9 +137,6 @@ function versionOf(obj: JsonObject): ServedVersion {
 /** A marker replaced in the JSON text by a nesting too deep for JSON.stringify to build. */
 const DEEP_MARK = '\u0000deep\u0000';
 
-type Rand = () => number;
-const pick = <T>(r: Rand, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
-
 function nested(depth: number): unknown {
   let v: unknown = 'bottom';
   for (let i = 0; i < depth; i++) v = i % 2 ? [v] : { a: v };
@@ -185,31 +183,6 @@ function junk(r: Rand): unknown {
     default:
       return -Math.floor(r() * 1e6);
   }
-}
-
-/** Every [parent, key] in the value (objects and arrays), iteratively. */
-function slots(root: unknown): [any, string | number][] {
-  const out: [any, string | number][] = [];
-  const stack: unknown[] = [root];
-  while (stack.length) {
-    const v = stack.pop();
-    if (Array.isArray(v))
-      v.forEach((x, i) => {
-        out.push([v, i]);
-        stack.push(x);
-      });
-    else if (typeof v === 'object' && v !== null)
-      for (const k of Object.keys(v)) {
-        out.push([v, k]);
-        stack.push((v as any)[k]);
-      }
-  }
-  return out;
-}
-
-/** Sets parent[key] as JSON.parse would (an own property, even for `__proto__`). */
-function setOwn(parent: any, key: string | number, value: unknown): void {
-  Object.defineProperty(parent, key, { value, writable: true, enumerable: true, configurable: true });
 }
 
 function mutate(r: Rand, obj: JsonObject): void {

@@ -19,7 +19,8 @@ import {
 } from './defaults.ts';
 import * as reference from './testing/defaults-reference.ts';
 import { daemonSetManifest } from './testing/review-fixtures.ts';
-import { seededRandom } from '../testing/random.ts';
+import { pick, seededRandom, type Rand } from '../testing/random.ts';
+import { setOwn, slots } from '../testing/json-slots.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -190,34 +191,7 @@ describe('copy-on-write defaulting gives what the deep copy defaulted in place g
 // ---------------------------------------------------------------------------------------------------------
 // Random changes of the table's objects
 
-type Rand = () => number;
-const pick = <T>(r: Rand, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
-
 const VALUES: unknown[] = [null, 0, '', 'x', 1, -1, true, {}, [], [null], '0.5', '1Gi', 'Always', 'Auto', 'Surging', 'RollingUpdate', { key: 'k' }, { port: 1 }]; // prettier-ignore
-
-/** Every [parent, key] in the value. */
-function slots(root: unknown): [any, string | number][] {
-  const out: [any, string | number][] = [];
-  const stack: unknown[] = [root];
-  while (stack.length) {
-    const v = stack.pop();
-    if (Array.isArray(v))
-      v.forEach((x, i) => {
-        out.push([v, i]);
-        stack.push(x);
-      });
-    else if (typeof v === 'object' && v !== null)
-      for (const k of Object.keys(v)) {
-        out.push([v, k]);
-        stack.push((v as any)[k]);
-      }
-  }
-  return out;
-}
-
-function setOwn(parent: any, key: string | number, value: unknown): void {
-  Object.defineProperty(parent, key, { value, writable: true, enumerable: true, configurable: true });
-}
 
 /** One to four changes: a value replaced, a field dropped, or a `__proto__` key added. */
 function change(r: Rand, obj: JsonObject): void {

@@ -418,14 +418,14 @@ export function templatePatchLowerBound(obj: JsonObject, oldObj: JsonObject | un
 }
 
 /** Keys of core/v1 VolumeSource: a volume with none of them becomes an emptyDir. */
-const VOLUME_SOURCES = [
+export const VOLUME_SOURCES = [
   'hostPath', 'emptyDir', 'gcePersistentDisk', 'awsElasticBlockStore', 'gitRepo', 'secret', 'nfs', 'iscsi',
   'glusterfs', 'persistentVolumeClaim', 'rbd', 'flexVolume', 'cinder', 'cephfs', 'flocker', 'downwardAPI', 'fc',
   'azureFile', 'configMap', 'vsphereVolume', 'quobyte', 'azureDisk', 'photonPersistentDisk', 'projected',
   'portworxVolume', 'scaleIO', 'storageos', 'csi', 'ephemeral', 'image',
 ]; // prettier-ignore
 
-const DEFAULT_MODE = 0o644; // 420: secret, configMap, downwardAPI, projected
+export const DEFAULT_MODE = 0o644; // 420: secret, configMap, downwardAPI, projected
 
 function defaultDownwardAPIItems(source: Draft): void {
   editEach(source, 'items', defaultFieldRefs);

@@ -9,3 +9,9 @@ export function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** A seeded source of numbers in [0, 1), as seededRandom gives. */
+export type Rand = () => number;
+
+/** One of `xs`, chosen by `r`. */
+export const pick = <T>(r: Rand, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;

@@ -19,17 +19,12 @@ import {
   VERSION,
   type ServedVersion,
 } from '../constants.ts';
+import { DEFAULT_MODE, isObject, jsonEqual, VOLUME_SOURCES, type JsonObject } from '../defaults.ts';
 import { defaultImagePullPolicy } from '../image.ts';
 import { cloneJson } from '../../k8s/json.ts';
 import { toleratesTaint } from '../../k8s/scheduling.ts';
 import type { Taint, Toleration } from '../../k8s/types.ts';
 import { formatQuantity, quantityFromJSON, roundUpToMilli } from '../quantity.ts';
-
-export type JsonObject = Record<string, unknown>;
-
-export function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** The object at obj[key], created as {} when absent/null; undefined when a non-object is there. */
 function ensureObject(obj: JsonObject, key: string): JsonObject | undefined {
@@ -261,59 +256,6 @@ function defaultContainer(c: JsonObject): void {
   }
 }
 
-/** Container lists of a pod spec, each defaulted by defaultContainer. */
-const CONTAINER_LISTS = ['initContainers', 'containers', 'ephemeralContainers'] as const;
-
-/**
- * A lower bound, in bytes of JSON, of the defaulting patch `defaultingPatch` would return: the `add` operations
- * that defaultContainer is certain to produce (imagePullPolicy, terminationMessagePath, terminationMessagePolicy
- * and resources of containers that lack them), counted without copying or defaulting anything. The admission
- * handler refuses an object whose bound is already over the patch limit before it pays for the copy, the
- * defaulting and the comparison (for 100k trivial containers they need several times the object's size in heap).
- * Stops counting once `limit` is passed. A field that is present but zero turns into a longer `replace`, so
- * counting it as `add` keeps this a lower bound.
- */
-export function templatePatchLowerBound(obj: JsonObject, oldObj: JsonObject | undefined, limit: number): number {
-  const spec = objectAt(obj, 'spec');
-  const template = spec ? objectAt(spec, 'template') : undefined;
-  const podSpec = template ? objectAt(template, 'spec') : undefined;
-  if (!podSpec) return 0;
-  const oldSpec = oldObj ? objectAt(oldObj, 'spec') : undefined;
-  // An unchanged template is not defaulted (defaultDaemonSet).
-  if (oldObj && jsonEqual(template, oldSpec?.template)) return 0;
-  // {"op":"add","path":"<path>","value":<value>} plus the comma between operations.
-  const OP_OVERHEAD = '{"op":"add","path":"","value":}'.length + 1;
-  let size = 2;
-  for (const list of CONTAINER_LISTS) {
-    const containers = podSpec[list];
-    if (!Array.isArray(containers)) continue;
-    for (let i = 0; i < containers.length; i++) {
-      const c: unknown = containers[i];
-      if (!isObject(c)) continue;
-      const prefix = `/spec/template/spec/${list}/${i}/`.length;
-      const zero = (k: string) => c[k] === undefined || c[k] === null || c[k] === '' || c[k] === 0;
-      if (zero('imagePullPolicy')) size += OP_OVERHEAD + prefix + 'imagePullPolicy'.length + '"Always"'.length; // the shorter of the two
-      if (zero('terminationMessagePath'))
-        size += OP_OVERHEAD + prefix + 'terminationMessagePath'.length + '"/dev/termination-log"'.length;
-      if (zero('terminationMessagePolicy'))
-        size += OP_OVERHEAD + prefix + 'terminationMessagePolicy'.length + '"File"'.length;
-      if (c.resources === undefined || c.resources === null) size += OP_OVERHEAD + prefix + 'resources'.length + 2;
-      if (size > limit) return size;
-    }
-  }
-  return size;
-}
-
-/** Keys of core/v1 VolumeSource: a volume with none of them becomes an emptyDir. */
-const VOLUME_SOURCES = [
-  'hostPath', 'emptyDir', 'gcePersistentDisk', 'awsElasticBlockStore', 'gitRepo', 'secret', 'nfs', 'iscsi',
-  'glusterfs', 'persistentVolumeClaim', 'rbd', 'flexVolume', 'cinder', 'cephfs', 'flocker', 'downwardAPI', 'fc',
-  'azureFile', 'configMap', 'vsphereVolume', 'quobyte', 'azureDisk', 'photonPersistentDisk', 'projected',
-  'portworxVolume', 'scaleIO', 'storageos', 'csi', 'ephemeral', 'image',
-]; // prettier-ignore
-
-const DEFAULT_MODE = 0o644; // 420: secret, configMap, downwardAPI, projected
-
 function defaultDownwardAPIItems(source: JsonObject): void {
   for (const item of objectsIn(source, 'items')) {
     defaultObjectFieldSelector(item.fieldRef);
@@ -416,20 +358,6 @@ export function setDefaultsPodTemplate(template: JsonObject): void {
 
 // ---------------------------------------------------------------------------------------------------------
 // The whole object
-
-/** Order-insensitive deep equality of JSON values. */
-export function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a)) {
-    return Array.isArray(b) && a.length === b.length && a.every((x, i) => jsonEqual(x, b[i]));
-  }
-  if (isObject(a) && isObject(b)) {
-    const ka = Object.keys(a);
-    if (ka.length !== Object.keys(b).length) return false;
-    return ka.every((k) => Object.hasOwn(b, k) && jsonEqual(a[k], b[k]));
-  }
-  return false;
-}
 
 /**
  * The defaulted copy of a DaemonSet of `version` (the input is not modified). The template is defaulted only when
