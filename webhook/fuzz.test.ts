@@ -46,7 +46,7 @@ import { SETTING_MUTATE_PATH, SETTING_VALIDATE_PATH } from '../src/api/setting.t
 import { defaultDaemonSetSetting, settingDefaultingPatch } from '../src/api/setting-defaults.ts';
 import { validateDaemonSetSetting, validateDaemonSetSettingUpdate } from '../src/api/setting-validation.ts';
 import { pick, seededRandom, type Rand } from '../src/testing/random.ts';
-import { setOwn, slots } from '../src/testing/json-slots.ts';
+import { changeRandomSlots, setOwn } from '../src/testing/json-slots.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -186,11 +186,7 @@ function junk(r: Rand): unknown {
 }
 
 function mutate(r: Rand, obj: JsonObject): void {
-  const count = 1 + Math.floor(r() * 3);
-  for (let n = 0; n < count; n++) {
-    const all = slots(obj);
-    if (all.length === 0) return;
-    const [parent, key] = pick(r, all);
+  changeRandomSlots(r, obj, 3, (parent, key) => {
     switch (Math.floor(r() * 6)) {
       case 0:
       case 1:
@@ -214,7 +210,7 @@ function mutate(r: Rand, obj: JsonObject): void {
       default:
         setOwn(parent, key, junk(r));
     }
-  }
+  });
 }
 
 /** The review as JSON text, with DEEP_MARK replaced by thousands of levels. */

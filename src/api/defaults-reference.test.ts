@@ -20,7 +20,7 @@ import {
 import * as reference from './testing/defaults-reference.ts';
 import { daemonSetManifest } from './testing/review-fixtures.ts';
 import { pick, seededRandom, type Rand } from '../testing/random.ts';
-import { setOwn, slots } from '../testing/json-slots.ts';
+import { changeRandomSlots, setOwn } from '../testing/json-slots.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -195,11 +195,7 @@ const VALUES: unknown[] = [null, 0, '', 'x', 1, -1, true, {}, [], [null], '0.5',
 
 /** One to four changes: a value replaced, a field dropped, or a `__proto__` key added. */
 function change(r: Rand, obj: JsonObject): void {
-  const count = 1 + Math.floor(r() * 4);
-  for (let n = 0; n < count; n++) {
-    const all = slots(obj);
-    if (all.length === 0) return;
-    const [parent, key] = pick(r, all);
+  changeRandomSlots(r, obj, 4, (parent, key) => {
     const kind = r();
     if (kind < 0.6) setOwn(parent, key, structuredClone(pick(r, VALUES)));
     else if (kind < 0.85) {
@@ -207,7 +203,7 @@ function change(r: Rand, obj: JsonObject): void {
       else delete parent[key];
     } else if (typeof parent[key] === 'object' && parent[key] !== null && !Array.isArray(parent[key]))
       setOwn(parent[key], '__proto__', structuredClone(pick(r, VALUES)));
-  }
+  });
 }
 
 test(`random changes of the table's objects: the same patch and object (seed ${SEED})`, () => {

@@ -1,5 +1,5 @@
 /** mulberry32: small, fast and good enough to pick mutations and faults; the same seed gives the same run. */
-export function seededRandom(seed: number): () => number {
+export function seededRandom(seed: number): Rand {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
