@@ -102,9 +102,10 @@ export class DaemonSetController {
   /**
    * Each DaemonSet's planner memo (src/daemonset/memo.ts): a sync re-evaluates only the nodes whose object or pods
    * changed since the last one. It finds changes by object identity, which holds because cached objects are replaced,
-   * never modified (Indexer; nothing in this controller or the executor writes to them).
+   * never modified (Indexer; nothing in this controller or the executor writes to them). Beside it, the node list its
+   * last sync planned, from which the node store tells the next sync which nodes changed (Indexer.changedKeysSince).
    */
-  private readonly planMemos = new Map<string, PlanMemo>();
+  private readonly planMemos = new Map<string, { memo: PlanMemo; nodes?: readonly Node[] }>();
   /** Each DaemonSet's claim of its pods, brought up to date from the pod events since its last sync. */
   private readonly claimedPods = new ClaimedPods({
     candidates: (ds) => this.podsToClaim(ds),
@@ -541,9 +542,17 @@ export class DaemonSetController {
       if (!current || this.executor.awaitingReadinessWrite(p)) podsAwaitingWrites.add(p.metadata.name ?? '');
     }
 
+    let planned = this.planMemos.get(key);
+    if (!planned) this.planMemos.set(key, (planned = { memo: new PlanMemo() }));
+    const nodes = this.nodes.store.listSorted();
+    const lastNodes = planned.nodes;
+    const changedNodes = lastNodes !== undefined ? this.nodes.store.changedKeysSince(lastNodes) : undefined;
     const snapshot: DaemonSetSnapshot = {
       ds,
-      nodes: this.nodes.store.listSorted(),
+      nodes,
+      ...(lastNodes !== undefined && changedNodes !== undefined
+        ? { nodeChanges: { since: lastNodes, names: changedNodes } }
+        : {}),
       pods,
       // Unless adoption added pods to the claimed list.
       ...(pods === podClaim.owned ? { podsVersion: podClaim.version, podChanges: podClaim.changes } : {}),
@@ -564,9 +573,8 @@ export class DaemonSetController {
         nodeTaintsForbidden: this.nodeReadiness.forbidden,
       },
     };
-    let memo = this.planMemos.get(key);
-    if (!memo) this.planMemos.set(key, (memo = new PlanMemo()));
-    const plan = planDaemonSet(snapshot, memo);
+    const plan = planDaemonSet(snapshot, planned.memo);
+    planned.nodes = nodes;
     this.failedPodsBackoff.set(key, plan.failedPodsBackoff);
     this.metrics.observe(ds, plan);
     log.debug(

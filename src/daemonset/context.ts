@@ -15,8 +15,8 @@ import type {
   NodesToUpdateStates,
   NodeTargets,
   PlanOptions,
-  PodChanges,
   SetAsideReason,
+  SnapshotChanges,
 } from './plan-types.ts';
 
 /** The node index of one sync: what the stages read about nodes and pods, built before the canary is decided. */
@@ -160,9 +160,9 @@ function sortedByName(nodes: readonly Node[]): boolean {
 
 /**
  * The context of one sync, every node targeting `hash`; `settings`, the DaemonSetSettings of `ds` in precedence order
- * (overrides.ts, settingsOf). With `memo` (memo.ts), the per-node part is brought up to date
- * from the previous sync of the same DaemonSet, re-evaluating only the nodes whose object or pods changed; without it
- * everything is built here. The two give the same context.
+ * (overrides.ts, settingsOf). With `memo` (memo.ts), the per-node part is brought up to date from the previous sync
+ * of the same DaemonSet, re-evaluating only the nodes whose object or pods changed (`changes` tells which, when the
+ * caller knows); without it everything is built here. The two give the same context.
  */
 export function newSyncContext(
   ds: DaemonSet,
@@ -173,12 +173,11 @@ export function newSyncContext(
   opts: PlanOptions = {},
   memo?: PlanMemo,
   settings: readonly DaemonSetSetting[] = [],
-  podChanges?: PodChanges,
-  podsVersion?: object,
+  changes: SnapshotChanges = {},
 ): SyncContext {
   const tolerations = templateTolerations(ds);
   if (memo) {
-    const v = memo.update(ds, nodes, pods, tolerations, sortedByName, byName, podChanges, podsVersion);
+    const v = memo.update(ds, nodes, pods, tolerations, sortedByName, byName, changes);
     return {
       resources: nodeResources(ds, v.nodeByName, settings, v.resourceAnnotated),
       ds,

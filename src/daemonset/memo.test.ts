@@ -21,7 +21,15 @@ import { seededRandom } from '../testing/random.ts';
 import { cmp } from './context.ts';
 import { planDaemonSet } from './plan.ts';
 import type { PlanOptions } from './plan-types.ts';
-import { FakeCluster, T0, newDaemonSet, newNode, newPod, type DaemonSetOptions } from './test-fixtures.ts';
+import {
+  FakeCluster,
+  T0,
+  newDaemonSet,
+  newNode,
+  newPod,
+  nodeChangesBetween,
+  type DaemonSetOptions,
+} from './test-fixtures.ts';
 
 const random = seededRandom;
 
@@ -288,12 +296,13 @@ const TIME_STEPS = [0, 0, 500, 1_000, 4_000, 6_000, 11_000, 31_000, 120_000];
  * Runs `steps` syncs of a cluster of `nodes` nodes; before each, 0-3 random changes of nodes, pods, the DaemonSet or
  * the clock. Every plan is checked against the full computation (FakeCluster.plan). Returns how many plans it made.
  */
-function runSequence(config: Config, seed: number, steps: number, nodes = 12): number {
+function runSequence(config: Config, seed: number, steps: number, tellNodeChanges: boolean, nodes = 12): number {
   const r = random(seed);
   const nodeList = Array.from({ length: nodes }, (_, i) =>
     newNode(`node-${String(i).padStart(2, '0')}`, i % 3 === 0 ? { zone: 'a' } : { zone: 'b' }),
   );
   const c = new FakeCluster(newDaemonSet({ image: 'img:v1', ...config.ds }), nodeList, config.options);
+  c.tellNodeChanges = tellNodeChanges;
   const done: string[] = [];
   let plans = 0;
   for (let step = 0; step < steps; step++) {
@@ -326,7 +335,9 @@ describe('PlanMemo: random sequences of changes, planned with the memo and in fu
   for (const config of CONFIGS) {
     test(config.name, () => {
       let plans = 0;
-      for (const seed of [1, 2, 3, 4]) plans += runSequence(config, seed * 7919 + config.name.length, 80);
+      // Half the sequences tell the memo which nodes changed, as the controller does; half leave it to compare.
+      for (const seed of [1, 2, 3, 4])
+        plans += runSequence(config, seed * 7919 + config.name.length, 80, seed % 2 === 0);
       assert.ok(plans >= 4 * 80, `planned ${plans} syncs`);
     });
   }
@@ -689,6 +700,58 @@ describe('PlanMemo: what a sync re-evaluates', () => {
       assert.deepEqual(planDaemonSet(snap, memo), planDaemonSet(snap), `step ${step}`);
     }
     assert.ok(memo.stats.nodesInserted > 10, `nodes put in at their places: ${memo.stats.nodesInserted}`);
+  });
+
+  test('nodes told as changes from the last snapshot plan as the whole list does, with no list compared', () => {
+    const rand = seededRandom(23);
+    const memo = new PlanMemo();
+    const all = Array.from({ length: 60 }, (_, i) => newNode(`node-${String(i).padStart(2, '0')}`));
+    const snap = { ds, revisions, pods, now: T0 + 60_000 };
+    let current = all.filter((_, i) => i % 2 === 0);
+    planDaemonSet({ ...snap, nodes: current }, memo);
+    let stale = current;
+    let compared = 0;
+    for (let step = 0; step < 80; step++) {
+      const r = rand();
+      let next: Node[];
+      if (r < 0.45) {
+        // Nodes join (some where pods already point), in name order as the informer lists them.
+        const names = new Set(current.map((n) => n.metadata.name));
+        const joining = all.filter((n) => !names.has(n.metadata.name) && rand() < 0.04);
+        next = [...current, ...joining].sort((a, b) => cmp(a.metadata.name ?? '', b.metadata.name ?? ''));
+      } else if (r < 0.9) {
+        // New objects: a label the planner reads, or a heartbeat.
+        next = current.map((n) =>
+          rand() < 0.1 ? { ...n, metadata: { ...n.metadata, labels: rand() < 0.5 ? { zone: 'a' } : {} } } : n,
+        );
+      } else {
+        // A node leaves: the lists are made again.
+        const leaving = Math.floor(rand() * current.length);
+        next = current.filter((_, i) => i !== leaving);
+        compared++;
+      }
+      const told = nodeChangesBetween(step % 10 === 9 ? stale : current, next);
+      // Now and then the changes are told from an older list than the memo last saw: they must not be used.
+      if (step % 10 === 9 && r < 0.9 && stale !== current) compared++;
+      const withMemo = planDaemonSet({ ...snap, nodes: next, ...(told ? { nodeChanges: told } : {}) }, memo);
+      assert.deepEqual(withMemo, planDaemonSet({ ...snap, nodes: next }), `step ${step}`);
+      if (step % 10 === 0) stale = current;
+      current = next;
+    }
+    assert.equal(memo.stats.nodeListsCompared - 1, compared, 'lists compared: the first, and those of the rows above');
+    assert.ok(memo.stats.nodesInserted > 10, `nodes put in at their places: ${memo.stats.nodesInserted}`);
+    // Changes that leave a node out: the lists do not agree in length, and are compared.
+    const names = new Set(current.map((n) => n.metadata.name));
+    const joined = [...current, all.find((n) => !names.has(n.metadata.name)) as Node].sort((a, b) =>
+      cmp(a.metadata.name ?? '', b.metadata.name ?? ''),
+    );
+    const unnamed = { since: current, names: [] };
+    assert.deepEqual(
+      planDaemonSet({ ...snap, nodes: joined, nodeChanges: unnamed }, memo),
+      planDaemonSet({ ...snap, nodes: joined }),
+      'a node added, not told',
+    );
+    assert.equal(memo.stats.nodeListsCompared - 1, compared + 1);
   });
 
   test('any snapshot, in any order: back to earlier ones, pods and nodes gone and back', () => {

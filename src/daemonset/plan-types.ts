@@ -231,11 +231,30 @@ export interface PodChanges {
   pods: ReadonlyMap<string, Pod | undefined>;
 }
 
+/**
+ * `nodes` of a snapshot as the earlier list `since` with the nodes of some names added, replaced or gone, both lists
+ * in name order (the informer's Indexer.listSorted and Indexer.changedKeysSince).
+ */
+export interface NodeChanges {
+  /** The earlier list. */
+  since: readonly Node[];
+  /** The names of the nodes added, replaced or gone; a name may be listed more than once. */
+  names: readonly string[];
+}
+
+/** What a snapshot tells of how its lists differ from an earlier snapshot's (the memo's shortcuts, memo.ts). */
+export type SnapshotChanges = Pick<DaemonSetSnapshot, 'podChanges' | 'podsVersion' | 'nodeChanges'>;
+
 /** Everything one sync reads, already in memory. */
 export interface DaemonSetSnapshot {
   ds: DaemonSet;
   /** All nodes. */
   nodes: readonly Node[];
+  /**
+   * Optional: how `nodes` differs from an earlier snapshot's nodes, so a memo that planned that snapshot last takes in
+   * the changed nodes alone rather than comparing every node (memo.ts).
+   */
+  nodeChanges?: NodeChanges;
   /** Pods this DaemonSet controls (after adoption/release), every state including terminating. */
   pods: readonly Pod[];
   /**

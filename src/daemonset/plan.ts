@@ -94,21 +94,10 @@ export function planDaemonSet(snapshot: DaemonSetSnapshot, memo?: PlanMemo): Pla
   // 3. History; then the node index, the canary, and each node's target revision, which the later stages read.
   const { history, pods, revisions, part: historyPart } = historyStage(snapshot);
   const settings = settingsOf(ds, snapshot.settings ?? []);
-  // The changes and the version are of the snapshot's pods, not of relabelled copies.
-  const podChanges = pods === snapshot.pods ? snapshot.podChanges : undefined;
-  const podsVersion = pods === snapshot.pods ? snapshot.podsVersion : undefined;
-  const index = newSyncContext(
-    ds,
-    snapshot.nodes,
-    pods,
-    history.hash,
-    now,
-    snapshot.options,
-    memo,
-    settings,
-    podChanges,
-    podsVersion,
-  );
+  // The pods' changes and version are of the snapshot's pods, not of relabelled copies.
+  const { podChanges, podsVersion, nodeChanges } = snapshot;
+  const changes = pods === snapshot.pods ? { podChanges, podsVersion, nodeChanges } : { nodeChanges };
+  const index = newSyncContext(ds, snapshot.nodes, pods, history.hash, now, snapshot.options, memo, settings, changes);
   const settingStatus = settingStatuses(index);
   const expectationsSatisfied = snapshot.expectationsSatisfied !== false;
   const readiness = readinessPatches(index, pods, now, expectationsSatisfied, snapshot.podsAwaitingWrites);

@@ -10,7 +10,7 @@ import type { BackoffState } from './backoff.ts';
 import { CONTROLLER_REVISION_HASH_LABEL } from './constants.ts';
 import { PlanMemo } from './memo.ts';
 import { planDaemonSet } from './plan.ts';
-import type { DaemonSetSnapshot, Plan, PlanOptions } from './plan-types.ts';
+import type { DaemonSetSnapshot, NodeChanges, Plan, PlanOptions } from './plan-types.ts';
 
 export const T0 = Date.parse('2024-01-01T00:00:00Z');
 
@@ -228,6 +228,21 @@ function sameOrCopy<T>(last: T[], now: T[]): T[] {
 }
 
 /**
+ * The names of the nodes added, replaced or gone from `since` to `nodes`, as the node store tells them
+ * (Indexer.changedKeysSince); undefined unless both lists are in name order.
+ */
+export function nodeChangesBetween(since: readonly Node[], nodes: readonly Node[]): NodeChanges | undefined {
+  const name = (n: Node) => n.metadata.name ?? '';
+  const inOrder = (list: readonly Node[]) => list.every((n, i) => i === 0 || name(list[i - 1] as Node) < name(n));
+  if (!inOrder(since) || !inOrder(nodes)) return undefined;
+  const before = new Map(since.map((n) => [name(n), n]));
+  const names = nodes.filter((n) => before.get(name(n)) !== n).map(name);
+  const now = new Set(nodes.map(name));
+  names.push(...[...before.keys()].filter((k) => !now.has(k)));
+  return { since, names };
+}
+
+/**
  * An in-memory cluster: sync() plans and applies the plan at once (creates get a name, creationTimestamp = now,
  * are bound to their node and are not Ready; deletes vanish, or become terminating with `terminateOnDelete`).
  */
@@ -261,10 +276,20 @@ export class FakeCluster {
   private handedNodes: Node[] = [];
   private handedPods: Pod[] = [];
 
+  /**
+   * Whether a sync tells which nodes changed since the last one's list (DaemonSetSnapshot.nodeChanges), as the
+   * controller does from the node store, when both lists are in name order.
+   */
+  tellNodeChanges = true;
+
   plan(expectationsSatisfied = true): Plan {
+    const last = this.handedNodes;
+    const nodes = (this.handedNodes = sameOrCopy(this.handedNodes, this.nodes));
+    const nodeChanges = this.tellNodeChanges ? nodeChangesBetween(last, nodes) : undefined;
     const snap: DaemonSetSnapshot = {
       ds: this.ds,
-      nodes: (this.handedNodes = sameOrCopy(this.handedNodes, this.nodes)),
+      nodes,
+      ...(nodeChanges ? { nodeChanges } : {}),
       pods: (this.handedPods = sameOrCopy(this.handedPods, this.pods)),
       revisions: this.revisions,
       now: this.now,

@@ -119,6 +119,68 @@ describe('Indexer.listSorted', () => {
   });
 });
 
+describe('Indexer.changedKeysSince', () => {
+  /** The keys whose object differs between two sorted lists (added, replaced or gone). */
+  function differing(a: readonly Pod[], b: readonly Pod[]): string[] {
+    const key = (p: Pod) => `ns/${p.metadata.name}`;
+    const before = new Map(a.map((p) => [key(p), p]));
+    const after = new Map(b.map((p) => [key(p), p]));
+    return [...new Set([...before.keys(), ...after.keys()])].filter((k) => before.get(k) !== after.get(k)).sort();
+  }
+
+  test('random adds, updates and deletes: the keys set or deleted since a list handed out, those that differ among them', () => {
+    const store = new Indexer<Pod>();
+    let seed = 11;
+    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff), seed % n);
+    assert.equal(store.changedKeysSince([]), undefined, 'a list it did not hand out');
+    // Each list handed out, and how many keys had been set or deleted then.
+    const handedOut: { list: readonly Pod[]; at: number }[] = [];
+    const touched: string[] = [];
+    let told = 0;
+    for (let step = 0; step < 3000; step++) {
+      const key = `ns/node-${rand(80)}`;
+      if (rand(4) === 0) {
+        if (store.delete(key)) touched.push(key);
+      } else {
+        store.set(key, pod(key.slice(3), `n${step}`));
+        touched.push(key);
+      }
+      if (rand(3) !== 0) continue;
+      const current = store.listSorted();
+      handedOut.push({ list: current, at: touched.length });
+      for (const { list, at } of handedOut.slice(-20)) {
+        const keys = store.changedKeysSince(list);
+        if (keys === undefined) continue;
+        told++;
+        const names = [...new Set(keys)].sort();
+        // A key set and then deleted between the two lists is told too: the reader finds it in neither.
+        assert.deepEqual(names, [...new Set(touched.slice(at))].sort(), `step ${step}`);
+        for (const k of differing(list, current)) assert.ok(names.includes(k), `step ${step}: ${k} told`);
+      }
+    }
+    assert.ok(told > 15_000, `lists told: ${told}`);
+    // With fewer than 1,024 objects the log holds 128 to 256 changes: a list is told through 128 changes at least,
+    // not through 256.
+    const old = store.listSorted();
+    for (let i = 0; i < 128; i++) store.set('ns/node-1', pod('node-1', `again-${i}`));
+    assert.deepEqual(store.changedKeysSince(old)?.length, 128);
+    for (let i = 0; i < 128; i++) store.set('ns/node-1', pod('node-1', `more-${i}`));
+    assert.equal(store.changedKeysSince(old), undefined, 'past the log');
+    assert.deepEqual(store.changedKeysSince(store.listSorted()), [], 'the current list');
+  });
+
+  test('a relist between two lists (the sorted list dropped and made again): still told, each key at least once', () => {
+    const store = new Indexer<Pod>();
+    for (let i = 0; i < 2000; i++) store.set(`ns/node-${i}`, pod(`node-${i}`));
+    const before = store.listSorted();
+    // 100 keys come and go, more than the sorted list is kept through; fewer than a quarter of the objects.
+    for (let i = 0; i < 50; i++) store.delete(`ns/node-${i}`);
+    for (let i = 0; i < 50; i++) store.set(`ns/new-${i}`, pod(`new-${i}`));
+    const after = store.listSorted();
+    assert.deepEqual([...new Set(store.changedKeysSince(before))].sort(), differing(before, after));
+  });
+});
+
 describe('indexByController', () => {
   test("a controller's UID; an object with no controller (no owner, or owners that are not its controller) under its namespace's orphans, until it gets one", () => {
     const store = new Indexer<Pod>({ controller: indexByController });
