@@ -23,7 +23,7 @@ import type {
 export interface NodeIndex {
   ds: DaemonSet;
   /** All nodes, sorted by name (upstream iterates the lister's order; sorting makes plans deterministic). */
-  nodes: Node[];
+  nodes: readonly Node[];
   nodeByName: ReadonlyMap<string, Node>;
   eligibility: ReadonlyMap<string, NodeEligibility>;
   /** Live count of nodes where shouldRun (what desiredNumberScheduled will be). */

@@ -725,9 +725,13 @@ describe('PlanMemo: what a sync re-evaluates', () => {
           rand() < 0.1 ? { ...n, metadata: { ...n.metadata, labels: rand() < 0.5 ? { zone: 'a' } : {} } } : n,
         );
       } else {
-        // A node leaves: the lists are made again.
+        // A node leaves, another may join: the lists are made again.
         const leaving = Math.floor(rand() * current.length);
-        next = current.filter((_, i) => i !== leaving);
+        const names = new Set(current.map((n) => n.metadata.name));
+        const joining = all.filter((n) => !names.has(n.metadata.name) && rand() < 0.04).slice(0, 1);
+        next = [...current.filter((_, i) => i !== leaving), ...joining].sort((a, b) =>
+          cmp(a.metadata.name ?? '', b.metadata.name ?? ''),
+        );
         compared++;
       }
       const told = nodeChangesBetween(step % 10 === 9 ? stale : current, next);

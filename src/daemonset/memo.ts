@@ -86,7 +86,7 @@ export interface PodLookup {
 
 /** What newSyncContext takes from the memo for one sync. */
 export interface MemoView {
-  nodes: Node[];
+  nodes: readonly Node[];
   states: NodeState[];
   stateByName: ReadonlyMap<string, NodeState>;
   ghosts: NodeState[];
@@ -126,15 +126,19 @@ export class PlanMemo {
   /** DaemonSet uid and the template fields eligibility reads: another key, and everything is recomputed. */
   private key: string | undefined;
   private sync = 0;
-  /** The nodes of the last sync as handed over (a copy), whether they were in name order, and in name order. */
-  private input: Node[] = [];
+  /** Whether the last sync's nodes came in name order (then `nodes` is their very array). */
   private inputSorted = false;
   /** The node array handed over by the last sync (not a copy), and how many of its nodes should run the daemon. */
   private lastNodes: readonly Node[] | undefined;
   /** The version of the pods of the last sync (DaemonSetSnapshot.podsVersion: their array, without one). */
   private lastPods: object | undefined;
   private desired = 0;
-  private nodes: Node[] = [];
+  /**
+   * The nodes in name order: the array handed over by the last sync itself when it came in that order, never changed
+   * here (each DaemonSet's memo held a copy of its own, or two, 0.5 MiB each at 65,000 nodes, spliced at every node
+   * that joined), else a sorted copy.
+   */
+  private nodes: readonly Node[] = [];
   /** Aligned with `nodes`. */
   private states: NodeState[] = [];
   /** Every state: nodes, and node names pods point to that no node has (ghosts). */
@@ -235,7 +239,6 @@ export class PlanMemo {
   private reset(key: string): void {
     this.key = key;
     this.stats.resets++;
-    this.input = [];
     this.inputSorted = false;
     this.lastNodes = undefined;
     this.lastPods = undefined;
@@ -425,7 +428,7 @@ export class PlanMemo {
     byName: (a: Node, b: Node) => number,
   ): void {
     this.stats.nodeListsCompared++;
-    const prev = this.input;
+    const prev = this.nodes;
     // The usual sync: the same nodes in the same places, some of them new objects (a label, taint or status change).
     if (this.inputSorted && nodes.length === prev.length) {
       let samePlaces = true;
@@ -438,16 +441,19 @@ export class PlanMemo {
           break;
         }
         this.setNode(this.states[i] as NodeState, node, ds, tolerations);
-        prev[i] = node;
-        this.nodes[i] = node;
       }
-      if (samePlaces) return;
+      if (samePlaces) {
+        this.nodes = nodes;
+        return;
+      }
     }
-    if (this.inputSorted && nodes.length > prev.length && this.insertNodes(ds, nodes, tolerations)) return;
+    if (this.inputSorted && nodes.length > prev.length && this.insertNodes(ds, nodes, tolerations)) {
+      this.nodes = nodes;
+      return;
+    }
     // Nodes removed or reordered: rebuild the list, keeping the states of nodes that stayed.
     this.inputSorted = isSorted(nodes);
-    this.input = [...nodes];
-    const sorted = this.inputSorted ? [...nodes] : [...nodes].sort(byName);
+    const sorted = this.inputSorted ? nodes : [...nodes].sort(byName);
     const states = new Array<NodeState>(sorted.length);
     const present = new Set<NodeState>();
     for (let i = 0; i < sorted.length; i++) {
@@ -480,11 +486,12 @@ export class PlanMemo {
   }
 
   /**
-   * Nodes told as changed since the last sync's list (NodeChanges): each name is found in both lists by binary search
-   * and its state set or put in at its place, where updateNodes compares the lists node by node (1.2 ms in
-   * each of the 20 syncs after a node joined at 65,000 nodes, bench/README.md section 8). Returns false when a node
-   * is gone or the lists do not agree with the changes; the states are then consistent with `input` as far as it
-   * got, and updateNodes takes it from there.
+   * Nodes told as changed since the last sync's list (NodeChanges): each name is found in the new list by binary
+   * search, its state by name, and the state set or put in at its place, where updateNodes compares the lists node by
+   * node (1.2 ms in each of the 20 syncs after a node joined at 65,000 nodes, bench/README.md section 8). Returns
+   * false, having changed nothing, when the lists' lengths do not agree with the changes, as when a node is gone
+   * (updateNodes then makes the lists again, so the values kept for this list of states are computed again; nodes
+   * leave far more rarely than they join or change).
    */
   private applyNodeChanges(
     ds: DaemonSet,
@@ -492,43 +499,44 @@ export class PlanMemo {
     changes: NodeChanges,
     tolerations: readonly Toleration[],
   ): boolean {
-    const prev = this.input;
+    const present: Node[] = [];
+    const joining = new Set<string>();
     for (const name of changes.names) {
-      const at = placeOf(prev, name);
-      const before = prev[at];
-      const had = before !== undefined && before.metadata.name === name;
       const node = nodes[placeOf(nodes, name)];
-      if (node !== undefined && node.metadata.name === name) {
-        if (had) {
-          if (node === before) continue;
-          this.setNode(this.states[at] as NodeState, node, ds, tolerations);
-          prev[at] = node;
-          this.nodes[at] = node;
-        } else {
-          const s = this.joiningState(name);
-          this.setNode(s, node, ds, tolerations);
-          this.stats.nodesInserted++;
-          prev.splice(at, 0, node);
-          this.nodes.splice(at, 0, node);
-          this.states.splice(at, 0, s);
-        }
-      } else if (had) {
-        // A node gone: updateNodes makes the lists again, so that the values kept for this list of states are
-        // computed again, not brought up to date (nodes leave far more rarely than they join or change).
-        return false;
-      }
+      if (node === undefined || node.metadata.name !== name) continue;
+      present.push(node);
+      if (this.byName.get(name)?.node === undefined) joining.add(name);
     }
-    return prev.length === nodes.length;
+    // A node gone (its state still among the states) makes the states outnumber the nodes here.
+    if (this.states.length + joining.size !== nodes.length) return false;
+    for (const node of present) {
+      const name = node.metadata.name ?? '';
+      const s = this.byName.get(name);
+      if (s?.node !== undefined) {
+        if (s.node !== node) this.setNode(s, node, ds, tolerations);
+        continue;
+      }
+      const joined = this.joiningState(name);
+      this.setNode(joined, node, ds, tolerations);
+      this.stats.nodesInserted++;
+      this.states.splice(
+        lowerBound(this.states, (x) => x.name < name),
+        0,
+        joined,
+      );
+    }
+    this.nodes = nodes;
+    return true;
   }
 
   /**
-   * Nodes added, none gone, still in name order (nodes joining): their states are put in at their places, in the same
-   * arrays, where a rebuild passed over every node with a lookup each (at 20,000 nodes 44% of a sync's time after a
-   * node was added). Values kept between syncs hear of the new states as changes (StateChanges), so no other state
+   * Nodes added, none gone, still in name order (nodes joining): their states are put in at their places, in the
+   * same array, where a rebuild passed over every node with a lookup each (at 20,000 nodes 44% of a sync's time after
+   * a node was added). Values kept between syncs hear of the new states as changes (StateChanges), so no other state
    * is looked at again. Returns false, having changed nothing, when `nodes` is not such a list.
    */
   private insertNodes(ds: DaemonSet, nodes: readonly Node[], tolerations: readonly Toleration[]): boolean {
-    const prev = this.input;
+    const prev = this.nodes;
     const added: number[] = [];
     const replaced: [number, Node][] = [];
     let j = 0;
@@ -550,19 +558,13 @@ export class PlanMemo {
       added.push(i);
     }
     if (j !== prev.length) return false;
-    for (const [at, node] of replaced) {
-      this.setNode(this.states[at] as NodeState, node, ds, tolerations);
-      prev[at] = node;
-      this.nodes[at] = node;
-    }
+    for (const [at, node] of replaced) this.setNode(this.states[at] as NodeState, node, ds, tolerations);
     // In ascending order, so each lands at its place in the final list.
     for (const at of added) {
       const node = nodes[at] as Node;
       const s = this.joiningState(node.metadata.name ?? '');
       this.setNode(s, node, ds, tolerations);
       this.stats.nodesInserted++;
-      prev.splice(at, 0, node);
-      this.nodes.splice(at, 0, node);
       this.states.splice(at, 0, s);
     }
     return true;
