@@ -75,6 +75,9 @@ type Change = (c: FakeCluster, r: () => number) => string;
 
 const pick = <T>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
 
+/** `nodes` sorted in place by name, as the informer lists them. */
+const inNameOrder = (nodes: Node[]): Node[] => nodes.sort((a, b) => cmp(a.metadata.name ?? '', b.metadata.name ?? ''));
+
 function replaceNode(c: FakeCluster, i: number, f: (n: Node) => Node): void {
   c.nodes = c.nodes.map((n, j) => (j === i ? f(n) : n));
 }
@@ -129,7 +132,7 @@ const NODE_CHANGES: Change[] = [
   (c, r) => {
     const name = `extra-${++extraNodes}`;
     const node = newNode(name, r() < 0.5 ? { zone: 'a' } : {});
-    c.nodes = [...c.nodes, node].sort((a, b) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1));
+    c.nodes = inNameOrder([...c.nodes, node]);
     return `node ${name} added`;
   },
   (c, r) => {
@@ -563,7 +566,7 @@ describe('PlanMemo: what a sync re-evaluates', () => {
   test('a node that joins, and pods replaced, move between the buckets of the kept nodesToUpdate in place', () => {
     const memo = new PlanMemo();
     const snap = { ds, revisions, now: T0 + 60_000 };
-    const joined = [...nodes, newNode('node-25a')].sort((a, b) => cmp(a.metadata.name ?? '', b.metadata.name ?? ''));
+    const joined = inNameOrder([...nodes, newNode('node-25a')]);
     const old = (p: Pod, ready: boolean) =>
       newPod(ds, p.spec.nodeName ?? '', { name: p.metadata.name, hash: 'old', ready });
     const itsPod = (ready: boolean) => newPod(ds, 'node-25a', { hash: first.hash, ready });
@@ -707,6 +710,11 @@ describe('PlanMemo: what a sync re-evaluates', () => {
     const memo = new PlanMemo();
     const all = Array.from({ length: 60 }, (_, i) => newNode(`node-${String(i).padStart(2, '0')}`));
     const snap = { ds, revisions, pods, now: T0 + 60_000 };
+    /** The nodes of `all` not in `list`. */
+    const missing = (list: readonly Node[]) => {
+      const names = new Set(list.map((n) => n.metadata.name));
+      return all.filter((n) => !names.has(n.metadata.name));
+    };
     let current = all.filter((_, i) => i % 2 === 0);
     planDaemonSet({ ...snap, nodes: current }, memo);
     let stale = current;
@@ -716,9 +724,7 @@ describe('PlanMemo: what a sync re-evaluates', () => {
       let next: Node[];
       if (r < 0.45) {
         // Nodes join (some where pods already point), in name order as the informer lists them.
-        const names = new Set(current.map((n) => n.metadata.name));
-        const joining = all.filter((n) => !names.has(n.metadata.name) && rand() < 0.04);
-        next = [...current, ...joining].sort((a, b) => cmp(a.metadata.name ?? '', b.metadata.name ?? ''));
+        next = inNameOrder([...current, ...missing(current).filter(() => rand() < 0.04)]);
       } else if (r < 0.9) {
         // New objects: a label the planner reads, or a heartbeat.
         next = current.map((n) =>
@@ -727,11 +733,10 @@ describe('PlanMemo: what a sync re-evaluates', () => {
       } else {
         // A node leaves, another may join: the lists are made again.
         const leaving = Math.floor(rand() * current.length);
-        const names = new Set(current.map((n) => n.metadata.name));
-        const joining = all.filter((n) => !names.has(n.metadata.name) && rand() < 0.04).slice(0, 1);
-        next = [...current.filter((_, i) => i !== leaving), ...joining].sort((a, b) =>
-          cmp(a.metadata.name ?? '', b.metadata.name ?? ''),
-        );
+        const joining = missing(current)
+          .filter(() => rand() < 0.04)
+          .slice(0, 1);
+        next = inNameOrder([...current.filter((_, i) => i !== leaving), ...joining]);
         compared++;
       }
       const told = nodeChangesBetween(step % 10 === 9 ? stale : current, next);
@@ -745,10 +750,7 @@ describe('PlanMemo: what a sync re-evaluates', () => {
     assert.equal(memo.stats.nodeListsCompared - 1, compared, 'lists compared: the first, and those of the rows above');
     assert.ok(memo.stats.nodesInserted > 10, `nodes put in at their places: ${memo.stats.nodesInserted}`);
     // Changes that leave a node out: the lists do not agree in length, and are compared.
-    const names = new Set(current.map((n) => n.metadata.name));
-    const joined = [...current, all.find((n) => !names.has(n.metadata.name)) as Node].sort((a, b) =>
-      cmp(a.metadata.name ?? '', b.metadata.name ?? ''),
-    );
+    const joined = inNameOrder([...current, missing(current)[0] as Node]);
     const unnamed = { since: current, names: [] };
     assert.deepEqual(
       planDaemonSet({ ...snap, nodes: joined, nodeChanges: unnamed }, memo),
