@@ -546,8 +546,9 @@ export class DaemonSetController {
     if (!planned) this.planMemos.set(key, (planned = { memo: new PlanMemo() }));
     const nodes = this.nodes.store.listSorted();
     const lastNodes = planned.nodes;
-    // A node's key in the store is its name.
-    const changedNodes = lastNodes !== undefined ? this.nodes.store.changedKeysSince(lastNodes) : undefined;
+    // A node's key in the store is its name. The same list as the last sync's: no node changed, nothing to ask.
+    const changedNodes =
+      lastNodes !== undefined && lastNodes !== nodes ? this.nodes.store.changedKeysSince(lastNodes) : undefined;
     const snapshot: DaemonSetSnapshot = {
       ds,
       nodes,
