@@ -5,7 +5,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DaemonSet } from '../api/types.ts';
-import type { ControllerRevision, KubeObject, Node, Pod } from '../k8s/types.ts';
+import type { ContainerStatus, ControllerRevision, KubeObject, Node, Pod, PodCondition } from '../k8s/types.ts';
 import { formatTime } from '../k8s/pod.ts';
 import {
   cachedNode,
@@ -21,6 +21,7 @@ import {
 } from './cache-shapes.ts';
 import { nodeAddAffects, nodeUpdateAffects } from './eligibility.ts';
 import { planDaemonSet } from './plan.ts';
+import { addNotReadyKeyPatch, PRE_DELETE_HOLDER } from './pods.ts';
 import type { DaemonSetSnapshot, Plan, PlanOptions } from './plan-types.ts';
 import { FakeCluster, T0, addNodes, newDaemonSet, newNode, newPod } from './test-fixtures.ts';
 import { fullNode, fullPod } from './test-full-objects.ts';
@@ -120,14 +121,17 @@ describe('cachedNode and cachedPod', () => {
       },
       status: {
         phase: 'Running',
-        // Whole where a field past type and status is read (Ready, KruisePodReady, InPlaceUpdateReady, the resize
-        // conditions; PodScheduled's reason and message), the others type and status only.
-        conditions: full.status?.conditions?.map((c) =>
-          ['Ready', 'KruisePodReady', 'InPlaceUpdateReady'].includes(c.type)
-            ? c
-            : c.type === 'PodScheduled'
-              ? { type: c.type, status: c.status, ...(c.reason ? { reason: c.reason } : {}) }
-              : { type: c.type, status: c.status },
+        // All but lastProbeTime where a field past type and status is read (Ready, KruisePodReady while not True,
+        // the resize conditions), InPlaceUpdateReady whole; KruisePodReady True and PodScheduled without times; the
+        // others type and status only.
+        conditions: full.status?.conditions?.map(({ lastProbeTime, lastTransitionTime, ...c }) =>
+          c.type === 'InPlaceUpdateReady'
+            ? { ...c, lastProbeTime, lastTransitionTime }
+            : c.type === 'Ready' || (c.type === 'KruisePodReady' && c.status !== 'True')
+              ? { ...c, lastTransitionTime }
+              : c.type === 'KruisePodReady' || c.type === 'PodScheduled'
+                ? c
+                : { type: c.type, status: c.status },
         ),
         containerStatuses: [
           {
@@ -149,6 +153,41 @@ describe('cachedNode and cachedPod', () => {
     assert.ok(trimmed.spec.containers[0]!.resources, 'the full pod had resources');
     assert.deepEqual(full, before, 'the input is not changed');
     assert.ok(full.metadata.managedFields && full.spec.volumes && full.status?.podIP, 'the full pod had them');
+  });
+
+  test('KruisePodReady True is one object for every pod; False keeps its time, which adding a holder reads', () => {
+    const ds = newDaemonSet();
+    const gated = (name: string, condition: PodCondition) => {
+      const pod = newPod(ds, name, { name, hash: 'h1', ready: true });
+      pod.spec.readinessGates = [{ conditionType: 'KruisePodReady' }];
+      pod.status = { ...pod.status, conditions: [...(pod.status?.conditions ?? []), condition] };
+      return fullPod(pod);
+    };
+    const kruiseReady = (pod: Pod) => pod.status?.conditions?.find((c) => c.type === 'KruisePodReady');
+    const a = cachedPod(
+      gated('a', { type: 'KruisePodReady', status: 'True', lastTransitionTime: '2026-11-29T01:00:00Z' }),
+    );
+    const b = cachedPod(
+      gated('b', { type: 'KruisePodReady', status: 'True', lastTransitionTime: '2026-11-29T02:00:00Z' }),
+    );
+    assert.deepEqual(kruiseReady(a), { type: 'KruisePodReady', status: 'True' });
+    assert.equal(kruiseReady(a), kruiseReady(b), 'one shared object');
+    const held = {
+      type: 'KruisePodReady',
+      status: 'False',
+      message: JSON.stringify([PRE_DELETE_HOLDER]),
+      lastTransitionTime: '2026-11-29T03:00:00Z',
+    } as const;
+    const full = gated('c', { ...held, lastProbeTime: null });
+    const c = cachedPod(full);
+    assert.deepEqual(kruiseReady(c), held);
+    // The cached pod answers as the full one: a second holder keeps the time the first one set.
+    const other = { userAgent: 'Other', key: 'k' };
+    assert.deepEqual(addNotReadyKeyPatch(c, other, T0 + 60_000), addNotReadyKeyPatch(full, other, T0 + 60_000));
+    assert.match(
+      JSON.stringify(addNotReadyKeyPatch(c, other, T0 + 60_000)),
+      /"lastTransitionTime":"2026-11-29T03:00:00Z"/,
+    );
   });
 
   test('what is left is a small part of the bytes', () => {
@@ -274,6 +313,37 @@ describe('cachedNode and cachedPod', () => {
     assert.deepEqual(hashConsed(long), long);
     for (let i = 0; i <= MAX_INTERNED; i++) assert.deepEqual(hashConsed({ unique: i }), { unique: i });
     assert.ok(hashConsedCount() <= MAX_INTERNED, `${hashConsedCount()} parts held`);
+  });
+
+  test('container statuses: one list for the pods whose statuses are equal, of any length', () => {
+    const ds = newDaemonSet();
+    const status = (name: string, restartCount = 0, message?: string): ContainerStatus => ({
+      name,
+      image: `registry.example/${name}:1.0.0`,
+      imageID: `registry.example/${name}@sha256:${'0'.repeat(64)}`,
+      ready: true,
+      started: true,
+      restartCount,
+      state: { running: { startedAt: `2026-11-29T0${restartCount}:00:00Z` } },
+      lastState: message ? { terminated: { exitCode: 1, message } } : {},
+    });
+    const podWith = (node: string, statuses: ContainerStatus[]) => {
+      const pod = newPod(ds, node, { hash: 'h1', ready: true });
+      pod.status = { ...pod.status, containerStatuses: statuses };
+      return cachedPod(fullPod(pod)).status?.containerStatuses;
+    };
+    const three = (restarts = 0) => ['agent', 'log-shipper', 'metrics-proxy'].map((n) => status(n, restarts));
+    const a = podWith('n1', three());
+    assert.ok(JSON.stringify(a).length > MAX_CONSED_TEXT, 'longer than a pooled part');
+    assert.equal(podWith('n2', three()), a, 'three equal statuses: one list');
+    const restarted = podWith('n3', three(1));
+    assert.notEqual(restarted, a);
+    assert.equal(restarted?.[0]?.restartCount, 1);
+    // A part too long to pool is the pod's own, and so is its list.
+    const long = () => [status('agent', 0, 'x'.repeat(MAX_CONSED_TEXT))];
+    const b = podWith('n4', long());
+    assert.notEqual(podWith('n5', long()), b);
+    assert.deepEqual(podWith('n5', long()), b);
   });
 
   test('withoutManagedFields drops only metadata.managedFields, and returns objects without it as they are', () => {
