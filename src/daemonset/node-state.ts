@@ -27,21 +27,49 @@ export interface PodFacts {
   readonly preDeleting: boolean;
 }
 
+const TERMINATING = 1;
+const READY = 2;
+const IN_PLACE_HELD = 4;
+const PRE_DELETING = 8;
+
+/**
+ * PodFacts with its four booleans as bits of one number, read through getters: 64 B where an object of eight
+ * fields took 88 (a heap snapshot at 5,000 nodes and 20 DaemonSets), in each of the 1.3 million pods a memo keeps at
+ * 65,000 nodes (bench/README.md section 8), as the memo's PodSlot keeps its upkeep.
+ */
+class PackedPodFacts implements PodFacts {
+  readyMs: number | null | undefined = undefined;
+  constructor(
+    readonly pod: Pod,
+    readonly hash: string,
+    readonly readyTime: string | undefined,
+    private readonly bits: number,
+  ) {}
+  get terminating(): boolean {
+    return (this.bits & TERMINATING) !== 0;
+  }
+  get ready(): boolean {
+    return (this.bits & READY) !== 0;
+  }
+  get inPlaceHeld(): boolean {
+    return (this.bits & IN_PLACE_HELD) !== 0;
+  }
+  get preDeleting(): boolean {
+    return (this.bits & PRE_DELETING) !== 0;
+  }
+}
+
 export function podFacts(pod: Pod): PodFacts {
   const ready = getPodReadyCondition(pod);
   const inPlace = hasReadinessGate(pod, IN_PLACE_UPDATE_READY)
     ? getPodCondition(pod, IN_PLACE_UPDATE_READY)
     : undefined;
-  return {
-    pod,
-    terminating: !!pod.metadata.deletionTimestamp,
-    hash: podRevisionHash(pod),
-    ready: ready?.status === 'True',
-    readyTime: ready?.lastTransitionTime,
-    readyMs: undefined,
-    inPlaceHeld: inPlace !== undefined && inPlace.status !== 'True',
-    preDeleting: isPodPreDeleting(pod),
-  };
+  const bits =
+    (pod.metadata.deletionTimestamp ? TERMINATING : 0) |
+    (ready?.status === 'True' ? READY : 0) |
+    (inPlace !== undefined && inPlace.status !== 'True' ? IN_PLACE_HELD : 0) |
+    (isPodPreDeleting(pod) ? PRE_DELETING : 0);
+  return new PackedPodFacts(pod, podRevisionHash(pod), ready?.lastTransitionTime, bits);
 }
 
 /** The Ready condition's lastTransitionTime in ms, when it parses. */
