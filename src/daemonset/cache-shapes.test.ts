@@ -183,11 +183,9 @@ describe('cachedNode and cachedPod', () => {
     assert.deepEqual(kruiseReady(c), held);
     // The cached pod answers as the full one: a second holder keeps the time the first one set.
     const other = { userAgent: 'Other', key: 'k' };
-    assert.deepEqual(addNotReadyKeyPatch(c, other, T0 + 60_000), addNotReadyKeyPatch(full, other, T0 + 60_000));
-    assert.match(
-      JSON.stringify(addNotReadyKeyPatch(c, other, T0 + 60_000)),
-      /"lastTransitionTime":"2026-11-29T03:00:00Z"/,
-    );
+    const patch = addNotReadyKeyPatch(c, other, T0 + 60_000);
+    assert.deepEqual(patch, addNotReadyKeyPatch(full, other, T0 + 60_000));
+    assert.match(JSON.stringify(patch), /"lastTransitionTime":"2026-11-29T03:00:00Z"/);
   });
 
   test('what is left is a small part of the bytes', () => {

@@ -402,13 +402,14 @@ function containerStatuses(list: unknown): ContainerStatus[] | undefined {
  * pods: one shared object each.
  */
 const ALL_BUT_PROBE_TIME = ['type', 'status', 'reason', 'message', 'lastTransitionTime'] as const;
+const NO_TIMES = ['type', 'status', 'reason', 'message'] as const;
 const CONDITION_KEYS: Record<string, readonly (keyof PodCondition)[] | 'all'> = {
   Ready: ALL_BUT_PROBE_TIME,
   KruisePodReady: ALL_BUT_PROBE_TIME,
   InPlaceUpdateReady: 'all',
   PodResizePending: ALL_BUT_PROBE_TIME,
   PodResizeInProgress: ALL_BUT_PROBE_TIME,
-  PodScheduled: ['type', 'status', 'reason', 'message'],
+  PodScheduled: NO_TIMES,
 };
 
 /**
@@ -416,7 +417,7 @@ const CONDITION_KEYS: Record<string, readonly (keyof PodCondition)[] | 'all'> = 
  * by all such pods where each had its own (48 B in each of the 1.3 million pods of a 65,000-node cluster with 20
  * DaemonSets; bench/README.md section 8).
  */
-const pickKruisePodReadyTrue = picker(['type', 'status', 'reason', 'message'] as const);
+const pickKruisePodReadyTrue = picker(NO_TIMES);
 
 const pickTypeAndStatus = picker(['type', 'status'] as const);
 const conditionPickers = new Map(
