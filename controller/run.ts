@@ -1,7 +1,7 @@
 // Runs the DaemonSet controller: informers on every replica (a new leader starts warm), workers
 // only on the Lease holder. Shared by the `controller` and `manager` commands.
 import type { ServedVersion } from '../src/api/constants.ts';
-import { KubeClient } from '../src/k8s/client.ts';
+import { KubeClient, type RequestScope } from '../src/k8s/client.ts';
 import { currentNamespace, loadKubeConfig } from '../src/k8s/kubeconfig.ts';
 import { DaemonSetController } from './daemonset/controller.ts';
 import type { ImagePreDownloadMode } from '../src/daemonset/plan-types.ts';
@@ -74,9 +74,19 @@ export function startController(opts: ControllerRunOptions, signal: AbortSignal)
         },
       })
     : undefined;
-  /** Every write of the controller (events included) passes this right before it is sent. */
-  const writeFence = elector ? () => elector.fence() : undefined;
-  const recorder = new EventRecorder({ client: client.withScope({ beforeWrite: writeFence }), logger: log });
+  /** Every write of the controller (events included) passes this fence right before it is sent. */
+  const writeFence: RequestScope = elector
+    ? {
+        beforeWrite: () => elector.fence(),
+        // What no client can exclude (docs/guarantees.md), said where an operator looks for it.
+        onLateWrite: ({ verb, path, pausedMs }) =>
+          log.error(
+            { write: `${verb} ${path}`, pausedMs: Math.round(pausedMs) },
+            'a write may have reached the apiserver after the lease fence closed: the process was paused while sending it',
+          ),
+      }
+    : {};
+  const recorder = new EventRecorder({ client: client.withScope(writeFence), logger: log });
   const controller = new DaemonSetController({
     client,
     recorder,
@@ -102,7 +112,7 @@ export function startController(opts: ControllerRunOptions, signal: AbortSignal)
     // While leading, beside the workers (it needs no cache): DaemonSets stored in another version are rewritten in
     // the storage version, then the CRD's status.storedVersions says only that one (storage-migration.ts).
     runStorageMigration({
-      client: client.withScope({ signal: leaderSignal, beforeWrite: writeFence }),
+      client: client.withScope({ ...writeFence, signal: leaderSignal }),
       logger: log,
       signal: leaderSignal,
       recorder,

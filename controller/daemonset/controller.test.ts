@@ -91,7 +91,7 @@ describe('DaemonSetController: one writer', { timeout: 60_000 }, () => {
     assert.equal(await controller.waitForCacheSync(informers.signal), true);
     const leading = new AbortController();
     stops.push(leading);
-    const workers = controller.runWorkers(leading.signal, fence);
+    const workers = controller.runWorkers(leading.signal, { beforeWrite: fence });
     return { controller, key: `${name}/${name}`, leading, workers };
   }
 

@@ -23,7 +23,7 @@ import type { BackoffState } from '../../src/daemonset/backoff.ts';
 import { labelSelectorMatches } from '../../src/k8s/labels.ts';
 import { isNotFound } from '../../src/k8s/errors.ts';
 import { resources } from '../../src/k8s/resources.ts';
-import { type KubeClient } from '../../src/k8s/client.ts';
+import { type KubeClient, type RequestScope } from '../../src/k8s/client.ts';
 import { objectKey, type ControllerRevision, type KubeObject, type Node, type Pod } from '../../src/k8s/types.ts';
 import { ignoreNotFound } from '../runtime/errors.ts';
 import type { EventRecorder } from '../../src/k8s/events.ts';
@@ -483,10 +483,10 @@ export class DaemonSetController {
   }
 
   /** Runs the workers until signal aborts. Call after waitForCacheSync, as the leader. */
-  async runWorkers(signal: AbortSignal, writeFence?: () => string | undefined): Promise<void> {
+  async runWorkers(signal: AbortSignal, writeFence: Omit<RequestScope, 'signal'> = {}): Promise<void> {
     // Every request a reconcile makes carries the leadership's signal (aborted the moment it ends), and every
     // write is checked against the Lease right before it is sent: one writer at a time.
-    this.client = this.baseClient.withScope({ signal, beforeWrite: writeFence });
+    this.client = this.baseClient.withScope({ ...writeFence, signal });
     this.workSignal = signal;
     this.enqueueAll();
     try {

@@ -112,3 +112,17 @@ export const FENCED_RESOURCES = [
 export function describeWrite(w: AuditWrite): string {
   return `${new Date(w.received).toISOString()} ${w.user} ${w.verb} ${w.resource} ${w.namespace ?? ''}/${w.name ?? ''} -> ${w.code ?? '?'}`;
 }
+
+/**
+ * Whether `w` is the request a client named as `verb path` (KubeClient's verbs are the audit log's; `path` without
+ * its query). A create names its collection: any object created there matches.
+ */
+export function isRequest(w: AuditWrite, verb: string, path: string): boolean {
+  const m = /^\/(?:api\/[^/]+|apis\/[^/]+\/[^/]+)(?:\/namespaces\/([^/]+))?\/([^/]+)(?:\/([^/]+)(?:\/([^/]+))?)?$/.exec(
+    path,
+  );
+  if (!m || verb !== w.verb) return false;
+  const [, namespace, resource, name, subresource] = m;
+  if ([resource, subresource].filter(Boolean).join('/') !== w.resource || namespace !== w.namespace) return false;
+  return name === undefined ? verb === 'create' : name === w.name;
+}

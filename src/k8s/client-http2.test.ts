@@ -7,7 +7,7 @@ import http2 from 'node:http2';
 import type http from 'node:http';
 import { FakeApiServer, type RequestRecord } from './testing/fake-apiserver.ts';
 import { TransportError, WriteRefusedError } from './errors.ts';
-import { KubeClient, type WatchEvent } from './client.ts';
+import { KubeClient, type LateWrite, type WatchEvent } from './client.ts';
 import { resources } from './resources.ts';
 import type { Pod } from './types.ts';
 import { createCA, createLeaf } from '../pki/pki.ts';
@@ -197,13 +197,15 @@ describe('KubeClient over HTTP/2', () => {
     /** A fenced scope whose fence closes after `open` more checks (the first is the one before the request sets out). */
     function fencedScope() {
       const fence = { open: Infinity, checks: 0 };
+      const late: LateWrite[] = [];
       const scoped = client.withScope({
         beforeWrite: () => {
           fence.checks++;
           return fence.open-- > 0 ? undefined : 'lease lost meanwhile';
         },
+        onLateWrite: (w) => late.push(w),
       });
-      return { fence, scoped };
+      return { fence, scoped, late };
     }
 
     /**
@@ -229,7 +231,7 @@ describe('KubeClient over HTTP/2', () => {
     }
 
     test('a fence that closes after the check before the request set out: no frame of it is written', async () => {
-      const { fence, scoped } = fencedScope();
+      const { fence, scoped, late } = fencedScope();
       const { session, streams } = await watchStreams(scoped, 'warm-1');
       server.requests.length = 0;
       // Passes the check in KubeClient.request, then is checked again by the gate as the frames are written.
@@ -245,6 +247,7 @@ describe('KubeClient over HTTP/2', () => {
       assert.deepEqual(streams, [], 'no HEADERS of the refused request reached the server');
       assert.deepEqual(server.requests, []);
       assert.equal(server.get('core/v1/pods', 'ns', 'late'), undefined);
+      assert.deepEqual(late, [], 'a refused write is not a late one');
 
       // Reads go on over their own session; a write passing its fence opens a new fenced session.
       await client.get(resources.pods, { namespace: 'ns', name: 'warm-1' });
@@ -277,6 +280,30 @@ describe('KubeClient over HTTP/2', () => {
       assert.equal(server.get('core/v1/pods', 'ns', 'big'), undefined);
       fence.open = Infinity;
       await scoped.delete(resources.pods, { namespace: 'ns', name: 'warm-2' });
+    });
+
+    test('a fence that closes between the check as the frames are written and their send: reported as late', async () => {
+      const { fence, scoped, late } = fencedScope();
+      await scoped.create(resources.pods, pod('warm-4'));
+      assert.equal(late.length, 0, 'writes sent with the fence open are not reported');
+      server.requests.length = 0;
+      // The check before the request set out and the gate's as it hands the frames to the socket pass; the one right
+      // after the send finds the fence closed, as a process paused between the two would on resuming.
+      fence.open = 2;
+      await scoped.create(resources.pods, pod('paused')).catch(() => undefined);
+      assert.deepEqual(
+        late.map((w) => `${w.verb} ${w.path}`),
+        ['create /api/v1/namespaces/ns/pods'],
+      );
+      assert.ok(late[0]!.pausedMs >= 0 && late[0]!.pausedMs < 10_000, `a duration (${late[0]!.pausedMs} ms)`);
+      assert.deepEqual(
+        server.requests.map((r) => `${r.method} ${(r.body as Pod).metadata.name}`),
+        ['POST paused'],
+        'it went out: what the report says',
+      );
+      fence.open = Infinity;
+      await scoped.delete(resources.pods, { namespace: 'ns', name: 'warm-4' });
+      await scoped.delete(resources.pods, { namespace: 'ns', name: 'paused' });
     });
 
     test("another scope's write on the session a fence closed is sent again when none of it went out", async () => {

@@ -20,6 +20,7 @@ import {
   followSignals,
   goJson,
   KubeClient,
+  type LateWrite,
   MAX_IDLE_CONNECTIONS,
   type RequestObservation,
   type WatchEvent,
@@ -613,6 +614,29 @@ describe('KubeClient against the fake apiserver', () => {
       });
       assert.equal(checks, 2, `${socket} socket: checked before the request and when its socket was ready`);
       assert.deepEqual(server.requests.slice(before), [], `${socket} socket: the write never reached the server`);
+      fresh.close();
+    }
+  });
+
+  test('withScope: a fence that closes between the check on the socket and the send reports the write as late', async () => {
+    // As a process paused right after that check would see it on resuming: the write went out after the fence closed.
+    for (const socket of ['new', 'kept-alive']) {
+      const fresh = new KubeClient(server.restConfig());
+      if (socket === 'kept-alive') await fresh.list(resources.nodes);
+      let checks = 0;
+      const late: LateWrite[] = [];
+      const scoped = fresh.withScope({
+        beforeWrite: () => (++checks <= 2 ? undefined : 'lease lost meanwhile'),
+        onLateWrite: (w) => late.push(w),
+      });
+      await scoped.create(resources.pods, pod(`paused-${socket}`));
+      assert.equal(checks, 3, `${socket} socket: checked before the request, on the socket, and after the send`);
+      assert.deepEqual(
+        late.map((w) => `${w.verb} ${w.path}`),
+        ['create /api/v1/namespaces/ns/pods'],
+        `${socket} socket`,
+      );
+      assert.ok(server.get('core/v1/pods', 'ns', `paused-${socket}`), `${socket} socket: it went out`);
       fresh.close();
     }
   });

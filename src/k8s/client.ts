@@ -60,6 +60,21 @@ export interface RequestScope {
    * refuses then closes that connection, whose other writes fail or are sent again.
    */
   beforeWrite?: () => string | undefined;
+  /**
+   * Told of a write whose `beforeWrite` passed but refused right after the call that sent it returned: the process was
+   * paused (SIGSTOP, a paused VM) while sending it, either before its bytes reached the kernel (they went out when it
+   * resumed, after the fence closed) or just after (they went out in time); it cannot tell which. Nothing in a client
+   * can exclude the first (docs/guarantees.md); it can say so, with how long the pause was.
+   */
+  onLateWrite?: (write: LateWrite) => void;
+}
+
+/** A write that may have gone out after its fence closed (RequestScope.onLateWrite). */
+export interface LateWrite {
+  verb: string;
+  path: string;
+  /** From the check that passed to the one after the send returned (the pause and the send), by the monotonic clock. */
+  pausedMs: number;
 }
 
 export interface ListOptions extends RequestOptions {
@@ -322,6 +337,10 @@ export class KubeClient {
         outer.beforeWrite && scope.beforeWrite
           ? () => outer.beforeWrite!() ?? scope.beforeWrite!()
           : (outer.beforeWrite ?? scope.beforeWrite),
+      onLateWrite:
+        outer.onLateWrite && scope.onLateWrite
+          ? (write) => (outer.onLateWrite!(write), scope.onLateWrite!(write))
+          : (outer.onLateWrite ?? scope.onLateWrite),
     };
     return view;
   }
@@ -605,13 +624,14 @@ export class KubeClient {
       let resetRetried = false;
       let refusedRetried = false;
       const beforeWrite = method === 'GET' ? undefined : this.scope.beforeWrite;
-      /** The scope's write fence as the error that refuses the write, or undefined while it may go out. */
-      const fence =
-        beforeWrite &&
-        ((): WriteRefusedError | undefined => {
+      const onLateWrite = this.scope.onLateWrite;
+      const fence: Fence | undefined = beforeWrite && {
+        refused: () => {
           const reason = beforeWrite();
           return reason === undefined ? undefined : new WriteRefusedError(verb, path, reason);
-        });
+        },
+        late: onLateWrite && ((pausedMs) => onLateWrite({ verb, path, pausedMs })),
+      };
       for (let attempt = 0; ; attempt++) {
         const release = await this.limiter.wait(call.priority, signal);
         let t: Transport;
@@ -626,7 +646,7 @@ export class KubeClient {
           // Checked here, after any wait: a write that waited in the rate limiter or for a Retry-After must not go out
           // on a belief that has since expired (nor open a connection for it); and again as its bytes go out: by
           // roundTrip in that tick over HTTP/1.1, by the session's WriteGate at each of its writes over HTTP/2.
-          const refused = fence?.();
+          const refused = fence?.refused();
           if (refused) throw refused;
           const url = buildUrl(t.base, path, query);
           started = performance.now();
@@ -699,7 +719,7 @@ export class KubeClient {
     contentType: string | undefined,
     signal: AbortSignal,
     decode?: (res: http.IncomingMessage) => Promise<unknown>,
-    refused?: () => WriteRefusedError | undefined,
+    fence?: Fence,
   ): Promise<{ code: number; text: string; decoded?: unknown; retryAfter: string | string[] | undefined }> {
     return new Promise((resolve, reject) => {
       const req = this.send(t, method, url, payload, contentType, signal);
@@ -713,7 +733,7 @@ export class KubeClient {
         }
         readBody(res).then((text) => resolve({ code, text, retryAfter }), reject);
       });
-      if (!refused) {
+      if (!fence) {
         req.end(payload);
         return;
       }
@@ -723,9 +743,14 @@ export class KubeClient {
       // would otherwise send, when it resumes, writes that passed a fence which has since closed.
       req.once('socket', (socket) => {
         const write = () => {
-          const error = refused();
+          const checked = performance.now();
+          const error = fence.refused();
           if (error) req.destroy(error);
-          else req.end(payload);
+          else {
+            // req.end hands the request to the kernel before it returns (a socket that can take it).
+            req.end(payload);
+            if (fence.late && fence.refused()) fence.late(performance.now() - checked);
+          }
         };
         // A kept-alive socket is ready now; a new one once connected (and, over TLS, its handshake done).
         if (req.reusedSocket) write();
@@ -747,7 +772,7 @@ export class KubeClient {
     payload: string | undefined,
     contentType: string | undefined,
     signal: AbortSignal,
-    refused?: () => WriteRefusedError | undefined,
+    fence?: Fence,
   ): Promise<{ code: number; text: string; decoded?: unknown; retryAfter: string | string[] | undefined }> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
@@ -756,7 +781,7 @@ export class KubeClient {
       for (const [k, v] of Object.entries(this.requestHeaders(t, payload, contentType))) headers[k.toLowerCase()] = v;
       let stream: http2.ClientHttp2Stream;
       try {
-        stream = h2.request(session, headers, payload === undefined, refused);
+        stream = h2.request(session, headers, payload === undefined, fence);
       } catch (err) {
         // The session closed (GOAWAY) or broke since it was handed out: nothing was sent.
         return reject(new UnprocessedError(err));
@@ -915,9 +940,14 @@ function streamError(stream: http2.ClientHttp2Stream, err: Error | undefined): E
   return Object.assign(reset, { code: 'ECONNRESET' });
 }
 
-/** A fenced stream the WriteGate checks before each write, until its last frame was handed to the socket. */
-interface GatedStream {
+/** A write's fence (RequestScope): why it must not go out now, and who hears that it went out after it closed. */
+interface Fence {
   refused: () => WriteRefusedError | undefined;
+  late: ((pausedMs: number) => void) | undefined;
+}
+
+/** A fenced stream the WriteGate checks before each write, until its last frame was handed to the socket. */
+interface GatedStream extends Fence {
   /** The gate's writes when the stream was opened: none of its frames went out while the count stays there. */
   since: number;
 }
@@ -953,8 +983,8 @@ class WriteGate extends Duplex {
     socket.on('close', () => this.destroy());
   }
 
-  track(stream: http2.ClientHttp2Stream, refused: () => WriteRefusedError | undefined): void {
-    this.streams.set(stream, { refused, since: this.writes });
+  track(stream: http2.ClientHttp2Stream, fence: Fence): void {
+    this.streams.set(stream, { refused: fence.refused, late: fence.late, since: this.writes });
     stream.once('close', () => this.streams.delete(stream));
   }
 
@@ -987,6 +1017,7 @@ class WriteGate extends Duplex {
   }
 
   override _writev(chunks: { chunk: Buffer }[], callback: (err?: Error | null) => void): void {
+    const checked = performance.now();
     let refusal: WriteRefusedError | undefined;
     for (const { refused } of this.streams.values()) if ((refusal = refused())) break;
     if (refusal) {
@@ -1001,6 +1032,10 @@ class WriteGate extends Duplex {
     // The callback runs once the socket took the bytes: the session hands over its next write only then (one write
     // at a time, JSStreamSocket), so each one is checked as it is written, never buffered here after a check.
     this.socket.write(chunks.length === 1 ? chunks[0]!.chunk : Buffer.concat(chunks.map((c) => c.chunk)), callback);
+    // The socket handed these bytes to the kernel before returning. A fence that refuses now closed after the check
+    // above: the process was paused while sending (SIGSTOP, a paused VM), and they may have gone out only as it
+    // resumed. Reported for each stream not yet sent, whose frames may have been among them (RequestScope.onLateWrite).
+    for (const { refused, late } of this.streams.values()) if (late && refused()) late(performance.now() - checked);
   }
 
   override _final(callback: (err?: Error | null) => void): void {
@@ -1062,14 +1097,14 @@ class H2Connection {
     session: http2.ClientHttp2Session,
     headers: http2.OutgoingHttpHeaders,
     endStream: boolean,
-    refused?: () => WriteRefusedError | undefined,
+    fence?: Fence,
   ): http2.ClientHttp2Stream {
     const gate = this.gates.get(session);
-    if (this.fenced && !(gate && refused)) throw new Error('a fenced HTTP/2 session carries fenced writes only');
+    if (this.fenced && !(gate && fence)) throw new Error('a fenced HTTP/2 session carries fenced writes only');
     const stream = session.request(headers, { endStream });
     // Tracked in the tick it was opened: its frames are written from a later immediate, through the gate.
-    if (gate && refused) {
-      gate.track(stream, refused);
+    if (gate && fence) {
+      gate.track(stream, fence);
       this.gates.set(stream, gate);
     }
     const live = this.active.get(session)!;
