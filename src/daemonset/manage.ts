@@ -191,7 +191,7 @@ function keepWithSurge(
 export function getUnscheduledPodsWithoutNode(ctx: SyncContext): PodDelete[] {
   const out: PodDelete[] = [];
   for (const gone of ctx.ghosts) {
-    for (const pod of gone.pods ?? []) {
+    for (const { pod } of gone.facts) {
       if (!pod.spec.nodeName && !pod.metadata.deletionTimestamp) out.push(podDelete(pod, gone.name, 'NodeGone'));
     }
   }

@@ -27,6 +27,7 @@ import {
   forgetKeptParts,
   newNodeState,
   podFacts,
+  podsOfState,
   refreshNodeState,
   setNodePods,
   type NodeState,
@@ -153,7 +154,7 @@ export class PlanMemo {
     (s) => (s.node !== undefined ? s.eligibility : undefined),
     false,
   );
-  private readonly nodeToDaemonPods = new StateView<Pod[]>(this, (s) => s.pods, true);
+  private readonly nodeToDaemonPods = new StateView<Pod[]>(this, podsOfState, true);
   /** Pods by name, and in the order of the last sync's snapshot. */
   private readonly slots = new Map<string, PodSlot>();
   private readonly order: PodSlot[] = [];
@@ -398,7 +399,7 @@ export class PlanMemo {
       this.changes.add(s, this.states.length);
       if (list.length > 1) list.sort((a, b) => compareByCreationTimestampAndPhase(a.pod, b.pod));
       if (list.length === 0) {
-        setNodePods(s, undefined, list);
+        setNodePods(s, list);
         if (s.node === undefined) {
           this.byName.delete(s.name);
           this.ghostSet.delete(s);
@@ -408,11 +409,7 @@ export class PlanMemo {
         // A copy: `list` grew by push, and V8 gives a pushed-to array room for 17 elements (152 B, where one pod
         // needs 24 B); kept on every node state of every DaemonSet, that slack was 145 B per cached daemon pod
         // (heap snapshot at 10,000 nodes and 20 DaemonSets, bench/README.md section 8).
-        setNodePods(
-          s,
-          list.map((f) => f.pod),
-          list.slice(),
-        );
+        setNodePods(s, list.slice());
       }
     }
     this.touched = new Map();
@@ -474,7 +471,7 @@ export class PlanMemo {
       forgetKeptParts(s);
       this.changes.add(s, this.states.length);
       this.stats.nodesEvaluated++;
-      if (s.pods === undefined && !this.touched.has(s)) {
+      if (s.facts.length === 0 && !this.touched.has(s)) {
         this.byName.delete(s.name);
       } else {
         this.ghostSet.add(s);
