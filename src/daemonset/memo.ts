@@ -145,7 +145,8 @@ export class PlanMemo {
   /**
    * The ghosts (node names pods point to that no node has) by name. A node's state is found in `states`, in name
    * order, by binary search (stateOf): a map of every state took 229 KiB in each DaemonSet's memo at 5,000 nodes
-   * (heap snapshot of the 5,000-node scale run) and about 3 MiB at 65,000.
+   * (heap snapshot of the 5,000-node scale run), 35 MiB of heap in all at 65,000 nodes and 20 DaemonSets
+   * (bench/README.md section 8).
    */
   private readonly ghostByName = new Map<string, NodeState>();
   private ghosts: NodeState[] = [];
