@@ -5,6 +5,7 @@
 // https://kubernetes.io/docs/tasks/debug/debug-cluster/audit/
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parsePath } from '../../src/k8s/testing/http-api.ts';
 
 export const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection'];
 
@@ -118,11 +119,9 @@ export function describeWrite(w: AuditWrite): string {
  * its query). A create names its collection: any object created there matches.
  */
 export function isRequest(w: AuditWrite, verb: string, path: string): boolean {
-  const m = /^\/(?:api\/[^/]+|apis\/[^/]+\/[^/]+)(?:\/namespaces\/([^/]+))?\/([^/]+)(?:\/([^/]+)(?:\/([^/]+))?)?$/.exec(
-    path,
-  );
-  if (!m || verb !== w.verb) return false;
-  const [, namespace, resource, name, subresource] = m;
-  if ([resource, subresource].filter(Boolean).join('/') !== w.resource || namespace !== w.namespace) return false;
-  return name === undefined ? verb === 'create' : name === w.name;
+  const p = parsePath(path);
+  if (!p || p.resourceMissing || verb !== w.verb) return false;
+  const resource = p.collection.slice(p.collection.lastIndexOf('/') + 1);
+  if ([resource, p.subresource].filter(Boolean).join('/') !== w.resource || p.namespace !== w.namespace) return false;
+  return p.name === undefined ? verb === 'create' : p.name === w.name;
 }
