@@ -196,6 +196,88 @@ describe('LeaderElector', () => {
     assert.match(elector.fence() ?? '', /not the leader/);
   });
 
+  /**
+   * An elector for lease `name` whose monotonic clock jumps 10 s ahead (a process frozen, then resumed) at the
+   * `freezeAtCheck`-th fence check of the next lease write once `armed()` is called: its client's own check runs
+   * right before the elector's fence each time (withScope: the outer scope first).
+   */
+  const freezingElector = (name: string, freezeAtCheck: number, log: pino.Logger) => {
+    let skewMs = 0;
+    let checks = -1;
+    const freezing = client.withScope({
+      beforeWrite: () => {
+        if (checks >= 0 && ++checks === freezeAtCheck) skewMs = 10_000;
+        return undefined;
+      },
+    });
+    const elector = new LeaderElector({
+      client: freezing,
+      namespace: 'kube-system',
+      name,
+      identity: 'me',
+      ...timing,
+      logger: log,
+      monotonicClock: () => performance.now() + skewMs,
+      callbacks: { onStartedLeading: () => {} },
+    });
+    return { elector, arm: () => (checks = 0) };
+  };
+  const leaseRequests = (name: string, from: number) =>
+    server.requests.slice(from).filter((r) => r.path.endsWith(`/leases/${name}`));
+
+  test('a renewal begun before a freeze is not sent after the renew deadline; leadership is lost', async () => {
+    // Frozen after the renew loop found the deadline ahead, before the request's first check: on resuming, the
+    // renewal must not go out (another candidate may hold the Lease by then).
+    const { elector, arm } = freezingElector('paused', 1, logger);
+    const run = elector.run(new AbortController().signal);
+    await until('leading', () => elector.isLeader());
+    const renewed = lease('paused')?.spec?.renewTime;
+    const from = server.requests.length;
+    arm();
+    await run;
+    assert.deepEqual(
+      leaseRequests('paused', from).map((r) => r.method),
+      [],
+      'nothing sent once the fence closed: neither the renewal nor a read of the lease',
+    );
+    assert.equal(lease('paused')?.spec?.renewTime, renewed, 'not renewed');
+    assert.equal(lease('paused')?.spec?.holderIdentity, 'me', 'not released either: leadership was lost');
+    assert.match(elector.fence() ?? '', /not the leader/);
+  });
+
+  test('a renewal sent as the fence closed is logged as an error with the write and the pause', async () => {
+    // Frozen right after the request's check on the socket (HTTP/1.1: before the request, on the socket, after the
+    // send): the renewal went out, and the check after the send finds the fence closed.
+    const lines: { level: number; msg: string; write?: string; pausedMs?: number }[] = [];
+    const log = pino({ level: 'error' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const { elector, arm } = freezingElector('late', 3, log);
+    const run = elector.run(new AbortController().signal);
+    await until('leading', () => elector.isLeader());
+    const from = server.requests.length;
+    arm();
+    await run;
+    assert.deepEqual(
+      leaseRequests('late', from).map((r) => r.method),
+      ['PUT'],
+      'the renewal went out',
+    );
+    const late = lines.filter((l) => l.write !== undefined);
+    assert.deepEqual(
+      late.map((l) => [l.msg, l.write]),
+      [
+        [
+          'a lease renewal may have reached the apiserver after its renew deadline: the process was paused while sending it',
+          'update /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/late',
+        ],
+      ],
+    );
+    assert.equal(typeof late[0]?.pausedMs, 'number');
+    assert.ok(
+      lines.some((l) => /^leader election lost/.test(l.msg)),
+      'and leadership is lost: the renewal began before the freeze',
+    );
+  });
+
   test('a lease taken by another holder ends leadership at the next renewal, not after renewDeadline', async () => {
     const elector = newElector('stolen', {
       callbacks: { onStartedLeading: () => {} },

@@ -11,7 +11,8 @@
 //            deadline, by our monotonic clock. Others take the lease leaseDuration after they saw our
 //            last renewal, which began before it landed, so renewDeadline < leaseDuration leaves a
 //            margin for a write already on the wire. The Kubernetes API has no fencing tokens, so this
-//            client-side check (made right before each write is sent) is the guard there is.
+//            client-side check (made right before each write is sent) is the guard there is. A leader's
+//            own renewals pass it too: one begun before a freeze is not sent after the deadline.
 //   stop:    the signal aborts, we wait for onStartedLeading to return, then release the lease
 //            (holderIdentity '' and leaseDurationSeconds 1, client-go's ReleaseOnCancel) so a
 //            standby takes over at its next retry instead of after leaseDuration. When leadership
@@ -23,7 +24,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { followSignals, type KubeClient } from './client.ts';
-import { isAlreadyExists, isConflict, isNotFound } from './errors.ts';
+import { WriteRefusedError, isAlreadyExists, isConflict, isNotFound } from './errors.ts';
 import { resources } from './resources.ts';
 import type { Lease } from './types.ts';
 import { monotonic, type Clock } from './clock.ts';
@@ -95,6 +96,8 @@ export class LeaderElector {
   private readonly renewDeadlineMs: number;
   private readonly retryPeriodMs: number;
   private readonly log: Logger;
+  /** opts.client, its writes fenced while we lead (fence()): see the constructor. */
+  private readonly client: KubeClient;
   private readonly metrics = metricsProvider;
   private readonly clock: Clock;
   private readonly monotonic: Clock;
@@ -124,6 +127,19 @@ export class LeaderElector {
     });
     this.clock = opts.clock ?? Date.now;
     this.monotonic = opts.monotonicClock ?? monotonic;
+    // A leader's renewal passes the fence right before it is sent, as the writes the leadership guards do: the renew
+    // loop checks the deadline when a round begins, and a process frozen (SIGSTOP, a paused VM) after that check
+    // would otherwise send the renewal when it resumes, after another candidate took the Lease. The update carries
+    // the resourceVersion it read, so the apiserver refuses it then (409), but "one writer at a time" means nothing
+    // is sent at all (e2e/controller/leader-fencing.e2e.ts). Campaigning and releasing are not fenced.
+    this.client = opts.client.withScope({
+      beforeWrite: () => (this.leading ? this.fence() : undefined),
+      onLateWrite: ({ verb, path, pausedMs }) =>
+        this.log.error(
+          { write: `${verb} ${path}`, pausedMs: Math.round(pausedMs) },
+          'a lease renewal may have reached the apiserver after its renew deadline: the process was paused while sending it',
+        ),
+    });
     this.metrics.off(opts.name);
   }
 
@@ -239,7 +255,8 @@ export class LeaderElector {
    * last saw it change; write with the resourceVersion we read (a Conflict means someone else won).
    */
   private async tryAcquireOrRenew(signal: AbortSignal): Promise<AttemptResult> {
-    const { client, namespace, name } = this.opts;
+    const { namespace, name } = this.opts;
+    const client = this.client;
     const now = this.clock();
     const began = this.monotonic();
     const durationSeconds = Math.round(this.leaseDurationMs / 1000);
@@ -259,7 +276,8 @@ export class LeaderElector {
         this.renewedAt = began;
         return 'held';
       } catch (err) {
-        if (signal.aborted) return 'failed';
+        // Refused by the fence: the renew deadline has passed, and no other write would go out either.
+        if (signal.aborted || err instanceof WriteRefusedError) return 'failed';
         this.log.debug({ err }, 'optimistic lease renewal failed; reading the lease');
       }
     }
@@ -345,7 +363,7 @@ export class LeaderElector {
       },
     };
     try {
-      const updated = await this.opts.client.update<Lease>(resources.leases, released, {
+      const updated = await this.client.update<Lease>(resources.leases, released, {
         signal: AbortSignal.timeout(this.renewDeadlineMs),
       });
       this.observe(updated, this.monotonic());
