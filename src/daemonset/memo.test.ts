@@ -15,10 +15,12 @@ import {
   KRUISE_POD_READY,
   LIFECYCLE_STATE_LABEL,
   LIFECYCLE_STATE_PREPARING_DELETE,
+  NODE_RESOURCES_ANNOTATION_PREFIX,
 } from './constants.ts';
 import { PlanMemo } from './memo.ts';
 import { seededRandom } from '../testing/random.ts';
-import { cmp } from './context.ts';
+import { cmp, newSyncContext } from './context.ts';
+import { nodeAnnotationKey } from './overrides.ts';
 import { planDaemonSet } from './plan.ts';
 import type { PlanOptions } from './plan-types.ts';
 import {
@@ -794,5 +796,44 @@ describe('PlanMemo: what a sync re-evaluates', () => {
       'numberAvailable before and after minReadySeconds',
     );
     assert.deepEqual(late, planDaemonSet(at(T0 + 31_000)));
+  });
+
+  test('a node the DaemonSet takes no part on has no state, until it should run the daemon pod or a pod points to it', () => {
+    const zoned: DaemonSet = newDaemonSet({ strategy: 'RollingUpdate' });
+    zoned.spec.template.spec.nodeSelector = { zone: 'a' };
+    const zone = (n: Node, z: string, annotations?: Record<string, string>): Node => ({
+      ...n,
+      metadata: { ...n.metadata, labels: { zone: z }, ...(annotations ? { annotations } : {}) },
+    });
+    let nodes = Array.from({ length: 10 }, (_, i) => newNode(`n-${i}`, { zone: i < 2 ? 'a' : 'b' }));
+    let pods: Pod[] = [];
+    const memo = new PlanMemo();
+    /** The context with the memo, checked against the one made in full where they must agree. */
+    const sync = (what: string) => {
+      const ctx = newSyncContext(zoned, nodes, pods, 'h1', T0, {}, memo);
+      const full = newSyncContext(zoned, nodes, pods, 'h1', T0);
+      for (const n of nodes) {
+        const name = n.metadata.name ?? '';
+        assert.equal(ctx.nodeByName.get(name), n, `${what}: node ${name}`);
+        assert.equal(ctx.eligibility.get(name)?.shouldRun, full.eligibility.get(name)?.shouldRun, `${what}: ${name}`);
+      }
+      assert.equal(ctx.nodeByName.size, nodes.length, what);
+      assert.equal(ctx.resources.none, full.resources.none, `${what}: per-node resources annotations`);
+      assert.equal(full.states.length, nodes.length, `${what}: the full context has a state for every node`);
+      return ctx.states.map((s) => s.name);
+    };
+    assert.deepEqual(sync('first sync'), ['n-0', 'n-1']);
+    nodes = nodes.map((n, i) => (i === 5 ? zone(n, 'a') : n));
+    assert.deepEqual(sync('n-5 into zone a'), ['n-0', 'n-1', 'n-5']);
+    pods = [newPod(zoned, 'n-7', { hash: 'h1' })];
+    assert.deepEqual(sync('a pod on n-7, outside the zone'), ['n-0', 'n-1', 'n-5', 'n-7']);
+    const key = nodeAnnotationKey(NODE_RESOURCES_ANNOTATION_PREFIX, zoned, 'c');
+    nodes = nodes.map((n, i) => (i === 8 ? zone(n, 'b', { [key]: '{"requests":{"cpu":"1"}}' }) : n));
+    assert.deepEqual(sync('n-8 annotated'), ['n-0', 'n-1', 'n-5', 'n-7']);
+    nodes = nodes.map((n, i) => (i === 8 ? zone(n, 'b', {}) : n));
+    sync('the annotation removed from n-8');
+    // n-5 leaves the zone as n-9 goes: the list is made again, without the states of nodes that take no part.
+    nodes = nodes.filter((_, i) => i !== 9).map((n, i) => (i === 5 ? zone(n, 'b') : n));
+    assert.deepEqual(sync('n-5 out of the zone, n-9 gone'), ['n-0', 'n-1', 'n-7']);
   });
 });

@@ -3,16 +3,19 @@
 // DaemonSet and drops it with the DaemonSet; a memo handed the wrong DaemonSet or another scheduling template resets
 // itself, so passing one is never wrong, only faster.
 //
-// What is kept: per node, its eligibility (nodeShouldRunDaemonPod) and its daemon pods, sorted, with their facts
-// (node-state.ts); per pod, its facts and target node. Changes are found by object identity: the snapshot's nodes and
-// pods are the informer's objects, which are replaced, never modified, when the apiserver reports a change (the
-// shell must not modify them either, or these keys lie); pods are told apart by name, unique in their namespace. The
-// node list itself is compared as a whole first: the same array as the last sync's means no node changed, as the
-// informer's Indexer.listSorted hands out a new array after every change and never changes one it handed out; a new
-// array told as changes from the last one (NodeChanges, from Indexer.changedKeysSince) is taken in by those names.
-// Nothing here depends on the clock: whether a pod is available, a backoff expired or a canary is due is judged at
-// every sync. Everything a sync derives from all nodes (counters, the rolling update, conditions) is still computed
-// at every sync, from these per-node records.
+// What is kept: per node that takes part (it should run the daemon pod, or has daemon pods), its eligibility
+// (nodeShouldRunDaemonPod) and its daemon pods, sorted, with their facts (node-state.ts); per pod, its facts and
+// target node. A node that takes no part has no state: every pass over the states skips such a node anyway, and a
+// DaemonSet with a nodeSelector takes part on a few of the cluster's nodes (at 5,000 nodes and 20 DaemonSets, 83,000
+// of the 100,000 states the memos kept were such nodes', 10 MiB of heap; bench/README.md section 8). Changes are
+// found by object identity: the snapshot's nodes and pods are the informer's objects, which are replaced, never
+// modified, when the apiserver reports a change (the shell must not modify them either, or these keys lie); pods are
+// told apart by name, unique in their namespace. The node list itself is compared as a whole first: the same array
+// as the last sync's means no node changed, as the informer's Indexer.listSorted hands out a new array after every
+// change and never changes one it handed out; a new array told as changes from the last one (NodeChanges, from
+// Indexer.changedKeysSince) is taken in by those names. Nothing here depends on the clock: whether a pod is
+// available, a backoff expired or a canary is due is judged at every sync. Everything a sync derives from all nodes
+// (counters, the rolling update, conditions) is still computed at every sync, from these per-node records.
 import type { DaemonSet } from '../api/types.ts';
 import type { Node, Pod, Toleration } from '../k8s/types.ts';
 import type { NodeChanges, SnapshotChanges } from './plan-types.ts';
@@ -140,8 +143,14 @@ export class PlanMemo {
    * that joined), else a sorted copy.
    */
   private nodes: readonly Node[] = [];
-  /** Aligned with `nodes`. */
+  /**
+   * The states of the nodes that take part, in name order: made when a node should run the daemon pod or a pod points
+   * to it, dropped when the node list is made again (updateNodes) and the node takes no part any more.
+   */
   private states: NodeState[] = [];
+  /** The DaemonSet and tolerations of the sync being brought in (a pod may point to a node that had no state). */
+  private ds: DaemonSet | undefined;
+  private tolerations: readonly Toleration[] = [];
   /**
    * The ghosts (node names pods point to that no node has) by name. A node's state is found in `states`, in name
    * order, by binary search (stateOf): a map of every state took 229 KiB in each DaemonSet's memo at 5,000 nodes
@@ -151,15 +160,12 @@ export class PlanMemo {
   private readonly ghostByName = new Map<string, NodeState>();
   private ghosts: NodeState[] = [];
   private readonly stateByName = { get: (name: string) => this.stateOf(name) };
-  // The context's maps, read through the states rather than kept beside them (a DaemonSet's memo holds one state per
-  // node of the cluster: each map would cost as much again).
-  private readonly nodeByName = new StateView<Node>(this, (s) => (s.node !== undefined ? s.node : undefined), false);
-  private readonly eligibility = new StateView<NodeEligibility>(
-    this,
-    (s) => (s.node !== undefined ? s.eligibility : undefined),
-    false,
-  );
-  private readonly nodeToDaemonPods = new StateView<Pod[]>(this, podsOfState, true);
+  // The context's maps, read through the nodes and states rather than kept beside them (each map would cost as much
+  // as the states again). A node without a state neither should run the daemon pod nor has one: whether one may
+  // continue to run there is moot.
+  private readonly nodeByName = new NodeView<Node>(this, (node) => node);
+  private readonly eligibility = new NodeView<NodeEligibility>(this, (_, s) => s?.eligibility ?? NOT_RUN);
+  private readonly nodeToDaemonPods = new StateView<Pod[]>(this, podsOfState);
   /** Pods by name, and in the order of the last sync's snapshot. */
   private readonly slots = new Map<string, PodSlot>();
   private readonly order: PodSlot[] = [];
@@ -195,6 +201,8 @@ export class PlanMemo {
   ): MemoView {
     const key = memoKey(ds);
     if (key !== this.key) this.reset(key);
+    this.ds = ds;
+    this.tolerations = tolerations;
     this.stats.syncs++;
     const sync = ++this.sync;
     // As with the nodes below: the same version of the pods as the last sync's (the same array, unless one that
@@ -226,6 +234,7 @@ export class PlanMemo {
       this.ghostsChanged = false;
     }
     const desired = this.desired;
+    this.ds = undefined;
     return {
       nodes: this.nodes,
       states: this.states,
@@ -387,10 +396,17 @@ export class PlanMemo {
     if (slot.target === undefined) return;
     let s = this.stateOf(slot.target);
     if (s === undefined) {
-      // A node name no node has (yet): a ghost, until a node of that name shows up.
+      const node = this.nodeOf(slot.target);
       s = newNodeState(slot.target, undefined, NOT_RUN, undefined);
-      this.ghostByName.set(slot.target, s);
-      this.ghostsChanged = true;
+      if (node !== undefined) {
+        // A node of the last sync's list that took no part: it has a daemon pod now.
+        this.setNode(s, node, this.ds as DaemonSet, this.tolerations);
+        this.insertState(s);
+      } else {
+        // A node name no node has (yet): a ghost, until a node of that name shows up.
+        this.ghostByName.set(slot.target, s);
+        this.ghostsChanged = true;
+      }
     }
     this.touch(s).push(slot.facts);
   }
@@ -439,7 +455,7 @@ export class PlanMemo {
           samePlaces = false;
           break;
         }
-        this.setNode(this.states[i] as NodeState, node, ds, tolerations);
+        this.nodeChanged(before, node, ds, tolerations);
       }
       if (samePlaces) {
         this.nodes = nodes;
@@ -450,17 +466,26 @@ export class PlanMemo {
       this.nodes = nodes;
       return;
     }
-    // Nodes removed or reordered: rebuild the list, keeping the states of nodes that stayed.
+    // Nodes removed or reordered: rebuild the list, keeping the states of nodes that stayed and take part.
     this.inputSorted = isSorted(nodes);
     const sorted = this.inputSorted ? nodes : [...nodes].sort(byName);
-    const states = new Array<NodeState>(sorted.length);
+    const states: NodeState[] = [];
     const present = new Set<NodeState>();
-    for (let i = 0; i < sorted.length; i++) {
-      const node = sorted[i] as Node;
-      const s = this.joiningState(node.metadata.name ?? '');
-      if (s.node !== node) this.setNode(s, node, ds, tolerations);
-      present.add(s);
-      states[i] = s;
+    for (const node of sorted) {
+      const name = node.metadata.name ?? '';
+      let s = this.stateOf(name);
+      if (s === undefined) {
+        const before = nodeNamed(prev, name);
+        // No state: the node took no part in the last list, and is the same object, or takes none now.
+        if (before === node || (s = this.wake(before, node, ds, tolerations)) === undefined) continue;
+      } else {
+        if (s.node === undefined && this.ghostByName.delete(name)) this.ghostsChanged = true;
+        if (s.node !== node) this.setNode(s, node, ds, tolerations);
+        present.add(s);
+        // Dropped once it takes no part (a node that no longer should run the daemon pod, its pods gone).
+        if (!s.shouldRun && s.facts.length === 0 && !this.touched.has(s)) continue;
+      }
+      states.push(s);
     }
     for (const s of this.states) {
       if (present.has(s)) continue;
@@ -479,17 +504,21 @@ export class PlanMemo {
         this.ghostsChanged = true;
       }
     }
+    // Gone nodes that had no state (most clusters have no annotated node: nothing to look at).
+    for (const n of this.resourceAnnotated) {
+      if (nodeNamed(sorted, n.metadata.name ?? '') !== n) this.resourceAnnotated.delete(n);
+    }
     this.nodes = sorted;
     this.states = states;
   }
 
   /**
-   * Nodes told as changed since the last sync's list (NodeChanges): each name is found in the new list by binary
-   * search, its state by name, and the state set or put in at its place, where updateNodes compares the lists node by
-   * node (1.2 ms in each of the 20 syncs after a node joined at 65,000 nodes, bench/README.md section 8). Returns
-   * false, having changed nothing, when the lists' lengths do not agree with the changes, as when a node is gone
-   * (updateNodes then makes the lists again, so the values kept for this list of states are computed again; nodes
-   * leave far more rarely than they join or change).
+   * Nodes told as changed since the last sync's list (NodeChanges): each name is found in both lists by binary search,
+   * and its state set, made or left without one, where updateNodes compares the lists node by node (1.2 ms in each of
+   * the 20 syncs after a node joined at 65,000 nodes, bench/README.md section 8). Returns false, having changed
+   * nothing, when the lists' lengths do not agree with the changes, as when a node is gone (updateNodes then makes the
+   * lists again, so the values kept for this list of states are computed again; nodes leave far more rarely than they
+   * join or change).
    */
   private applyNodeChanges(
     ds: DaemonSet,
@@ -497,46 +526,34 @@ export class PlanMemo {
     changes: NodeChanges,
     tolerations: readonly Toleration[],
   ): boolean {
-    const present: Node[] = [];
+    const prev = this.nodes;
+    const present: [Node | undefined, Node][] = [];
     const joining = new Set<string>();
     for (const name of changes.names) {
-      const node = nodes[placeOf(nodes, name)];
-      if (node === undefined || node.metadata.name !== name) continue;
-      present.push(node);
-      if (this.stateOf(name)?.node === undefined) joining.add(name);
+      const node = nodeNamed(nodes, name);
+      if (node === undefined) continue;
+      const before = nodeNamed(prev, name);
+      if (before === undefined) joining.add(name);
+      present.push([before, node]);
     }
-    // A node gone (its state still among the states) makes the states outnumber the nodes here.
-    if (this.states.length + joining.size !== nodes.length) return false;
-    for (const node of present) {
-      const name = node.metadata.name ?? '';
-      const s = this.stateOf(name);
-      if (s?.node !== undefined) {
-        if (s.node !== node) this.setNode(s, node, ds, tolerations);
-        continue;
-      }
-      const joined = this.joiningState(name);
-      this.setNode(joined, node, ds, tolerations);
-      this.stats.nodesInserted++;
-      this.states.splice(
-        lowerBound(this.states, (x) => x.name < name),
-        0,
-        joined,
-      );
-    }
+    // A node gone makes the last list longer than this one less the nodes joining.
+    if (prev.length + joining.size !== nodes.length) return false;
+    for (const [before, node] of present) if (before !== node) this.nodeChanged(before, node, ds, tolerations);
     this.nodes = nodes;
     return true;
   }
 
   /**
-   * Nodes added, none gone, still in name order (nodes joining): their states are put in at their places, in the
-   * same array, where a rebuild passed over every node with a lookup each (at 20,000 nodes 44% of a sync's time after
-   * a node was added). Values kept between syncs hear of the new states as changes (StateChanges), so no other state
-   * is looked at again. Returns false, having changed nothing, when `nodes` is not such a list.
+   * Nodes added, none gone, still in name order (nodes joining): the states of those that take part are put in at
+   * their places, in the same array, where a rebuild passed over every node with a lookup each (at 20,000 nodes 44% of
+   * a sync's time after a node was added). Values kept between syncs hear of the new states as changes
+   * (StateChanges), so no other state is looked at again. Returns false, having changed nothing, when `nodes` is not
+   * such a list.
    */
   private insertNodes(ds: DaemonSet, nodes: readonly Node[], tolerations: readonly Toleration[]): boolean {
     const prev = this.nodes;
-    const added: number[] = [];
-    const replaced: [number, Node][] = [];
+    const added: Node[] = [];
+    const replaced: [Node, Node][] = [];
     let j = 0;
     for (let i = 0; i < nodes.length; i++) {
       const node = nodes[i] as Node;
@@ -547,54 +564,105 @@ export class PlanMemo {
       }
       const name = node.metadata.name ?? '';
       if (before !== undefined && name === before.metadata.name) {
-        replaced.push([j++, node]);
+        replaced.push([before, node]);
+        j++;
         continue;
       }
       // A new node: before the next old one, after the node before it; else a node is gone or out of order.
       if (before !== undefined && !(name < (before.metadata.name ?? ''))) return false;
       if (i > 0 && !(((nodes[i - 1] as Node).metadata.name ?? '') < name)) return false;
-      added.push(i);
+      added.push(node);
     }
     if (j !== prev.length) return false;
-    for (const [at, node] of replaced) this.setNode(this.states[at] as NodeState, node, ds, tolerations);
-    // In ascending order, so each lands at its place in the final list.
-    for (const at of added) {
-      const node = nodes[at] as Node;
-      const s = this.joiningState(node.metadata.name ?? '');
-      this.setNode(s, node, ds, tolerations);
-      this.stats.nodesInserted++;
-      this.states.splice(at, 0, s);
-    }
+    for (const [before, node] of replaced) this.nodeChanged(before, node, ds, tolerations);
+    for (const node of added) this.nodeChanged(undefined, node, ds, tolerations);
     return true;
   }
 
   /**
-   * The state of a node in the list: its own, a ghost of that name (pods pointed to it before it joined), or new. The
-   * caller puts it in the list of states at its place.
+   * A node joined (`before` undefined) or changed (`before`: its object in the last list): its state set; or, for a
+   * node that had none, one made and put in at its place when the node takes part now.
    */
-  private joiningState(name: string): NodeState {
+  private nodeChanged(before: Node | undefined, node: Node, ds: DaemonSet, tolerations: readonly Toleration[]): void {
+    const name = node.metadata.name ?? '';
     const s = this.stateOf(name);
-    if (s === undefined) return newNodeState(name, undefined, NOT_RUN, undefined);
-    if (s.node === undefined && this.ghostByName.delete(name)) this.ghostsChanged = true;
+    if (s === undefined) {
+      const woken = this.wake(before, node, ds, tolerations);
+      if (woken !== undefined) this.insertState(woken);
+    } else if (s.node === undefined) {
+      // A ghost: pods pointed to the name before the node joined.
+      if (this.ghostByName.delete(name)) this.ghostsChanged = true;
+      this.setNode(s, node, ds, tolerations);
+      this.insertState(s);
+    } else {
+      this.setNode(s, node, ds, tolerations);
+    }
+  }
+
+  /**
+   * A node without a state (`before`: its object in the last list, if any): evaluated, and a state made for it (not
+   * yet in the list) when it should run the daemon pod; else it still has none.
+   */
+  private wake(
+    before: Node | undefined,
+    node: Node,
+    ds: DaemonSet,
+    tolerations: readonly Toleration[],
+  ): NodeState | undefined {
+    const eligibility = nodeShouldRunDaemonPod(node, ds, tolerations);
+    if (before !== undefined) this.resourceAnnotated.delete(before);
+    if (!eligibility.shouldRun) {
+      this.stats.nodesEvaluated++;
+      if (hasNodeResourcesAnnotation(node)) this.resourceAnnotated.add(node);
+      return undefined;
+    }
+    const s = newNodeState(node.metadata.name ?? '', undefined, NOT_RUN, undefined);
+    this.setNode(s, node, ds, tolerations, eligibility);
     return s;
   }
 
-  private setNode(s: NodeState, node: Node, ds: DaemonSet, tolerations: readonly Toleration[]): void {
+  /** Puts `s` in the list of states at its place (a node that takes part now). */
+  private insertState(s: NodeState): void {
+    this.stats.nodesInserted++;
+    this.states.splice(
+      lowerBound(this.states, (x) => x.name < s.name),
+      0,
+      s,
+    );
+  }
+
+  private setNode(
+    s: NodeState,
+    node: Node,
+    ds: DaemonSet,
+    tolerations: readonly Toleration[],
+    eligibility: NodeEligibility = nodeShouldRunDaemonPod(node, ds, tolerations),
+  ): void {
     this.stats.nodesEvaluated++;
     this.changes.add(s, this.states.length);
     if (s.node !== undefined) this.resourceAnnotated.delete(s.node);
     if (hasNodeResourcesAnnotation(node)) this.resourceAnnotated.add(node);
     if (s.shouldRun) this.desired--;
     s.node = node;
-    s.eligibility = nodeShouldRunDaemonPod(node, ds, tolerations);
+    s.eligibility = eligibility;
     refreshNodeState(s);
     if (s.shouldRun) this.desired++;
   }
 
+  /** The node `name` of the list of the last sync brought in (of this sync, once it is). */
+  nodeOf(name: string): Node | undefined {
+    return nodeNamed(this.nodes, name);
+  }
+
+  /** The nodes, in name order (NodeView). */
+  nodeList(): readonly Node[] {
+    return this.nodes;
+  }
+
   /** The states of the nodes, in name order, then those of the ghosts (StateView). */
-  *allStates(withGhosts: boolean): IterableIterator<NodeState> {
+  *allStates(): IterableIterator<NodeState> {
     yield* this.states;
-    if (withGhosts) yield* this.ghosts;
+    yield* this.ghosts;
   }
 
   /** The state of `name` (node or ghost). */
@@ -651,9 +719,10 @@ class ChangeLog implements StateChanges {
   }
 }
 
-/** The place of the node `name` in `nodes` (in name order): where it is, or would be put. */
-function placeOf(nodes: readonly Node[], name: string): number {
-  return lowerBound(nodes, (n) => (n.metadata.name ?? '') < name);
+/** The node `name` in `nodes` (in name order), by binary search. */
+function nodeNamed(nodes: readonly Node[], name: string): Node | undefined {
+  const node = nodes[lowerBound(nodes, (n) => (n.metadata.name ?? '') < name)];
+  return node !== undefined && node.metadata.name === name ? node : undefined;
 }
 
 /** The node getNodesToDaemonPods groups a pod under: none for a terminal pod being deleted or an unpinned pod. */
@@ -675,21 +744,10 @@ function memoKey(ds: DaemonSet): string {
   ])}`;
 }
 
-/**
- * A read-only map over the memo's states: `pick` gives the value of a state, undefined for none. Without ghosts, only
- * states of existing nodes count. Iterates in name order (nodes, then ghosts).
- */
-class StateView<V> implements ReadonlyMap<string, V> {
-  constructor(
-    private readonly memo: PlanMemo,
-    private readonly pick: (s: NodeState) => V | undefined,
-    private readonly withGhosts: boolean,
-  ) {}
-
-  get(name: string): V | undefined {
-    const s = this.memo.stateOf(name);
-    return s === undefined || (!this.withGhosts && s.node === undefined) ? undefined : this.pick(s);
-  }
+/** A read-only map made of `get` and `entries`, for the memo's views of its nodes and states. */
+abstract class MapView<V> implements ReadonlyMap<string, V> {
+  abstract get(name: string): V | undefined;
+  abstract entries(): MapIterator<[string, V]>;
 
   has(name: string): boolean {
     return this.get(name) !== undefined;
@@ -699,13 +757,6 @@ class StateView<V> implements ReadonlyMap<string, V> {
     let n = 0;
     for (const _ of this.entries()) n++;
     return n;
-  }
-
-  *entries(): MapIterator<[string, V]> {
-    for (const s of this.memo.allStates(this.withGhosts)) {
-      const v = this.pick(s);
-      if (v !== undefined) yield [s.name, v];
-    }
   }
 
   *keys(): MapIterator<string> {
@@ -722,5 +773,63 @@ class StateView<V> implements ReadonlyMap<string, V> {
 
   [Symbol.iterator](): MapIterator<[string, V]> {
     return this.entries();
+  }
+}
+
+/**
+ * A read-only map over the memo's states, ghosts included: `pick` gives the value of a state, undefined for none.
+ * Iterates in name order (nodes, then ghosts).
+ */
+class StateView<V> extends MapView<V> {
+  constructor(
+    private readonly memo: PlanMemo,
+    private readonly pick: (s: NodeState) => V | undefined,
+  ) {
+    super();
+  }
+
+  get(name: string): V | undefined {
+    const s = this.memo.stateOf(name);
+    return s === undefined ? undefined : this.pick(s);
+  }
+
+  *entries(): MapIterator<[string, V]> {
+    for (const s of this.memo.allStates()) {
+      const v = this.pick(s);
+      if (v !== undefined) yield [s.name, v];
+    }
+  }
+}
+
+/**
+ * A read-only map over the memo's nodes, every node of the list: `pick` gives the value of a node from it and its
+ * state (undefined for a node that takes no part). Iterates in name order.
+ */
+class NodeView<V> extends MapView<V> {
+  constructor(
+    private readonly memo: PlanMemo,
+    private readonly pick: (node: Node, s: NodeState | undefined) => V,
+  ) {
+    super();
+  }
+
+  get(name: string): V | undefined {
+    const node = this.memo.nodeOf(name);
+    return node === undefined ? undefined : this.pick(node, this.memo.stateOf(name));
+  }
+
+  override has(name: string): boolean {
+    return this.memo.nodeOf(name) !== undefined;
+  }
+
+  override get size(): number {
+    return this.memo.nodeList().length;
+  }
+
+  *entries(): MapIterator<[string, V]> {
+    for (const node of this.memo.nodeList()) {
+      const name = node.metadata.name ?? '';
+      yield [name, this.pick(node, this.memo.stateOf(name))];
+    }
   }
 }
