@@ -818,12 +818,11 @@ class NodeView<V> extends MapView<V> {
   }
 
   get(name: string): V | undefined {
+    // A node that takes part is found with its state, in one search; only the others are looked for in the node list.
+    const s = this.memo.stateOf(name);
+    if (s?.node !== undefined) return this.pick(s.node, s);
     const node = this.memo.nodeOf(name);
-    return node === undefined ? undefined : this.pick(node, this.memo.stateOf(name));
-  }
-
-  override has(name: string): boolean {
-    return this.memo.nodeOf(name) !== undefined;
+    return node === undefined ? undefined : this.pick(node, undefined);
   }
 
   override get size(): number {
