@@ -397,6 +397,8 @@ describe('DaemonSetController syncs', { timeout: 60_000 }, () => {
 
   /** Daemon pods only: a rollout also creates image pre-download pull pods (imagePreDownload 'pods', the default). */
   const daemonPods = (h: Harness) => (server.objects(PODS, h.namespace) as Pod[]).filter((p) => !isPullPod(p));
+  /** The controller's cached pods of the harness's namespace (the pod cache has no namespace index). */
+  const cachedPods = (h: Harness) => h.controller.pods.store.list().filter((p) => p.metadata.namespace === h.namespace);
   /** The nodes of the daemon pods, sorted. */
   const podNodes = (h: Harness) =>
     daemonPods(h)
@@ -410,11 +412,7 @@ describe('DaemonSetController syncs', { timeout: 60_000 }, () => {
       const ds = h.controller.daemonSets.store.get(h.key);
       return ds !== undefined && h.controller.statusVersions.isSatisfied(ds).satisfied;
     });
-    await until(
-      'the pod cache caught up',
-      () =>
-        h.controller.pods.store.byIndex('namespace', h.namespace).length === server.objects(PODS, h.namespace).length,
-    );
+    await until('the pod cache caught up', () => cachedPods(h).length === server.objects(PODS, h.namespace).length);
   }
 
   /**
@@ -583,9 +581,7 @@ describe('DaemonSetController syncs', { timeout: 60_000 }, () => {
     server.hook = undefined;
     await h.controller.executor.readinessWritesSettled();
     await until('the cache shows every KruisePodReady', () =>
-      h.controller.pods.store
-        .byIndex('namespace', h.namespace)
-        .every((p) => p.status?.conditions?.some((c) => c.type === 'KruisePodReady' && c.status === 'True')),
+      cachedPods(h).every((p) => p.status?.conditions?.some((c) => c.type === 'KruisePodReady' && c.status === 'True')),
     );
     await expectSyncDaemonSets(h, { creates: 0, deletes: 0, events: 0 });
     assert.equal(readinessPatches().length, 4, 'once set, never again');
@@ -614,9 +610,7 @@ describe('DaemonSetController syncs', { timeout: 60_000 }, () => {
     await expectSyncDaemonSets(h, { creates: 0, deletes: 0, events: 0 });
     await until('patched again', () => readinessPatches().length === 4);
     await until('the cache shows every KruisePodReady', () =>
-      h.controller.pods.store
-        .byIndex('namespace', h.namespace)
-        .every((p) => p.status?.conditions?.some((c) => c.type === 'KruisePodReady' && c.status === 'True')),
+      cachedPods(h).every((p) => p.status?.conditions?.some((c) => c.type === 'KruisePodReady' && c.status === 'True')),
     );
   });
 

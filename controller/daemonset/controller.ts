@@ -32,6 +32,8 @@ import {
   deletedObject,
   Informer,
   indexByController,
+  indexByNamespace,
+  NAMESPACE_INDEX,
   orphanIndexValue,
   type DeletedFinalStateUnknown,
   type IndexFunc,
@@ -161,10 +163,14 @@ export class DaemonSetController {
     const trim = opts.trimCache !== false;
     // Each object becomes the internal model in the cache (api-version.ts); status writes convert back (executor.ts).
     const access = this.access;
+    // By namespace: the DaemonSets a pod's or a setting's namespace holds, a DaemonSet's revisions and settings.
+    // Pods and nodes are read by controller, node and image-pull index only.
+    const byNamespace = { [NAMESPACE_INDEX]: indexByNamespace };
     this.daemonSets = new Informer<DaemonSet>({
       ...common,
       name: 'daemonsets',
       type: access.type,
+      indexers: byNamespace,
       transform: trim ? (obj) => access.toInternal(withoutManagedFields(obj)) : (obj) => access.toInternal(obj),
     });
     this.pods = new Informer<Pod>({
@@ -188,12 +194,14 @@ export class DaemonSetController {
       ...common,
       name: 'controllerrevisions',
       type: resources.controllerRevisions,
+      indexers: byNamespace,
       ...(trim ? { transform: withoutManagedFields } : {}),
     });
     this.settings = new Informer<DaemonSetSetting>({
       ...common,
       name: 'daemonsetsettings',
       type: resources.daemonSetSettings,
+      indexers: byNamespace,
       ...(trim ? { transform: withoutManagedFields } : {}),
     });
     this.nodeReadiness = new NodeReadinessController({
@@ -334,7 +342,7 @@ export class DaemonSetController {
 
   private hasSettings(ds: DaemonSet): boolean {
     return this.settings.store
-      .byIndex('namespace', ds.metadata.namespace ?? '')
+      .byIndex(NAMESPACE_INDEX, ds.metadata.namespace ?? '')
       .some((s) => s.spec.reference.name === ds.metadata.name);
   }
 
@@ -364,7 +372,7 @@ export class DaemonSetController {
   /** Tells the kept claims (ClaimedPods) of the DaemonSets that may claim the pod that it changed. */
   private podClaimChanged(...states: Pod[]): void {
     const namespace = states[0]?.metadata.namespace ?? '';
-    this.claimedPods.podChanged(this.daemonSets.store.byIndex('namespace', namespace), ...states);
+    this.claimedPods.podChanged(this.daemonSets.store.byIndex(NAMESPACE_INDEX, namespace), ...states);
   }
 
   private podDeleted(pod: Pod): void {
@@ -411,7 +419,7 @@ export class DaemonSetController {
 
   /** Orphans: every DaemonSet in the namespace whose selector matches may adopt it. */
   private enqueueMatching(obj: KubeObject): void {
-    for (const ds of this.daemonSets.store.byIndex('namespace', obj.metadata.namespace ?? '')) {
+    for (const ds of this.daemonSets.store.byIndex(NAMESPACE_INDEX, obj.metadata.namespace ?? '')) {
       if (labelSelectorMatches(ds.spec.selector, obj.metadata.labels)) this.enqueueDaemonSet(ds);
     }
   }
@@ -529,7 +537,7 @@ export class DaemonSetController {
     const imagePullPods = this.pods.store.byIndex(IMAGE_PULL_INDEX, ds.metadata.uid ?? '').filter(inNamespace);
     const podClaim = this.claimedPods.claim(key, ds);
     const pods = await this.claim(ds, podClaim, resources.pods, log);
-    const allRevisions = this.revisions.store.byIndex('namespace', namespace);
+    const allRevisions = this.revisions.store.byIndex(NAMESPACE_INDEX, namespace);
     const revisions = await this.claim(ds, claimObjects(ds, allRevisions), resources.controllerRevisions, log);
     const ownedNames = new Set(revisions.map((r) => r.metadata.name));
     // A pod whose cached copy is older than our last write to it holds back the sync (podVersions), except for the
@@ -567,7 +575,7 @@ export class DaemonSetController {
       // Pull pods in flight not yet in the cache: plan no pre-download until they are, or the parallelism
       // would be exceeded.
       imagePullPods,
-      settings: this.settings.store.byIndex('namespace', namespace),
+      settings: this.settings.store.byIndex(NAMESPACE_INDEX, namespace),
       options: {
         imagePreDownload: this.expectations.satisfiedExpectations(pullPodsKey(key)) ? this.imagePreDownload : 'off',
         kruisePodReadyGate: this.kruisePodReadyGate,
@@ -597,7 +605,7 @@ export class DaemonSetController {
   private settingsReferencing(key: string): SettingStatusWrite[] {
     const [namespace = '', name] = key.split('/');
     const now = Date.now();
-    return this.settings.store.byIndex('namespace', namespace).flatMap((setting) => {
+    return this.settings.store.byIndex(NAMESPACE_INDEX, namespace).flatMap((setting) => {
       const status = setting.spec.reference.name === name ? missingDaemonSetStatus(setting, now) : undefined;
       return status ? [{ setting, status }] : [];
     });

@@ -10,6 +10,8 @@ import type { Pod } from './types.ts';
 import {
   DeletedFinalStateUnknown,
   indexByController,
+  indexByNamespace,
+  NAMESPACE_INDEX,
   indexPodsByNodeName,
   Indexer,
   Informer,
@@ -227,7 +229,7 @@ describe('Informer', () => {
       type: resources.pods,
       namespace: 'ns',
       pageSize: 2,
-      indexers: { nodeName: indexPodsByNodeName, controller: indexByController },
+      indexers: { nodeName: indexPodsByNodeName, controller: indexByController, [NAMESPACE_INDEX]: indexByNamespace },
       transform: stripManagedFields,
       backoff: { initialMs: 10, maxMs: 40 },
       logger,
@@ -271,7 +273,7 @@ describe('Informer', () => {
       ['p1', 'p2'],
     );
     assert.equal(informer.store.byIndex('controller', 'ds-uid').length, 3);
-    assert.deepEqual(informer.store.byIndex('namespace', 'ns').length, 3);
+    assert.deepEqual(informer.store.byIndex(NAMESPACE_INDEX, 'ns').length, 3);
     const p1 = informer.store.getByName('ns', 'p1');
     assert.equal(p1?.metadata.managedFields, undefined);
     assert.equal(p1?.kind, 'Pod', 'kind filled in on list items');
