@@ -201,15 +201,28 @@ function internTimestamp(meta: ObjectMeta): void {
  * https://v8.dev/blog/slack-tracking), where an object started as `{}` keeps 4 properties in itself and the rest
  * in a separate, over-allocated PropertyArray. A pod's metadata (8 properties) and spec (4, from a 1-property
  * literal) carried one each: 102 B per cached pod (heap snapshot at 10,000 nodes and 20 DaemonSets; 32 B less per
- * metadata in isolation). The prototype is Object.prototype: the objects are plain objects to every reader
- * (deepStrictEqual, JSON, spread).
+ * metadata in isolation). `common`, the arguments of an object with the optional fields most objects have, is made
+ * once here: slack tracking then leaves room for them, where the first objects the informer decodes (pods not yet
+ * scheduled or gated, nodes without taints) would size the rest one field short, that field in a PropertyArray of
+ * its own (a heap snapshot of the 5,000-node scale run, bench/README.md section 7: 11,355 nodes, 16,491 pod
+ * statuses and 5,617 pod specs with one, 1.5 MiB). A field left out of it costs a PropertyArray where it is set, a
+ * field in it a slot in every object. The prototype is Object.prototype: the objects are plain objects to every
+ * reader (deepStrictEqual, JSON, spread).
  */
 function plainConstructor<A extends unknown[]>(
   init: (this: Record<string, unknown>, ...args: A) => void,
+  common?: A,
 ): new (...args: A) => Record<string, unknown> {
   init.prototype = Object.prototype;
-  return init as unknown as new (...args: A) => Record<string, unknown>;
+  const made = init as unknown as new (...args: A) => Record<string, unknown>;
+  // Kept: a shape no live object has leaves the constructor's transition tree at the next collection, and slack
+  // tracking, which ends after a few more objects, would no longer see it (a collection in between: 97 B an object
+  // with the sample dropped, 65 B with it kept, 4 fields).
+  if (common) commonSamples.push(new made(...common));
+  return made;
 }
+
+const commonSamples: unknown[] = [];
 
 /** A function copying the listed keys that are present (not undefined), in that order (plainConstructor's objects). */
 function picker<K extends string>(keys: readonly K[]) {
@@ -251,7 +264,6 @@ const NODE_META_KEYS = ['name', 'uid', 'resourceVersion', 'creationTimestamp', '
 const pickPodMeta = picker(META_KEYS);
 const pickNodeMeta = picker(NODE_META_KEYS);
 const pickNodeSpec = picker(['taints', 'unschedulable'] as const);
-const pickPodStatus = picker(['phase', 'observedGeneration'] as const);
 
 /**
  * A node as the controller caches it: name, labels, taints, unschedulable and its conditions' type and status.
@@ -266,26 +278,47 @@ const pickPodStatus = picker(['phase', 'observedGeneration'] as const);
  * the resourceVersion.
  */
 export function cachedNode(node: Node, previous?: Node): Node {
-  const out: Node = { metadata: pickNodeMeta(node.metadata) };
-  internTimestamp(out.metadata);
+  const metadata: ObjectMeta = pickNodeMeta(node.metadata);
+  internTimestamp(metadata);
   // Zone, region, instance type, OS, architecture, pool: the values of most node labels repeat across nodes.
-  if (out.metadata.labels) out.metadata.labels = internValues(out.metadata.labels);
+  if (metadata.labels) metadata.labels = internValues(metadata.labels);
   // Of the annotations, only per-node resources (overrides.ts); most nodes have none, and share one empty object.
   if (node.metadata.annotations)
-    out.metadata.annotations = nodeResourcesAnnotations(node.metadata.annotations) ?? NO_ANNOTATIONS;
-  typeMeta(node, out);
-  // An object the apiserver sent stays an object (empty, if nothing of it is kept): readers may test for it.
-  if (node.spec) out.spec = hashConsed(pickNodeSpec(node.spec));
-  if (node.status) {
-    const conditions = node.status.conditions;
-    out.status = hashConsed(
-      conditions
-        ? { conditions: conditions.map((c): NodeCondition => ({ type: intern(c.type), status: intern(c.status) })) }
-        : {},
-    );
-  }
+    metadata.annotations = nodeResourcesAnnotations(node.metadata.annotations) ?? NO_ANNOTATIONS;
+  const conditions = node.status?.conditions;
+  const out = new CachedNode(
+    metadata,
+    node.apiVersion,
+    node.kind,
+    // An object the apiserver sent stays an object (empty, if nothing of it is kept): readers may test for it.
+    node.spec && hashConsed(pickNodeSpec(node.spec)),
+    node.status &&
+      hashConsed(
+        conditions
+          ? { conditions: conditions.map((c): NodeCondition => ({ type: intern(c.type), status: intern(c.status) })) }
+          : {},
+      ),
+  ) as Node;
   return previous ? shareUnchanged(out, previous) : out;
 }
+
+/** cachedNode's objects: metadata, apiVersion and kind (interned), spec and status, each when present. */
+const CachedNode = plainConstructor(
+  function (
+    metadata: ObjectMeta,
+    apiVersion: string | undefined,
+    kind: string | undefined,
+    spec: Node['spec'],
+    status: Node['status'],
+  ) {
+    this.metadata = metadata;
+    if (apiVersion !== undefined) this.apiVersion = intern(apiVersion);
+    if (kind !== undefined) this.kind = intern(kind);
+    if (spec !== undefined) this.spec = spec;
+    if (status !== undefined) this.status = status;
+  },
+  [{}, 'v1', 'Node', {}, {}],
+);
 
 const NO_ANNOTATIONS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
@@ -319,18 +352,24 @@ function cachedPodSpec(spec: PodSpec | undefined): PodSpec {
   ) as PodSpec;
 }
 
-/** cachedPodSpec's objects: the fields present (not undefined), in this order. */
-const CachedPodSpec = plainConstructor(function (
-  containers: PodSpec['containers'],
-  nodeName: string | undefined,
-  affinity: PodSpec['affinity'],
-  readinessGates: PodSpec['readinessGates'],
-) {
-  this.containers = containers;
-  if (nodeName !== undefined) this.nodeName = nodeName;
-  if (affinity !== undefined) this.affinity = affinity;
-  if (readinessGates !== undefined) this.readinessGates = readinessGates;
-});
+/**
+ * cachedPodSpec's objects: the fields present (not undefined), in this order. Room is kept for all four: the
+ * controller's pods carry the KruisePodReady gate by default.
+ */
+const CachedPodSpec = plainConstructor(
+  function (
+    containers: PodSpec['containers'],
+    nodeName: string | undefined,
+    affinity: PodSpec['affinity'],
+    readinessGates: PodSpec['readinessGates'],
+  ) {
+    this.containers = containers;
+    if (nodeName !== undefined) this.nodeName = nodeName;
+    if (affinity !== undefined) this.affinity = affinity;
+    if (readinessGates !== undefined) this.readinessGates = readinessGates;
+  },
+  [[], '', {}, []],
+);
 
 /**
  * Name and image of each container, and its resources and resizePolicy when set (in-place resize, resize.ts: what
@@ -345,12 +384,6 @@ function cachedContainers(containers: PodSpec['containers'] | undefined): PodSpe
     if (c.resizePolicy !== undefined) out.resizePolicy = c.resizePolicy;
     return out;
   });
-}
-
-/** apiVersion and kind, when present (interned: the same two strings on every object of a kind). */
-function typeMeta(from: KubeObject, to: KubeObject): void {
-  if (from.apiVersion !== undefined) to.apiVersion = intern(from.apiVersion);
-  if (from.kind !== undefined) to.kind = intern(from.kind);
 }
 
 /**
@@ -442,18 +475,39 @@ function cachedCondition(c: PodCondition): PodCondition {
  */
 function cachedPodStatus(status: PodStatus | undefined): PodStatus | undefined {
   if (!status) return undefined;
-  // observedGeneration: whether the kubelet has seen a resize (resize.ts, resizeProgress).
-  const out: PodStatus = pickPodStatus(status);
-  if (out.phase !== undefined) out.phase = intern(out.phase);
-  if (status.conditions) {
-    out.conditions = status.conditions.map(cachedCondition);
-  }
-  for (const key of ['containerStatuses', 'initContainerStatuses', 'ephemeralContainerStatuses'] as const) {
-    const list = containerStatuses(status[key]);
-    if (list) out[key] = list;
-  }
-  return out;
+  return new CachedPodStatus(
+    status.phase,
+    // Whether the kubelet has seen a resize (resize.ts, resizeProgress).
+    status.observedGeneration as number | undefined,
+    status.conditions?.map(cachedCondition),
+    containerStatuses(status.containerStatuses),
+    containerStatuses(status.initContainerStatuses),
+    containerStatuses(status.ephemeralContainerStatuses),
+  ) as PodStatus;
 }
+
+/**
+ * cachedPodStatus's objects: the fields present, in this order. Room is kept for all but the ephemeral containers'
+ * statuses (kubectl debug's).
+ */
+const CachedPodStatus = plainConstructor(
+  function (
+    phase: string | undefined,
+    observedGeneration: number | undefined,
+    conditions: PodStatus['conditions'],
+    containerStatuses: PodStatus['containerStatuses'],
+    initContainerStatuses: PodStatus['initContainerStatuses'],
+    ephemeralContainerStatuses: PodStatus['ephemeralContainerStatuses'],
+  ) {
+    if (phase !== undefined) this.phase = intern(phase);
+    if (observedGeneration !== undefined) this.observedGeneration = observedGeneration;
+    if (conditions !== undefined) this.conditions = conditions;
+    if (containerStatuses !== undefined) this.containerStatuses = containerStatuses;
+    if (initContainerStatuses !== undefined) this.initContainerStatuses = initContainerStatuses;
+    if (ephemeralContainerStatuses !== undefined) this.ephemeralContainerStatuses = ephemeralContainerStatuses;
+  },
+  ['Running', 0, [], [], [], undefined],
+);
 
 /**
  * META_KEYS, with the values a DaemonSet's pods share interned: namespace, generateName, label values (app, hash,
