@@ -107,32 +107,35 @@ export function factsNilOrPreDeleting(f: PodFacts | undefined): boolean {
 
 /**
  * findUpdatedPodsOnNode (UpdatedPodsOnNode, pods.ts) as the facts of the pods it picks; the pods are their `pod`.
- * Kept on every node state of every DaemonSet (NodeState.upd), so it holds no more than it must.
+ * Kept in the fields of every node state of every DaemonSet rather than an object of its own (48 B in each state
+ * with pods, a heap snapshot of the 5,000-node scale run, bench/README.md section 7).
  */
 export interface UpdatedPodFacts {
-  newFacts?: PodFacts;
-  oldFacts?: PodFacts;
+  readonly newFacts?: PodFacts | undefined;
+  readonly oldFacts?: PodFacts | undefined;
   /** False when there is more than one new or more than one old non-terminating pod (manage prunes those). */
-  ok: boolean;
+  readonly ok: boolean;
 }
 
-const NOT_OK: UpdatedPodFacts = Object.freeze({ ok: false });
-
-/** findUpdatedPodsOnNode (pods.ts) on facts: the single new and single old non-terminating pod. */
-function findUpdatedFacts(facts: readonly PodFacts[], hash: string): UpdatedPodFacts {
+/** findUpdatedPodsOnNode (pods.ts) on the state's facts: the single new and single old non-terminating pod. */
+function findUpdatedFacts(s: NodeState, hash: string): void {
   let newFacts: PodFacts | undefined;
   let oldFacts: PodFacts | undefined;
-  for (const f of facts) {
+  let ok = true;
+  for (const f of s.facts) {
     if (f.terminating) continue;
-    if (f.hash === hash) {
-      if (newFacts) return NOT_OK;
-      newFacts = f;
-    } else {
-      if (oldFacts) return NOT_OK;
-      oldFacts = f;
+    if (f.hash === hash ? newFacts : oldFacts) {
+      ok = false;
+      newFacts = oldFacts = undefined;
+      break;
     }
+    if (f.hash === hash) newFacts = f;
+    else oldFacts = f;
   }
-  return { newFacts, oldFacts, ok: true };
+  s.newFacts = newFacts;
+  s.oldFacts = oldFacts;
+  s.ok = ok;
+  s.updHash = hash;
 }
 
 /** One node of the sync, or a node name daemon pods point to that no node has (`node` undefined). */
@@ -152,9 +155,11 @@ export interface NodeState {
   /** eligibility.shouldRun and facts[0], copied here: the passes over every node then read one object per node. */
   shouldRun: boolean;
   first: PodFacts | undefined;
-  /** findUpdatedPodsOnNode for `updHash`, computed on first use. */
-  updHash?: string;
-  upd?: UpdatedPodFacts;
+  /** findUpdatedPodsOnNode for `updHash` (undefined: not computed since the pods changed): updatedPodsOf. */
+  updHash: string | undefined;
+  newFacts: PodFacts | undefined;
+  oldFacts: PodFacts | undefined;
+  ok: boolean;
   /** The node's part in the nodesToUpdate a memo keeps (update.ts, keptNodesToUpdate), when it was computed. */
   updatePart: number;
   /** The node's part in the counters a memo keeps (status.ts, keptCounters), when they were counted. */
@@ -194,7 +199,9 @@ export function newNodeState(
     shouldRun: false,
     first: undefined,
     updHash: undefined,
-    upd: undefined,
+    newFacts: undefined,
+    oldFacts: undefined,
+    ok: false,
     updatePart: -1,
     countsPart: 0,
   };
@@ -219,16 +226,16 @@ export function podsOfState(s: NodeState): Pod[] | undefined {
 /** Sets the facts of the node's pods (none: `[]`): the per-hash cache goes. */
 export function setNodePods(s: NodeState, facts: readonly PodFacts[]): void {
   s.facts = facts.length === 0 ? NO_FACTS : facts;
-  s.updHash = undefined;
-  s.upd = undefined;
+  // The answer for the pods before goes, and with it what it held of them.
+  s.updHash = s.newFacts = s.oldFacts = undefined;
   refreshNodeState(s);
 }
 
-/** findUpdatedPodsOnNode(podsOfState(s), hash), kept on the state until its pods change. */
+/**
+ * findUpdatedPodsOnNode(podsOfState(s), hash), kept on the state until its pods change. The answer is the state
+ * itself: read it before asking the same state for another hash.
+ */
 export function updatedPodsOf(s: NodeState, hash: string): UpdatedPodFacts {
-  if (s.upd === undefined || s.updHash !== hash) {
-    s.upd = findUpdatedFacts(s.facts, hash);
-    s.updHash = hash;
-  }
-  return s.upd;
+  if (s.updHash !== hash) findUpdatedFacts(s, hash);
+  return s;
 }
