@@ -53,6 +53,8 @@ export interface CertificateBootstrapOptions {
   /** Stops the background renewal. */
   signal: AbortSignal;
   logger: BootstrapLogger;
+  /** Makes new material: issueMaterial, by default in this process; the manager's in a child (certs/issuer.ts). */
+  issueMaterial?: typeof issueMaterial;
   /** Called after the files in certDir changed (a renewal), e.g. to reload the TLS context. */
   onCertificateChanged?: (material: CertificateMaterial) => void;
   /** Lifetimes and how often the Secret and caBundle are re-checked. Defaults suit production. */
@@ -406,7 +408,7 @@ async function ensureSecret(ctx: Context): Promise<CertificateMaterial> {
           'not kubernetes.io/tls; delete it so the manager can create its own',
       );
     }
-    const next = await issueMaterial(current, verdict.state, {
+    const next = await (ctx.opts.issueMaterial ?? issueMaterial)(current, verdict.state, {
       dnsNames: ctx.dnsNames,
       now,
       caValidityDays: ctx.opts.caValidityDays,

@@ -20,7 +20,7 @@ import {
   SETTING_VALIDATE_PATH,
   SETTING_VERSION,
 } from '../src/api/setting.ts';
-import { createCA, createLeaf, type CertificateAuthority, type KeyPairPem } from '../src/pki/pki.ts';
+import { createCA, createLeaf, type KeyPairPem } from '../src/pki/pki.ts';
 import { planWebhookStartup, readServingFiles } from './startup.ts';
 
 export const MUTATE_PATH = '/mutate-apps-kruise-io-daemonset';
@@ -228,11 +228,14 @@ export async function removeWebhookRegistration(
   return removed;
 }
 
-/** A new private CA and a serving certificate it signed for `hosts` (IP addresses or DNS names). */
+/**
+ * A new private CA and a serving certificate it signed for `hosts` (IP addresses or DNS names), as PEM: what a child
+ * process can send back (certs/issuer.ts).
+ */
 export async function newServingCertificate(
   hosts: string[],
   { validityDays = 365, caValidityDays = 3650, now = new Date() } = {},
-): Promise<{ ca: CertificateAuthority; leaf: KeyPairPem }> {
+): Promise<{ ca: KeyPairPem; leaf: KeyPairPem }> {
   const ca = await createCA('advanced-daemonset-webhook-ca', caValidityDays, now);
   const leaf = await createLeaf(ca, {
     commonName: hosts[0] ?? 'advanced-daemonset-webhook',
@@ -242,7 +245,7 @@ export async function newServingCertificate(
     validityDays,
     now,
   });
-  return { ca, leaf };
+  return { ca: { certPem: ca.certPem, keyPem: ca.keyPem }, leaf };
 }
 
 export interface ServingCertificate {
@@ -262,7 +265,13 @@ export interface ServingCertificate {
 export async function ensureLocalServingCertificate(
   certDir: string,
   hosts: string[],
-  { validityDays = 365, renewBeforeDays = 30, now = new Date() } = {},
+  {
+    validityDays = 365,
+    renewBeforeDays = 30,
+    now = new Date(),
+    // By default in this process; the manager's in a child (certs/issuer.ts).
+    newServingCertificate: make = newServingCertificate,
+  } = {},
 ): Promise<ServingCertificate> {
   mkdirSync(certDir, { recursive: true });
   const crt = join(certDir, 'tls.crt');
@@ -276,7 +285,7 @@ export async function ensureLocalServingCertificate(
     renewBeforeMs: renewBeforeDays * 24 * 3600 * 1000,
   });
   if (plan.serve === 'cached') return { certDir, caBundle: files.caBundlePem, reused: true };
-  const { ca, leaf } = await newServingCertificate(hosts, { validityDays, caValidityDays: validityDays * 10, now });
+  const { ca, leaf } = await make(hosts, { validityDays, caValidityDays: validityDays * 10, now });
   const write = (file: string, data: string, mode = 0o644) => {
     writeFileSync(`${file}.tmp`, data, { mode });
     renameSync(`${file}.tmp`, file);

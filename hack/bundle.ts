@@ -65,6 +65,12 @@ export const NODE_RUNTIME_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA
 export const ADMISSION_WORKER_ENTRY = 'webhook/admission-worker.ts';
 
 /**
+ * The certificate issuer's entry (certs/issuer.ts runs it in a child process): a bundle that includes the issuer gets
+ * it beside itself as certs-issuer.mjs, where the issuer looks for it.
+ */
+export const CERTIFICATE_ISSUER_ENTRY = 'certs/issuer-process.ts';
+
+/**
  * The dashboard's page script (`kubectl ads dashboard`, plugin/dashboard/assets.ts): a bundle that includes the
  * dashboard gets it beside itself as dashboard-ui/app.js (preact, htm and the stylesheet inside), where the dashboard
  * looks for it, so the packed plugin needs neither esbuild nor preact at run time.
@@ -102,6 +108,11 @@ export async function bundle(entry: string, outfile: string): Promise<Metafile> 
     const worker = join(dirname(outfile), 'admission-worker.mjs');
     await esbuild(ADMISSION_WORKER_ENTRY, worker);
     asciiOnly(worker);
+  }
+  if ('certs/issuer.ts' in result.metafile.inputs) {
+    const issuer = join(dirname(outfile), 'certs-issuer.mjs');
+    await esbuild(CERTIFICATE_ISSUER_ENTRY, issuer);
+    asciiOnly(issuer);
   }
   if (DASHBOARD_ASSETS in result.metafile.inputs) await bundleDashboardUi(dirname(outfile));
   return result.metafile;

@@ -43,8 +43,8 @@ describe('the image', () => {
     before(() => bundle(PRODUCT_ENTRY, join(dir, 'main.mjs')));
     after(() => rmSync(dir, { recursive: true, force: true }));
 
-    test('it and its admission worker hold ASCII only', () => {
-      for (const file of ['main.mjs', 'admission-worker.mjs']) {
+    test('it, its admission worker and its certificate issuer hold ASCII only', () => {
+      for (const file of ['main.mjs', 'admission-worker.mjs', 'certs-issuer.mjs']) {
         const text = readFileSync(join(dir, file), 'utf8');
         const at = text.search(/[^\x00-\x7f]/u); // eslint-disable-line no-control-regex
         assert.equal(at, -1, `${file}: a non-ASCII character near ${JSON.stringify(text.slice(at - 40, at + 40))}`);
@@ -52,7 +52,7 @@ describe('the image', () => {
     });
 
     test("it imports Node's built-ins through process.getBuiltinModule, so no lazy export of theirs loads", () => {
-      for (const file of ['main.mjs', 'admission-worker.mjs']) {
+      for (const file of ['main.mjs', 'admission-worker.mjs', 'certs-issuer.mjs']) {
         const text = readFileSync(join(dir, file), 'utf8');
         assert.doesNotMatch(text, /(?:^import[^;]*|import\()["']node:/mu, `${file}: an ES import of a built-in`);
       }

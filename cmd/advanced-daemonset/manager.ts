@@ -22,7 +22,7 @@ import {
 import { healthPortFlag, logLevelFlag, metricsPortFlag } from '../../src/cli/common-flags.ts';
 import { parseFeatureGates, type FeatureGates } from '../../src/cli/feature-gates.ts';
 import { CERT_MODES } from '../../certs/modes.ts';
-import { newServingCertificate } from '../../certs/webhook-config.ts';
+import { childProcessIssuer, type CertificateIssuer } from '../../certs/issuer.ts';
 import type { KubeClient } from '../../src/k8s/client.ts';
 import { currentNamespace, loadKubeConfig } from '../../src/k8s/kubeconfig.ts';
 import { startController, type ControllerRunOptions } from '../../controller/run.ts';
@@ -184,6 +184,7 @@ function managedWebhookOptions(
   v: FlagValues<typeof controllerFlags>,
   client: KubeClient,
   log: Logger,
+  issuer: CertificateIssuer,
 ): ManagedWebhookOptions {
   return {
     certDir: w['cert-dir'],
@@ -200,6 +201,7 @@ function managedWebhookOptions(
     namespace: currentNamespace(loadKubeConfig(v.kubeconfig)),
     client,
     logger: log,
+    issuer,
   };
 }
 
@@ -208,8 +210,8 @@ function managedWebhookOptions(
  * (scrapers skip verification, as the chart's ServiceMonitor does, and authenticate with their token: what matters
  * is the token's privacy), and TokenReview + SubjectAccessReview for each scraper.
  */
-async function secureMetricsOptions(client: KubeClient, log: Logger) {
-  const { leaf } = await newServingCertificate([hostname(), 'localhost', '127.0.0.1']);
+async function secureMetricsOptions(client: KubeClient, log: Logger, issuer: CertificateIssuer) {
+  const { leaf } = await issuer.newServingCertificate([hostname(), 'localhost', '127.0.0.1']);
   return { tls: { cert: leaf.certPem, key: leaf.keyPem }, authorizer: delegatingAuthorizer(client, log) };
 }
 
@@ -277,7 +279,11 @@ async function runProcess(
   let draining = false;
   try {
     controller = startController(opts, stop.signal);
-    if (w) webhook = await startManagedWebhook(managedWebhookOptions(w, v, controller.client, log), stop.signal);
+    // Certificates are made in child processes, so the manager never loads the library that writes them.
+    const issuer = childProcessIssuer();
+    if (w) {
+      webhook = await startManagedWebhook(managedWebhookOptions(w, v, controller.client, log, issuer), stop.signal);
+    }
     const health = await startProbeServer({
       host: healthAddress.host,
       port: healthAddress.port,
@@ -290,7 +296,7 @@ async function runProcess(
       readyz: () => !draining && (webhook ? webhook.ready() : controller!.synced()),
     });
     servers.push(health);
-    const secureMetrics = v['metrics-secure'] ? await secureMetricsOptions(controller.client, log) : undefined;
+    const secureMetrics = v['metrics-secure'] ? await secureMetricsOptions(controller.client, log, issuer) : undefined;
     servers.push(await startMetricsServer(registry, metricsAddress.port, metricsAddress.host, secureMetrics));
     log.info(
       { healthPort: health.port, metricsPort: servers[1]!.port, webhookPort: webhook?.port },

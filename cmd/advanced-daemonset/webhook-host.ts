@@ -12,6 +12,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { runCertificateBootstrap, servingDnsNames, startupRetryDelayMs } from '../../certs/bootstrap.ts';
+import { IN_PROCESS_ISSUER, type CertificateIssuer } from '../../certs/issuer.ts';
 import type { CertMode } from '../../certs/modes.ts';
 import { planWebhookStartup, readServingFiles } from '../../certs/startup.ts';
 import { RESOURCE } from '../../src/api/constants.ts';
@@ -50,6 +51,8 @@ export interface ManagedWebhookOptions {
   namespace: string;
   client: KubeClient;
   logger: Logger;
+  /** Makes the serving certificates; default: in this process (the manager's: a child process, certs/issuer.ts). */
+  issuer?: CertificateIssuer;
   /** The wait before the next attempt of a start-up step after `failures` failures; for tests. */
   retryDelayMs?: (failures: number) => number;
 }
@@ -142,7 +145,9 @@ class WebhookRun {
  */
 async function startOutOfCluster(opts: ManagedWebhookOptions, host: string, run: WebhookRun): Promise<ManagedWebhook> {
   const { log, background } = run;
-  const cert = await ensureLocalServingCertificate(opts.certDir, [host]);
+  const cert = await ensureLocalServingCertificate(opts.certDir, [host], {
+    newServingCertificate: (opts.issuer ?? IN_PROCESS_ISSUER).newServingCertificate,
+  });
   log.info(
     { certDir: opts.certDir, reused: cert.reused, ...(cert.reason ? { reason: cert.reason } : {}) },
     cert.reused ? 'serving the certificate of the cert dir' : 'made a new serving certificate',
@@ -224,6 +229,7 @@ function startSelfSigned(opts: ManagedWebhookOptions, run: WebhookRun): Promise<
       crdName: RESOURCE,
       signal: run.background,
       logger: opts.logger.child({ component: 'certificates' }),
+      issueMaterial: (opts.issuer ?? IN_PROCESS_ISSUER).issueMaterial,
       ...(opts.retryDelayMs ? { retryDelayMs: opts.retryDelayMs } : {}),
       onCertificateChanged: () => void run.server?.reloadCertificates(),
     }).then(async () => {

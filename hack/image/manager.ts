@@ -134,7 +134,7 @@ export const SOURCES = {
   node: 'the Node binary of the `node` devDependency (node_modules/node/bin/node, the official build)',
   nodeLicense: "Node's LICENSE from the same package",
   productionModules: 'npm ci --omit=dev --ignore-scripts in a copy of package.json and package-lock.json',
-  bundle: 'hack/bundle.ts: dist/main.mjs, launch.mjs, admission-worker.mjs and their source maps',
+  bundle: 'hack/bundle.ts: dist/main.mjs, launch.mjs, admission-worker.mjs, certs-issuer.mjs and their source maps',
 } as const;
 type SourceName = keyof typeof SOURCES;
 

@@ -10,7 +10,7 @@
 // 16.9 MiB after: the library's share, for the life of a process that made a certificate (the manager at 1,000
 // nodes, bench/README.md section 6: 105 MiB of RSS cached against 101 MiB). Running it on a worker thread that ended
 // when idle was worse: the thread's isolate counts while it runs and its memory is not all returned (123 MiB peak,
-// 108 MiB cached).
+// 108 MiB cached). The manager runs it in a child process that exits once the certificate is made (certs/issuer.ts).
 // src/pki/pki.test.ts reads every field back with Node's X509Certificate, and every control plane the tests start
 // (etcd, kube-apiserver and the rest, whose Go x509 parser rejects any DER that is not minimal) runs on these
 // certificates.
