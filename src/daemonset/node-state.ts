@@ -119,23 +119,24 @@ export interface UpdatedPodFacts {
 
 /** findUpdatedPodsOnNode (pods.ts) on the state's facts: the single new and single old non-terminating pod. */
 function findUpdatedFacts(s: NodeState, hash: string): void {
+  s.updHash = hash;
+  s.newFacts = s.oldFacts = undefined;
+  s.ok = false;
   let newFacts: PodFacts | undefined;
   let oldFacts: PodFacts | undefined;
-  let ok = true;
   for (const f of s.facts) {
     if (f.terminating) continue;
-    if (f.hash === hash ? newFacts : oldFacts) {
-      ok = false;
-      newFacts = oldFacts = undefined;
-      break;
+    if (f.hash === hash) {
+      if (newFacts) return;
+      newFacts = f;
+    } else {
+      if (oldFacts) return;
+      oldFacts = f;
     }
-    if (f.hash === hash) newFacts = f;
-    else oldFacts = f;
   }
   s.newFacts = newFacts;
   s.oldFacts = oldFacts;
-  s.ok = ok;
-  s.updHash = hash;
+  s.ok = true;
 }
 
 /** One node of the sync, or a node name daemon pods point to that no node has (`node` undefined). */
