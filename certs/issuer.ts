@@ -10,8 +10,7 @@
 // (execArgv: tsx from source), running issuer-process.ts (dist/certs-issuer.mjs beside the bundle, hack/bundle.ts).
 import { fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { besideModule } from '../src/cli/main-module.ts';
 import { issueMaterial } from './bootstrap.ts';
 import { newServingCertificate } from './webhook-config.ts';
 
@@ -32,9 +31,8 @@ export type IssueRequest =
 /** What the child answers before it exits. */
 export type IssueReply = { value: unknown } | { error: string };
 
-const here = fileURLToPath(import.meta.url);
-/** The child's entry beside this module: issuer-process.ts from source, certs-issuer.mjs beside the bundle. */
-export const ISSUER_PROCESS_FILE = join(dirname(here), here.endsWith('.ts') ? 'issuer-process.ts' : 'certs-issuer.mjs');
+/** The child's entry beside this module (besideModule): issuer-process.ts from source, certs-issuer.mjs beside the bundle. */
+export const ISSUER_PROCESS_FILE = besideModule(import.meta.url, 'issuer-process.ts', 'certs-issuer.mjs');
 
 /** Far longer than a CA and a leaf take: 0.4-0.7 s from the bundle, the child's start included, on a busy 2-core machine. */
 const DEFAULT_TIMEOUT_MS = 60_000;

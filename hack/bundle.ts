@@ -59,16 +59,15 @@ export const NODE_RUNTIME_FLAGS = ['--max-semi-space-size=4', '--no-maglev'];
 export const NODE_RUNTIME_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
 
 /**
- * The admission worker's entry (webhook/pool.ts runs it in threads of their own): a bundle that includes the pool
- * gets it beside itself as admission-worker.mjs, where the pool looks for it.
+ * Scripts that run in a thread or process of their own: a bundle that includes the module that runs one (`runBy`)
+ * gets it (`entry`) beside itself as `file`, where that module looks for it (besideModule, src/cli/main-module.ts).
  */
-export const ADMISSION_WORKER_ENTRY = 'webhook/admission-worker.ts';
-
-/**
- * The certificate issuer's entry (certs/issuer.ts runs it in a child process): a bundle that includes the issuer gets
- * it beside itself as certs-issuer.mjs, where the issuer looks for it.
- */
-export const CERTIFICATE_ISSUER_ENTRY = 'certs/issuer-process.ts';
+export const COMPANION_SCRIPTS = [
+  // The admission worker: webhook/pool.ts runs it in threads of their own.
+  { runBy: 'webhook/pool.ts', entry: 'webhook/admission-worker.ts', file: 'admission-worker.mjs' },
+  // The certificate issuer: certs/issuer.ts runs it in a child process.
+  { runBy: 'certs/issuer.ts', entry: 'certs/issuer-process.ts', file: 'certs-issuer.mjs' },
+] as const;
 
 /**
  * The dashboard's page script (`kubectl ads dashboard`, plugin/dashboard/assets.ts): a bundle that includes the
@@ -104,15 +103,11 @@ export async function bundle(entry: string, outfile: string): Promise<Metafile> 
     });
   const result = await esbuild(entry, outfile);
   asciiOnly(outfile);
-  if ('webhook/pool.ts' in result.metafile.inputs) {
-    const worker = join(dirname(outfile), 'admission-worker.mjs');
-    await esbuild(ADMISSION_WORKER_ENTRY, worker);
-    asciiOnly(worker);
-  }
-  if ('certs/issuer.ts' in result.metafile.inputs) {
-    const issuer = join(dirname(outfile), 'certs-issuer.mjs');
-    await esbuild(CERTIFICATE_ISSUER_ENTRY, issuer);
-    asciiOnly(issuer);
+  for (const { runBy, entry: script, file } of COMPANION_SCRIPTS) {
+    if (!(runBy in result.metafile.inputs)) continue;
+    const out = join(dirname(outfile), file);
+    await esbuild(script, out);
+    asciiOnly(out);
   }
   if (DASHBOARD_ASSETS in result.metafile.inputs) await bundleDashboardUi(dirname(outfile));
   return result.metafile;

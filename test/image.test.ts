@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundle, NODE_RUNTIME_ENV, NODE_RUNTIME_FLAGS, PRODUCT_ENTRY } from '../hack/bundle.ts';
+import { bundle, COMPANION_SCRIPTS, NODE_RUNTIME_ENV, NODE_RUNTIME_FLAGS, PRODUCT_ENTRY } from '../hack/bundle.ts';
 import {
   DAEMON_BASE_LAYER,
   DAEMON_SCRIPT,
@@ -40,11 +40,12 @@ describe('the image', () => {
   describe('the bundle', () => {
     // Inside the repository, so that the bundle's imports of npm packages resolve as they do from dist/.
     const dir = join(root, 'node_modules', '.cache', `ads-bundle-test-${process.pid}`);
+    const bundled = ['main.mjs', ...COMPANION_SCRIPTS.map((c) => c.file)];
     before(() => bundle(PRODUCT_ENTRY, join(dir, 'main.mjs')));
     after(() => rmSync(dir, { recursive: true, force: true }));
 
     test('it, its admission worker and its certificate issuer hold ASCII only', () => {
-      for (const file of ['main.mjs', 'admission-worker.mjs', 'certs-issuer.mjs']) {
+      for (const file of bundled) {
         const text = readFileSync(join(dir, file), 'utf8');
         const at = text.search(/[^\x00-\x7f]/u); // eslint-disable-line no-control-regex
         assert.equal(at, -1, `${file}: a non-ASCII character near ${JSON.stringify(text.slice(at - 40, at + 40))}`);
@@ -52,7 +53,7 @@ describe('the image', () => {
     });
 
     test("it imports Node's built-ins through process.getBuiltinModule, so no lazy export of theirs loads", () => {
-      for (const file of ['main.mjs', 'admission-worker.mjs', 'certs-issuer.mjs']) {
+      for (const file of bundled) {
         const text = readFileSync(join(dir, file), 'utf8');
         assert.doesNotMatch(text, /(?:^import[^;]*|import\()["']node:/mu, `${file}: an ES import of a built-in`);
       }

@@ -17,11 +17,10 @@
 // place. A thread that runs out of heap in a review after it ran others may have been filled by them rather than by
 // this one: that review runs again, once, on a fresh thread, and is refused only if it exceeds the heap there too.
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import { readUsableCores } from '../src/cli/cpu.ts';
+import { besideModule } from '../src/cli/main-module.ts';
 import { readMemoryLimit } from '../src/cli/heap.ts';
 import type { AdmissionWebhook, ReviewIdentity, SerializedOutcome } from './admission.ts';
 import type { AdmissionTask, TaskReport } from './admission-worker.ts';
@@ -29,16 +28,8 @@ import type { ConversionOutcome } from './conversion.ts';
 import { admissionPoolSettings, WORKER_YOUNG_GENERATION_MIB, type AdmissionPoolSettings } from './limits.ts';
 import { complete, errored } from './response.ts';
 
-/**
- * The worker's entry beside this module: webhook/admission-worker.ts when run from source (tsx, which worker
- * threads inherit through execArgv), dist/admission-worker.mjs beside the bundle (hack/bundle.ts builds it
- * next to every bundle).
- */
-const here = fileURLToPath(import.meta.url);
-export const ADMISSION_WORKER_FILE = join(
-  dirname(here),
-  here.endsWith('.ts') ? 'admission-worker.ts' : 'admission-worker.mjs',
-);
+/** The worker's entry beside this module (besideModule): admission-worker.ts from source, .mjs beside the bundle. */
+export const ADMISSION_WORKER_FILE = besideModule(import.meta.url, 'admission-worker.ts', 'admission-worker.mjs');
 
 /**
  * Bodies from this size on are transferred to the thread rather than copied, and so cannot run again on a fresh
