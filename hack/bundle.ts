@@ -32,9 +32,11 @@ export const LAUNCHER_ENTRY = 'cmd/advanced-daemonset/launch.ts';
  * old generation anyway. Measured at 1,000 nodes and pods with trimmed caches (bench/README.md, sections 4 and 6):
  * 144 instead of 172-178 MiB RSS for the manager, the same CPU. 2 MiB saved 5-8 MiB more while the manager works,
  * but the webhook's p99 at 1,000 reviews/s went from 1.5 to 4-10 ms (validate; more scavenges, whose helper threads
- * wait for the same core); 1 MiB made planning at 5,000 nodes 2-4x slower. The old generation's limit is not here:
- * dist/launch.mjs sets it from the container's memory limit (src/cli/heap.ts), since a fixed number would fit one
- * limit only.
+ * wait for the same core); 1 MiB made planning at 5,000 nodes 2-4x slower. Not set: V8's --memory-saver-mode, which
+ * lets the old generation grow to 1.1x what a collection left: 20 MiB less for the manager at 5,000 nodes, but the
+ * webhook's p99 at 1,000 reviews/s went from 2.7 to 16.7 ms (bench/README.md, section 8). The old generation's limit
+ * is not here: dist/launch.mjs sets it from the container's memory limit (src/cli/heap.ts), since a fixed number
+ * would fit one limit only.
  * No --enable-source-maps: with it, the first stack trace decodes the bundle's source map into 63,000 arrays that
  * stay in the heap (about 6 MiB), and the maps of npm packages that ship one are read too: 10 MiB of heap and 5 MiB
  * of RSS for the manager at 1,000 nodes (bench/README.md, section 6). Stack traces name lines of dist/main.mjs,
