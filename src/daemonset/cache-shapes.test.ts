@@ -207,18 +207,31 @@ describe('cachedNode and cachedPod', () => {
     for (const c of beat.status?.conditions ?? []) c.lastHeartbeatTime = '2026-11-24T02:00:00Z';
     const afterBeat = cachedNode(beat, node);
     assert.deepEqual(afterBeat, cachedNode(beat), 'the same content as without the cached node');
-    assert.notEqual(afterBeat, node);
-    assert.equal(afterBeat.metadata.resourceVersion, '368');
-    assert.equal(afterBeat.metadata.labels, node.metadata.labels);
-    assert.equal(afterBeat.spec, node.spec);
-    assert.equal(afterBeat.status, node.status);
+    assert.equal(afterBeat, node, 'a heartbeat: the cached node itself');
+    assert.equal(afterBeat.metadata.resourceVersion, '368', 'with the new resourceVersion');
     const relabelled = structuredClone(beat);
+    relabelled.metadata.resourceVersion = '369';
     relabelled.metadata.labels = { ...relabelled.metadata.labels, zone: 'b' };
     const afterLabel = cachedNode(relabelled, afterBeat);
     assert.deepEqual(afterLabel, cachedNode(relabelled));
+    assert.notEqual(afterLabel, afterBeat, 'a label changed: a new node');
+    assert.equal(afterBeat.metadata.resourceVersion, '368', 'the node it replaces is left as it was');
     assert.notEqual(afterLabel.metadata.labels, afterBeat.metadata.labels);
     assert.equal(afterLabel.metadata.labels?.zone, 'b');
+    assert.equal(afterLabel.spec, afterBeat.spec);
     assert.equal(afterLabel.status, afterBeat.status);
+    // Anything else kept that changes makes a new node too: a taint, a condition's status.
+    const tainted = structuredClone(relabelled);
+    tainted.metadata.resourceVersion = '370';
+    tainted.spec = { ...tainted.spec, taints: [] };
+    assert.notEqual(cachedNode(tainted, afterLabel), afterLabel, 'taints changed');
+    const notReady = structuredClone(relabelled);
+    notReady.metadata.resourceVersion = '371';
+    for (const c of notReady.status?.conditions ?? []) if (c.type === 'Ready') c.status = 'False';
+    const afterNotReady = cachedNode(notReady, afterLabel);
+    assert.notEqual(afterNotReady, afterLabel, 'a condition turned');
+    assert.equal(afterNotReady.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'False');
+    assert.equal(afterLabel.metadata.resourceVersion, '369');
 
     const ds = newDaemonSet();
     const pod = fullPod(newPod(ds, 'n1', { name: 'p1', hash: 'h1', ready: true }));

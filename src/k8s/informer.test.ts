@@ -346,6 +346,45 @@ describe('Informer', () => {
     }
   });
 
+  test('a transform that hands back the cached object: nothing stored, no update told, the same sorted list', async () => {
+    const updates: string[] = [];
+    const keeping = new Informer<Pod>({
+      name: 'pods-keeping',
+      client,
+      type: resources.pods,
+      namespace: 'ns',
+      // As cachedNode after a heartbeat: the cached object itself when what it keeps (here the node) is the same.
+      transform: (p, prev) =>
+        prev && prev.spec?.nodeName === p.spec?.nodeName
+          ? prev
+          : ({ metadata: { name: p.metadata.name, namespace: 'ns' }, spec: { nodeName: p.spec?.nodeName } } as Pod),
+      logger,
+    });
+    keeping.addEventHandler({ onUpdate: (o, n) => updates.push(`${o.spec?.nodeName}->${n.spec?.nodeName}`) });
+    const stopKeeping = new AbortController();
+    const runningKeeping = keeping.run(stopKeeping.signal);
+    try {
+      assert.equal(await keeping.waitForCacheSync(AbortSignal.timeout(1500)), true);
+      server.upsert(PODS, pod('p6', 'n1'));
+      await until('p6 cached', () => keeping.store.has('ns/p6'));
+      const cached = keeping.store.get('ns/p6');
+      const list = keeping.store.listSorted();
+      server.upsert(PODS, pod('p6', 'n1', { metadata: { name: 'p6', namespace: 'ns', labels: { beat: '1' } } }));
+      server.upsert(PODS, pod('p7', 'n1'));
+      await until('p7 cached', () => keeping.store.has('ns/p7'));
+      assert.equal(keeping.store.get('ns/p6'), cached, 'the cached object stays');
+      assert.deepEqual(updates, [], 'no update told for it');
+      assert.deepEqual(keeping.store.changedKeysSince(list), ['ns/p7'], 'only p7 changed the list');
+      server.upsert(PODS, pod('p6', 'n2'));
+      await until('p6 moved', () => updates.length === 1);
+      assert.deepEqual(updates, ['n1->n2']);
+      assert.notEqual(keeping.store.get('ns/p6'), cached);
+    } finally {
+      stopKeeping.abort();
+      await runningKeeping;
+    }
+  });
+
   test('a dropped connection is rewatched from the last resourceVersion, without a relist', async () => {
     server.upsert(PODS, pod('p4'));
     await until('p4', () => informer.store.has('ns/p4'));

@@ -229,9 +229,10 @@ export class Indexer<T extends KubeObject> {
     return [...index.keys()];
   }
 
-  /** Stores the object under `key`; returns the previous one. */
+  /** Stores the object under `key`; returns the previous one. Storing the very object stored changes nothing. */
   set(key: string, obj: T): T | undefined {
     const old = this.items.get(key);
+    if (old === obj) return old;
     const sorted = this.ownSorted(!old);
     if (sorted) {
       const i = sortedIndex(sorted.keys, key);
@@ -429,8 +430,14 @@ export class Informer<T extends KubeObject = KubeObject> implements ReflectorSto
     }
   }
 
+  /**
+   * An event's object, as the transform made it. The very object cached (a transform that kept nothing of the
+   * change, as cachedNode after a node's heartbeat) is no update to tell: client-go's informer would hand the
+   * handlers two objects that differ in nothing they keep.
+   */
   upsert(obj: T): void {
     const old = this.store.set(objectKey(obj), obj);
+    if (old === obj) return;
     if (old) this.notifyUpdate(old, obj);
     else this.notifyAdd(obj, false);
   }
