@@ -4,6 +4,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http2 from 'node:http2';
+import net from 'node:net';
+import tls from 'node:tls';
 import type http from 'node:http';
 import { FakeApiServer, type RequestRecord } from './testing/fake-apiserver.ts';
 import { TransportError, WriteRefusedError } from './errors.ts';
@@ -191,6 +193,30 @@ describe('KubeClient over HTTP/2', () => {
     );
     assert.equal(sessions[0], sessions[2], 'the fenced writes share a session');
     assert.notEqual(sessions[0], sessions[1], 'not the one of reads');
+  });
+
+  test("both sessions' sockets are dialed with Nagle off, the write gate's too", async (t) => {
+    const fresh = new KubeClient(server.restConfig(), { qps: 0 });
+    const dialed: tls.TLSSocket[] = [];
+    const connect = tls.connect.bind(tls);
+    t.mock.method(tls, 'connect', (...args: Parameters<typeof tls.connect>) => {
+      const socket = connect(...args);
+      dialed.push(socket);
+      return socket;
+    });
+    const noDelay = t.mock.method(net.Socket.prototype, 'setNoDelay');
+    try {
+      await fresh.withScope({ beforeWrite: () => undefined }).create(resources.pods, pod('nagle'));
+      await fresh.get(resources.pods, { namespace: 'ns', name: 'nagle' });
+    } finally {
+      fresh.close();
+    }
+    const h2 = dialed.filter((s) => s.alpnProtocol === 'h2');
+    assert.equal(h2.length, 2, 'the fenced session and the shared one');
+    for (const socket of h2) {
+      const calls = noDelay.mock.calls.filter((c) => c.this === socket && c.arguments[0] !== false);
+      assert.ok(calls.length > 0, 'setNoDelay(true) on each dialed socket');
+    }
   });
 
   describe('the write fence holds until the frames are written', () => {

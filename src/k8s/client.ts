@@ -1163,6 +1163,11 @@ class H2Connection {
     const socket = tls.connect({ ...this.tlsOptions, host, port, ALPNProtocols: ['h2', 'http/1.1'] });
     // TCP keep-alive probes, as the HTTP/1.1 agent's (30 s, as client-go's dialer).
     socket.setKeepAlive(true, 30_000);
+    // No Nagle, as Go's dialer (TCP_NODELAY on every TCP connection) and the HTTP/1.1 agent: the session's small
+    // frames (a patch, a WINDOW_UPDATE) go out at once instead of waiting for the apiserver's ACK of the previous
+    // segment. Node's session turns it off only on a socket it holds itself (Http2Session's constructor calls
+    // socket.setNoDelay()), not through the write gate.
+    socket.setNoDelay(true);
     return socket;
   }
 
