@@ -18,6 +18,7 @@ import type { WebhookMemoryResult } from './webhook-memory.ts';
 import type { MemoryBenchResult } from './memory.ts';
 import type { ScaleResult } from './scale.ts';
 import type { SimulateResult } from './simulate.ts';
+import type { KubeletBenchResult } from './kubelet.ts';
 
 export interface Machine {
   cores: number;
@@ -40,6 +41,7 @@ export interface BenchResults {
   memory?: MemoryBenchResult;
   scale?: ScaleResult;
   simulate?: SimulateResult;
+  kubelet?: KubeletBenchResult;
   planning?: PlanningSample[];
   /** Parts that failed, with the reason. */
   errors?: string[];
@@ -378,6 +380,35 @@ function readinessGateMode(managerArgs: readonly string[]): string {
   return mode ? `--kruise-pod-ready-gate ${mode}` : 'the `KruisePodReady` gate on every pod, the default';
 }
 
+function kubeletTable(k: KubeletBenchResult): string[] {
+  const [native, ours] = (['native', 'ours'] as const).map((c) => k.rows.find((r) => r.controller === c));
+  const cells = (f: (r: NonNullable<typeof native>) => string) => [native ? f(native) : 'n/a', ours ? f(ours) : 'n/a'];
+  const later = ours ? ours.pods - ours.conditionFirst : 0;
+  return [
+    `### 10. A real kubelet: status writes per daemon pod on one real node (kubelet, containerd, runc), each pod deleted and re-created ${k.recreations} times by its controller, the two by turns (ours: ${readinessGateMode(k.managerArgs)})`,
+    '',
+    row(['measure', 'native (KCM)', 'ours']),
+    row(['---', '---:', '---:']),
+    row(['pods counted (created, Ready, deleted)', ...cells((r) => String(r.pods))]),
+    row([
+      "the kubelet's `pods/status` writes per pod, create until delete",
+      ...cells((r) => fmt(r.kubeletUntilDelete)),
+    ]),
+    row(["the kubelet's `pods/status` writes per pod, after the delete", ...cells((r) => fmt(r.kubeletAfterDelete))]),
+    row(["the controller's `pods/status` writes per pod", ...cells((r) => fmt(r.controllerStatusWrites))]),
+    row([
+      "pods whose `KruisePodReady` condition was written before the kubelet's first status write: the kubelet's writes until delete per pod",
+      'n/a',
+      ours
+        ? `${ours.conditionFirst}: ${fmt(ours.kubeletUntilDeleteConditionFirst)}; the other ${later}: ${fmt(ours.kubeletUntilDeleteConditionLater)}`
+        : 'n/a',
+    ]),
+    row(['previous pod deleted → the new one Ready, median s', ...cells((r) => fmt(r.replacedSeconds))]),
+    '',
+    `Node ${k.node}. Writes from the apiserver's audit log, by pod name: the kubelet's (user \`system:node:${k.node}\`) and every other client's to \`pods/status\` (for ours, our manager's condition). The race's fake kubelet (kwok) plays a pod's stages again for each event of a bound Pending pod; this shows what a kubelet writes.`,
+  ];
+}
+
 function memoryTable(m: MemoryBenchResult): string[] {
   const goal = m.nodes >= 5000 ? '≤ 150 MiB at 5,000 nodes and pods' : '≤ 120 MiB at 1,000 nodes and pods';
   const c = m.cached;
@@ -577,5 +608,6 @@ export function renderMarkdown(r: BenchResults): string {
   if (r.memory) out.push(...memoryTable(r.memory), '');
   if (r.scale) out.push(...scaleTable(r.scale), '');
   if (r.simulate) out.push(...simulateTable(r.simulate), '');
+  if (r.kubelet) out.push(...kubeletTable(r.kubelet), '');
   return out.join('\n');
 }

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ensureBinaries, repoRoot } from '../e2e/cluster/binaries.ts';
+import { ensureBinaries, ensureNodeBinaries, repoRoot } from '../e2e/cluster/binaries.ts';
 import { runClusterBench } from './cluster.ts';
 import { buildPrograms } from './lib/programs.ts';
 import { say } from './lib/stats.ts';
@@ -16,6 +16,8 @@ import { runWebhookMemoryBench } from './webhook-memory.ts';
 import { runMemoryBench } from './memory.ts';
 import { runScaleBench, type ScaleController } from './scale.ts';
 import { runSimulateBench } from './simulate.ts';
+import { runKubeletBench } from './kubelet.ts';
+import { realNodeUnsupported } from '../e2e/cluster/real-node.ts';
 
 const HELP = `npm run bench -- [flags]
 
@@ -53,18 +55,30 @@ const HELP = `npm run bench -- [flags]
   --sim-memory-limit MiB  simulate part: the memory limit the managers' heap flag is set from (default 4096)
   --sim-workers N         simulate part: the managers' --workers (default 3, the product's)
   --sim-no-failover       simulate part: no second replica, no failover
+  --kubelet-recreations N kubelet part: times each controller's pod on the real node is deleted (default 20)
   --planning-sizes LIST   node counts of the planning benchmark (default 1000,5000,10000)
   --planning-ms N         time per planning measurement (default 1000)
-  --only LIST             some of planning,webhook,webhook-memory,cluster,race,memory,scale,simulate (default all
-                          but race and simulate; race: the rollout race of the cluster part alone; simulate: a
-                          simulated 65,000-node cluster, no kube-apiserver)
+  --only LIST             some of planning,webhook,webhook-memory,cluster,race,memory,scale,kubelet,simulate
+                          (default all but race and simulate; race: the rollout race of the cluster part alone;
+                          kubelet: status writes per pod on one real node, left out where none can run (root,
+                          e2e/hack/install-node-packages.sh); simulate: a simulated 65,000-node cluster)
   --out DIR               where results.md and results.json go (default bench/results)
   --note TEXT             a line printed under the machine facts (e.g. "machine shared with ...")
   --keep                  keep the scratch directory (manager logs, audit log)
   --cpu-prof DIR          our manager and webhook server write V8 CPU profiles into DIR
   --help`;
 
-const PARTS = ['planning', 'webhook', 'webhook-memory', 'cluster', 'race', 'memory', 'scale', 'simulate'] as const;
+const PARTS = [
+  'planning',
+  'webhook',
+  'webhook-memory',
+  'cluster',
+  'race',
+  'memory',
+  'scale',
+  'kubelet',
+  'simulate',
+] as const;
 /** `race` is part of `cluster`: run alone only when asked; `simulate` (65,000 nodes, about 20 minutes) too. */
 const DEFAULT_PARTS = PARTS.filter((p) => p !== 'race' && p !== 'simulate');
 
@@ -118,6 +132,7 @@ async function main(): Promise<number> {
       'sim-memory-limit': { type: 'string' },
       'sim-workers': { type: 'string' },
       'sim-no-failover': { type: 'boolean' },
+      'kubelet-recreations': { type: 'string' },
       'planning-sizes': { type: 'string' },
       'planning-ms': { type: 'string' },
       only: { type: 'string' },
@@ -133,7 +148,11 @@ async function main(): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return 0;
   }
-  const only = (v.only ?? DEFAULT_PARTS.join(',')).split(',').filter(Boolean);
+  // By default the real-node part runs where a real node can (root, the Debian packages); named, it runs or fails.
+  const noRealNode = realNodeUnsupported({ binaries: false });
+  const defaults = noRealNode ? DEFAULT_PARTS.filter((p) => p !== 'kubelet') : DEFAULT_PARTS;
+  if (!v.only && noRealNode) say(`the kubelet part is left out: ${noRealNode} (--only kubelet runs it, or fails)`);
+  const only = (v.only ?? defaults.join(',')).split(',').filter(Boolean);
   for (const part of only)
     if (!(PARTS as readonly string[]).includes(part))
       throw new Error(`--only: unknown part "${part}" (${PARTS.join(', ')})`);
@@ -175,6 +194,7 @@ async function main(): Promise<number> {
     simMemoryLimitMiB: int('sim-memory-limit', v['sim-memory-limit'], 4096),
     simWorkers: int('sim-workers', v['sim-workers'], 3),
     simFailover: v['sim-no-failover'] !== true,
+    kubeletRecreations: int('kubelet-recreations', v['kubelet-recreations'], 20),
     planningSizes: (v['planning-sizes'] ?? '1000,5000,10000').split(',').map((s) => int('planning-sizes', s, 0)),
     planningMs: int('planning-ms', v['planning-ms'], 1000),
     only,
@@ -268,6 +288,18 @@ async function main(): Promise<number> {
           managerBurst: params.managerBurst,
           managerArgs: params.managerArgs,
           kwokPodParallelism: params.kwokPodParallelism,
+        });
+      });
+    if (only.includes('kubelet'))
+      await part('kubelet', async () => {
+        say('checking control-plane and node binaries (a cold build takes many minutes)');
+        await ensureBinaries();
+        await ensureNodeBinaries();
+        results.kubelet = await runKubeletBench({
+          dir: work,
+          recreations: params.kubeletRecreations,
+          managerCommand: programs.manager,
+          managerArgs: params.managerArgs,
         });
       });
     if (only.includes('simulate'))

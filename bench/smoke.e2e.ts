@@ -1,6 +1,7 @@
 // `npm run bench` at a tiny size (bench/README.md), so the benchmarks cannot rot: 20 nodes, one round,
 // in a private cluster of its own (beside the harness's), short webhook runs and small plans, and the simulated
-// cluster (`--only simulate`) at 50 nodes.
+// cluster (`--only simulate`) at 50 nodes, and where a real node runs (always under CI=true) the kubelet part with
+// each pod re-created twice.
 // It checks that every one of the five measurements produced numbers, never how good they are.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,8 +12,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from '../e2e/cluster/binaries.ts';
 import type { BenchResults } from './report.ts';
+import { realNodeSkip } from '../e2e/realnode/lib.ts';
 
 const run = promisify(execFile);
+
+/** The real-node part where real nodes run (always under CI=true: there a missing prerequisite fails the run). */
+const kubelet = realNodeSkip() === undefined;
 
 const finite = (what: string, x: number | undefined) =>
   assert.ok(typeof x === 'number' && Number.isFinite(x) && x >= 0, `${what} is not a number: ${x}`);
@@ -37,7 +42,8 @@ describe('benchmarks smoke run', () => {
           ...['--planning-ms', '50', '--memory-steady-seconds', '2', '--out', out],
           ...['--scale-daemonsets', '3', '--scale-new-nodes', '5', '--scale-idle-seconds', '1'],
           // The default parts and the simulated cluster, at 50 nodes.
-          ...['--only', 'planning,webhook,webhook-memory,cluster,memory,scale,simulate'],
+          ...['--only', `planning,webhook,webhook-memory,cluster,memory,scale,simulate${kubelet ? ',kubelet' : ''}`],
+          ...['--kubelet-recreations', '2'],
           ...['--sim-nodes', '50', '--sim-daemonsets', '3', '--sim-added-nodes', '3', '--sim-steady-syncs', '5'],
           ...['--sim-memory-limit', '512'],
         ],
@@ -52,6 +58,7 @@ describe('benchmarks smoke run', () => {
         '### 6. Memory',
         '### 7. Scale',
         '### 8. Simulated cluster',
+        ...(kubelet ? ['### 10. A real kubelet'] : []),
       ])
         assert.ok(stdout.includes(heading), `the table has no "${heading}" section:\n${stdout}`);
       assert.equal(readFileSync(join(out, 'results.md'), 'utf8').trim(), stdout.trim());
@@ -111,6 +118,21 @@ describe('benchmarks smoke run', () => {
       assert.ok(sim && sim.steady.syncs > 0 && sim.nodeAdded.samples === 3, JSON.stringify(sim));
       finite('simulate steady sync', sim?.steady.meanMs);
       finite('simulate node added p95', sim?.nodeAdded.p95Ms);
+      if (kubelet) {
+        assert.deepEqual(
+          r.kubelet?.rows.map((x) => [x.controller, x.pods]),
+          [
+            ['native', 2],
+            ['ours', 2],
+          ],
+        );
+        for (const x of r.kubelet?.rows ?? []) {
+          // Every pod that became Ready was written Running and Ready by the kubelet; ours also by our manager.
+          assert.ok(x.kubeletUntilDelete >= 1, JSON.stringify(x));
+          assert.equal(x.controllerStatusWrites, x.controller === 'ours' ? 1 : 0, JSON.stringify(x));
+          finite(`kubelet ${x.controller} replaced`, x.replacedSeconds);
+        }
+      }
     },
   );
 });
