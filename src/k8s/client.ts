@@ -1166,7 +1166,8 @@ class H2Connection {
     // No Nagle, as Go's dialer (TCP_NODELAY on every TCP connection) and the HTTP/1.1 agent: the session's small
     // frames (a patch, a WINDOW_UPDATE) go out at once instead of waiting for the apiserver's ACK of the previous
     // segment. Node's session turns it off only on a socket it holds itself (Http2Session's constructor calls
-    // socket.setNoDelay()), not through the write gate.
+    // socket.setNoDelay(), https://github.com/nodejs/node/blob/main/lib/internal/http2/core.js), not through the
+    // write gate.
     socket.setNoDelay(true);
     return socket;
   }
