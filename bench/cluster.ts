@@ -26,7 +26,7 @@ import { kruisePodReadyPatch } from '../src/daemonset/pods.ts';
 import type { Pod } from '../src/k8s/types.ts';
 import { auditApiserverArgs, auditWindow, countRequests, waitQuiet, type AuditWindow } from './lib/audit.ts';
 import { cpuSeconds, peakRssMiB } from './lib/proc.ts';
-import { type DaemonSetObject, pool } from './lib/kube.ts';
+import { daemonSetManifest, type DaemonSetObject, pool } from './lib/kube.ts';
 import { median, percentile, say } from './lib/stats.ts';
 import { sleep } from '../src/testing/wait.ts';
 import { Tracker, until } from './lib/tracker.ts';
@@ -164,17 +164,10 @@ function podTemplate(app: string, image: string, nodeSelector: Record<string, st
   };
 }
 
-function daemonSetManifest(kind: ControllerKind, name: string, nodeSelector: Record<string, string>) {
-  return {
-    apiVersion: kind === 'native' ? 'apps/v1' : 'apps.kruise.io/v1alpha1',
-    kind: 'DaemonSet',
-    metadata: { name, namespace: NAMESPACE },
-    spec: {
-      selector: { matchLabels: { app: name } },
-      template: podTemplate(name, IMAGE_V1, nodeSelector),
-      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '10%' } },
-    },
-  };
+function raceDaemonSet(kind: ControllerKind, name: string, nodeSelector: Record<string, string>) {
+  return daemonSetManifest(kind, NAMESPACE, name, podTemplate(name, IMAGE_V1, nodeSelector).spec, {
+    updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '10%' } },
+  });
 }
 
 const dsType = (kind: ControllerKind): ResourceType =>
@@ -290,7 +283,7 @@ class Bench {
     say(`round ${round + 1}: ${kind} creates ${name} on ${n} nodes`);
     const cpu0 = cpuSeconds(cpuPid);
     const t0 = Date.now();
-    await this.client.create(dsType(kind), daemonSetManifest(kind, name, { type: 'kwok' }));
+    await this.client.create(dsType(kind), raceDaemonSet(kind, name, { type: 'kwok' }));
     const created = await until(
       [this.pods, ds],
       'every pod Ready',
@@ -499,8 +492,7 @@ class Bench {
       say(
         `new-node latency: ${names.length} DaemonSets on ${base} nodes (selecting ${o.newNodeScope === 'new' ? 'the added nodes' : 'every node'})`,
       );
-      for (const name of names)
-        await this.client.create(resources.daemonSets, daemonSetManifest('ours', name, selector));
+      for (const name of names) await this.client.create(resources.daemonSets, raceDaemonSet('ours', name, selector));
       const perDs = o.newNodeScope === 'new' ? 0 : base;
       await until(
         [this.ds.ours, this.pods],

@@ -17,6 +17,7 @@ import { isPodReady } from '../src/k8s/pod.ts';
 import { resources } from '../src/k8s/resources.ts';
 import type { Pod } from '../src/k8s/types.ts';
 import { sleep } from '../src/testing/wait.ts';
+import { daemonSetManifest } from './lib/kube.ts';
 import { median, say } from './lib/stats.ts';
 import type { ControllerKind } from './cluster.ts';
 
@@ -56,22 +57,6 @@ export interface KubeletBenchResult {
   recreations: number;
   managerArgs: string[];
   rows: KubeletWrites[];
-}
-
-function daemonSet(controller: ControllerKind, image: string) {
-  const name = `kubelet-${controller}`;
-  return {
-    apiVersion: controller === 'native' ? 'apps/v1' : 'apps.kruise.io/v1alpha1',
-    kind: 'DaemonSet',
-    metadata: { name, namespace: NAMESPACE },
-    spec: {
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'daemon', image }] },
-      },
-    },
-  };
 }
 
 /** The controller's pod that is Ready and is none of `not`, polled every 100 ms. */
@@ -158,7 +143,13 @@ export async function runKubeletBench(o: KubeletBenchOptions): Promise<KubeletBe
     const images = await pushTestDaemonImages(state.registry!);
     const controllers: ControllerKind[] = ['native', 'ours'];
     for (const c of controllers)
-      await client.create(c === 'native' ? resources.nativeDaemonSets : resources.daemonSets, daemonSet(c, images.v1));
+      await client.create(
+        c === 'native' ? resources.nativeDaemonSets : resources.daemonSets,
+        daemonSetManifest(c, NAMESPACE, `kubelet-${c}`, {
+          terminationGracePeriodSeconds: 1,
+          containers: [{ name: 'daemon', image: images.v1 }],
+        }),
+      );
     const pods = new Map<ControllerKind, string[]>();
     const replaced = new Map<ControllerKind, number[]>(controllers.map((c) => [c, []]));
     for (const c of controllers) pods.set(c, [(await readyPod(client, c, new Set())).metadata.name!]);

@@ -203,6 +203,12 @@ async function main(): Promise<number> {
   const work = mkdtempSync(join(tmpdir(), 'ads-bench-'));
   const results: BenchResults = { machine: machineFacts(v.note), params };
   say(`scratch directory ${work}`);
+  // Built from the Go module proxy on first use, then cached; the real node's (kubelet, containerd) only for it.
+  const clusterBinaries = async ({ node = false } = {}) => {
+    say(`checking control-plane${node ? ' and node' : ''} binaries (a cold build takes many minutes)`);
+    await ensureBinaries();
+    if (node) await ensureNodeBinaries();
+  };
   // Each part on its own: a failure is reported in the table and the other parts still run.
   const part = async (name: string, fn: () => Promise<void>) => {
     try {
@@ -233,8 +239,7 @@ async function main(): Promise<number> {
       });
     if (only.includes('webhook-memory'))
       await part('webhook-memory', async () => {
-        say('checking control-plane binaries (a cold build takes many minutes)');
-        await ensureBinaries();
+        await clusterBinaries();
         results.webhookMemory = await runWebhookMemoryBench({
           dir: work,
           nodes: params.webhookMemoryNodes,
@@ -247,8 +252,7 @@ async function main(): Promise<number> {
       });
     if (only.includes('cluster') || only.includes('race'))
       await part('cluster', async () => {
-        say('checking control-plane binaries (a cold build takes many minutes)');
-        await ensureBinaries();
+        await clusterBinaries();
         results.cluster = await runClusterBench({
           dir: work,
           ...params,
@@ -257,8 +261,7 @@ async function main(): Promise<number> {
       });
     if (only.includes('memory'))
       await part('memory', async () => {
-        say('checking control-plane binaries (a cold build takes many minutes)');
-        await ensureBinaries();
+        await clusterBinaries();
         results.memory = await runMemoryBench({
           dir: work,
           nodes: params.nodes,
@@ -274,8 +277,7 @@ async function main(): Promise<number> {
       });
     if (only.includes('scale'))
       await part('scale', async () => {
-        say('checking control-plane binaries (a cold build takes many minutes)');
-        await ensureBinaries();
+        await clusterBinaries();
         results.scale = await runScaleBench({
           dir: work,
           nodes: params.nodes,
@@ -292,9 +294,7 @@ async function main(): Promise<number> {
       });
     if (only.includes('kubelet'))
       await part('kubelet', async () => {
-        say('checking control-plane and node binaries (a cold build takes many minutes)');
-        await ensureBinaries();
-        await ensureNodeBinaries();
+        await clusterBinaries({ node: true });
         results.kubelet = await runKubeletBench({
           dir: work,
           recreations: params.kubeletRecreations,

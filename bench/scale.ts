@@ -24,7 +24,7 @@ import type { Node, Pod, Taint, Toleration } from '../src/k8s/types.ts';
 import { sleep } from '../src/testing/wait.ts';
 import { peakRssMiB, rssMiB } from './lib/proc.ts';
 import { MANAGER_HEAP_FLAGS } from './lib/programs.ts';
-import { BENCH_NODE_HEARTBEAT_SECONDS, type DaemonSetObject, pool } from './lib/kube.ts';
+import { BENCH_NODE_HEARTBEAT_SECONDS, daemonSetManifest, type DaemonSetObject, pool } from './lib/kube.ts';
 import { percentile, say } from './lib/stats.ts';
 import { Tracker } from './lib/tracker.ts';
 
@@ -257,42 +257,35 @@ function strategyOf(a: Archetype, controller: ScaleController): Record<string, u
 }
 
 function manifest(a: Archetype, controller: ScaleController) {
-  const name = `${controller}-${a.name}`;
-  return {
-    apiVersion: controller === 'native' ? 'apps/v1' : 'apps.kruise.io/v1alpha1',
-    kind: 'DaemonSet',
-    metadata: { name, namespace: NAMESPACE },
-    spec: {
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: {
-          ...(a.nodeSelector ? { nodeSelector: a.nodeSelector } : {}),
-          ...(a.affinity
-            ? {
-                affinity: {
-                  nodeAffinity: {
-                    requiredDuringSchedulingIgnoredDuringExecution: {
-                      nodeSelectorTerms: [{ matchExpressions: a.affinity }],
-                    },
-                  },
+  return daemonSetManifest(
+    controller,
+    NAMESPACE,
+    `${controller}-${a.name}`,
+    {
+      ...(a.nodeSelector ? { nodeSelector: a.nodeSelector } : {}),
+      ...(a.affinity
+        ? {
+            affinity: {
+              nodeAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: {
+                  nodeSelectorTerms: [{ matchExpressions: a.affinity }],
                 },
-              }
-            : {}),
-          terminationGracePeriodSeconds: 1,
-          tolerations: tolerationsOf(a),
-          containers: [
-            {
-              name: 'agent',
-              image: IMAGE_V1,
-              resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '64Mi' } },
+              },
             },
-          ],
+          }
+        : {}),
+      terminationGracePeriodSeconds: 1,
+      tolerations: tolerationsOf(a),
+      containers: [
+        {
+          name: 'agent',
+          image: IMAGE_V1,
+          resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '64Mi' } },
         },
-      },
-      updateStrategy: strategyOf(a, controller),
+      ],
     },
-  };
+    { updateStrategy: strategyOf(a, controller) },
+  );
 }
 
 // ------------------------------------------------------------------------------------------------

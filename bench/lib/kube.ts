@@ -15,6 +15,29 @@ export interface DaemonSetObject extends KubeObject {
   };
 }
 
+/**
+ * A DaemonSet of native's kind (apps/v1) or ours (apps.kruise.io/v1alpha1), its pods labelled and selected by
+ * `app: <name>`; the same object for both controllers but for apiVersion.
+ */
+export function daemonSetManifest(
+  controller: 'native' | 'ours',
+  namespace: string,
+  name: string,
+  podSpec: Record<string, unknown>,
+  spec: Record<string, unknown> = {},
+) {
+  return {
+    apiVersion: controller === 'native' ? 'apps/v1' : 'apps.kruise.io/v1alpha1',
+    kind: 'DaemonSet',
+    metadata: { name, namespace },
+    spec: {
+      selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name } }, spec: podSpec },
+      ...spec,
+    },
+  };
+}
+
 /** Runs `fn` over `items` with at most `limit` in flight. */
 export async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
