@@ -35,7 +35,7 @@ export interface KubeletBenchOptions {
 
 export interface KubeletWrites {
   controller: ControllerKind;
-  /** Pods created by the controller and deleted again (each re-created one but the last). */
+  /** Pods counted: each one the controller created that was then deleted (the first, and every later one but the last). */
   pods: number;
   /** The kubelet's writes of pods/status per pod from its create until its delete: starting, running, Ready. */
   kubeletUntilDelete: number;
