@@ -16,7 +16,7 @@ import {
 import { installCrd, waitConversionWebhook } from '../e2e/cluster/crd.ts';
 import { startManager, type ManagerProcess } from '../e2e/lib/manager.ts';
 import { isNotFound } from '../src/k8s/errors.ts';
-import { resources, type ResourceType } from '../src/k8s/resources.ts';
+import { resources } from '../src/k8s/resources.ts';
 import { type KubeClient } from '../src/k8s/client.ts';
 import { createKubeClient } from '../src/k8s/kubeconfig.ts';
 import { isPodReady } from '../src/k8s/pod.ts';
@@ -26,7 +26,7 @@ import { kruisePodReadyPatch } from '../src/daemonset/pods.ts';
 import type { Pod } from '../src/k8s/types.ts';
 import { auditApiserverArgs, auditWindow, countRequests, waitQuiet, type AuditWindow } from './lib/audit.ts';
 import { cpuSeconds, peakRssMiB } from './lib/proc.ts';
-import { daemonSetManifest, type DaemonSetObject, pool } from './lib/kube.ts';
+import { daemonSetManifest, daemonSetType, type DaemonSetObject, pool } from './lib/kube.ts';
 import { median, percentile, say } from './lib/stats.ts';
 import { sleep } from '../src/testing/wait.ts';
 import { Tracker, until } from './lib/tracker.ts';
@@ -170,9 +170,6 @@ function raceDaemonSet(kind: ControllerKind, name: string, nodeSelector: Record<
   });
 }
 
-const dsType = (kind: ControllerKind): ResourceType =>
-  kind === 'native' ? resources.nativeDaemonSets : resources.daemonSets;
-
 class Bench {
   readonly client: KubeClient;
   readonly watchClient: KubeClient;
@@ -260,7 +257,7 @@ class Bench {
 
   /** Deletes a DaemonSet and waits until the garbage collector has removed its pods. */
   async deleteDaemonSet(kind: ControllerKind, name: string): Promise<void> {
-    await this.client.delete(dsType(kind), { namespace: NAMESPACE, name }, { propagationPolicy: 'Background' });
+    await this.client.delete(daemonSetType(kind), { namespace: NAMESPACE, name }, { propagationPolicy: 'Background' });
     await until(
       [this.pods],
       `pods of ${name} gone`,
@@ -283,7 +280,7 @@ class Bench {
     say(`round ${round + 1}: ${kind} creates ${name} on ${n} nodes`);
     const cpu0 = cpuSeconds(cpuPid);
     const t0 = Date.now();
-    await this.client.create(dsType(kind), raceDaemonSet(kind, name, { type: 'kwok' }));
+    await this.client.create(daemonSetType(kind), raceDaemonSet(kind, name, { type: 'kwok' }));
     const created = await until(
       [this.pods, ds],
       'every pod Ready',
@@ -313,7 +310,7 @@ class Bench {
     say(`round ${round + 1}: ${kind} rolls ${name} to a new image (maxUnavailable 10%)`);
     const t1 = Date.now();
     const patched = await this.client.patch<DaemonSetObject>(
-      dsType(kind),
+      daemonSetType(kind),
       { namespace: NAMESPACE, name },
       { spec: { template: { spec: { containers: [{ name: 'agent', image: IMAGE_V2 }] } } } },
       { type: 'merge' },

@@ -17,7 +17,7 @@ import { isPodReady } from '../src/k8s/pod.ts';
 import { resources } from '../src/k8s/resources.ts';
 import type { Pod } from '../src/k8s/types.ts';
 import { sleep } from '../src/testing/wait.ts';
-import { daemonSetManifest } from './lib/kube.ts';
+import { daemonSetManifest, daemonSetType } from './lib/kube.ts';
 import { median, say } from './lib/stats.ts';
 import type { ControllerKind } from './cluster.ts';
 
@@ -45,6 +45,8 @@ export interface KubeletWrites {
   controllerStatusWrites: number;
   /** Pods whose controller status write completed before the kubelet's first status write was received. */
   conditionFirst: number;
+  /** Pods with a controller status write that did not (the others have none: native's). */
+  conditionLater: number;
   /** Of those and of the others, the kubelet's writes until the delete, per pod (undefined without such a pod). */
   kubeletUntilDeleteConditionFirst?: number;
   kubeletUntilDeleteConditionLater?: number;
@@ -89,13 +91,15 @@ export function kubeletWrites(
     const byKubelet = own.filter((w) => w.user === kubelet && w.resource === 'pods/status');
     const untilDelete = byKubelet.filter((w) => w.received < deletedAt);
     const byController = own.filter((w) => w.user !== kubelet && w.resource === 'pods/status');
-    const first = untilDelete[0];
+    const kubeletFirst = untilDelete[0];
     return {
       untilDelete: untilDelete.length,
       afterDelete: byKubelet.length - untilDelete.length,
       controller: byController.length,
       conditionFirst:
-        byController[0] !== undefined && first !== undefined && byController[0].completed <= first.received,
+        byController[0] !== undefined &&
+        kubeletFirst !== undefined &&
+        byController[0].completed <= kubeletFirst.received,
     };
   });
   const mean = (xs: typeof per, f: (p: (typeof per)[number]) => number) =>
@@ -109,6 +113,7 @@ export function kubeletWrites(
     kubeletAfterDelete: mean(per, (p) => p.afterDelete) ?? 0,
     controllerStatusWrites: mean(per, (p) => p.controller) ?? 0,
     conditionFirst: first.length,
+    conditionLater: later.length,
     kubeletUntilDeleteConditionFirst: mean(first, (p) => p.untilDelete),
     kubeletUntilDeleteConditionLater: mean(later, (p) => p.untilDelete),
     replacedSeconds: median(replacedSeconds),
@@ -144,7 +149,7 @@ export async function runKubeletBench(o: KubeletBenchOptions): Promise<KubeletBe
     const controllers: ControllerKind[] = ['native', 'ours'];
     for (const c of controllers)
       await client.create(
-        c === 'native' ? resources.nativeDaemonSets : resources.daemonSets,
+        daemonSetType(c),
         daemonSetManifest(c, NAMESPACE, `kubelet-${c}`, {
           terminationGracePeriodSeconds: 1,
           containers: [{ name: 'daemon', image: images.v1 }],

@@ -383,7 +383,6 @@ function readinessGateMode(managerArgs: readonly string[]): string {
 function kubeletTable(k: KubeletBenchResult): string[] {
   const [native, ours] = (['native', 'ours'] as const).map((c) => k.rows.find((r) => r.controller === c));
   const cells = (f: (r: NonNullable<typeof native>) => string) => [native ? f(native) : 'n/a', ours ? f(ours) : 'n/a'];
-  const later = ours ? ours.pods - ours.conditionFirst : 0;
   return [
     `### 10. A real kubelet: status writes per daemon pod on one real node (kubelet, containerd, runc), each pod deleted and re-created ${k.recreations} times by its controller, the two by turns (ours: ${readinessGateMode(k.managerArgs)})`,
     '',
@@ -400,7 +399,7 @@ function kubeletTable(k: KubeletBenchResult): string[] {
       "pods whose `KruisePodReady` condition was written before the kubelet's first status write: the kubelet's writes until delete per pod",
       'n/a',
       ours
-        ? `${ours.conditionFirst}: ${fmt(ours.kubeletUntilDeleteConditionFirst)}; the other ${later}: ${fmt(ours.kubeletUntilDeleteConditionLater)}`
+        ? `${ours.conditionFirst}: ${fmt(ours.kubeletUntilDeleteConditionFirst)}; the other ${ours.conditionLater}: ${fmt(ours.kubeletUntilDeleteConditionLater)}`
         : 'n/a',
     ]),
     row(['previous pod deleted → the new one Ready, median s', ...cells((r) => fmt(r.replacedSeconds))]),

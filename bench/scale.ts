@@ -24,7 +24,13 @@ import type { Node, Pod, Taint, Toleration } from '../src/k8s/types.ts';
 import { sleep } from '../src/testing/wait.ts';
 import { peakRssMiB, rssMiB } from './lib/proc.ts';
 import { MANAGER_HEAP_FLAGS } from './lib/programs.ts';
-import { BENCH_NODE_HEARTBEAT_SECONDS, daemonSetManifest, type DaemonSetObject, pool } from './lib/kube.ts';
+import {
+  BENCH_NODE_HEARTBEAT_SECONDS,
+  daemonSetManifest,
+  daemonSetType,
+  type DaemonSetObject,
+  pool,
+} from './lib/kube.ts';
 import { percentile, say } from './lib/stats.ts';
 import { Tracker } from './lib/tracker.ts';
 
@@ -441,7 +447,7 @@ class Scale {
 
   async side(controller: ScaleController, measured: (side: ScaleSide) => void): Promise<ScaleSide> {
     const o = this.o;
-    const type = controller === 'ours' ? resources.daemonSets : resources.nativeDaemonSets;
+    const type = daemonSetType(controller);
     // Ours are read in their storage version, v1beta1: a v1alpha1 read would go through our conversion webhook, and
     // the benchmark's own reads must not load the process it measures.
     const ds = new DaemonSetSnapshot(this.client, controller === 'ours' ? resources.daemonSetsV1beta1 : type);

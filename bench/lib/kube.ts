@@ -1,5 +1,6 @@
 // What the cluster benchmarks share about the objects they drive: the DaemonSet status fields they read, and a
 // bounded fan-out of requests.
+import { resources, type ResourceType } from '../../src/k8s/resources.ts';
 import type { KubeObject } from '../../src/k8s/types.ts';
 
 /** A DaemonSet (either kind) as the benchmarks read it: its status counters. */
@@ -37,6 +38,10 @@ export function daemonSetManifest(
     },
   };
 }
+
+/** The resource of that DaemonSet: apps/v1 `daemonsets` for native's, ours in v1alpha1, as created. */
+export const daemonSetType = (controller: 'native' | 'ours'): ResourceType =>
+  controller === 'native' ? resources.nativeDaemonSets : resources.daemonSets;
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
 export async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
