@@ -16,7 +16,7 @@ import { createKubeClient } from '../src/k8s/kubeconfig.ts';
 import { isPodReady } from '../src/k8s/pod.ts';
 import { resources } from '../src/k8s/resources.ts';
 import type { Pod } from '../src/k8s/types.ts';
-import { sleep } from '../src/testing/wait.ts';
+import { sleep, until } from '../src/testing/wait.ts';
 import { daemonSetManifest, daemonSetType } from './lib/kube.ts';
 import { median, say } from './lib/stats.ts';
 import type { ControllerKind } from './cluster.ts';
@@ -61,19 +61,19 @@ export interface KubeletBenchResult {
   rows: KubeletWrites[];
 }
 
-/** The controller's pod that is Ready and is none of `not`, polled every 100 ms. */
-async function readyPod(client: KubeClient, controller: ControllerKind, not: Set<string>): Promise<Pod> {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const { items } = await client.list<Pod>(resources.pods, {
-      namespace: NAMESPACE,
-      labelSelector: `app=kubelet-${controller}`,
-    });
-    const pod = items.find((p) => !p.metadata.deletionTimestamp && !not.has(p.metadata.name!) && isPodReady(p));
-    if (pod) return pod;
-    if (Date.now() > deadline) throw new Error(`no new Ready pod of the ${controller} DaemonSet within 120 s`);
-    await sleep(100);
-  }
+/** The controller's pod that is Ready and is none of `not`, polled every 100 ms for up to 120 s. */
+function readyPod(client: KubeClient, controller: ControllerKind, not: Set<string>): Promise<Pod> {
+  return until(
+    `a new Ready pod of the ${controller} DaemonSet`,
+    async () => {
+      const { items } = await client.list<Pod>(resources.pods, {
+        namespace: NAMESPACE,
+        labelSelector: `app=kubelet-${controller}`,
+      });
+      return items.find((p) => !p.metadata.deletionTimestamp && !not.has(p.metadata.name!) && isPodReady(p));
+    },
+    { timeoutMs: 120_000, intervalMs: 100 },
+  );
 }
 
 /** One controller's figures from the audit log's writes to its pods. */
